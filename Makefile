@@ -1,0 +1,51 @@
+# The two commands of the README: `make demo` and `make test`. Everything else supports them.
+BUILD      ?= build
+BUILD_SAN  ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test test-unit test-asan test-fuzz bench format gpu-check clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps
+	cmake -S . -B $(BUILD) -G Ninja -DWEFT_WERROR=ON $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j$(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)/weft
+
+# Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, and a short fuzz run.
+test: test-unit test-asan test-fuzz
+
+test-unit: build
+	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
+
+test-asan: deps
+	cmake -S . -B $(BUILD_SAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=address,undefined \
+	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
+	ninja -C $(BUILD_SAN) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -LE no_sanitize
+
+test-fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DWEFT_BUILD_FUZZ=ON \
+	  -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF \
+	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	ninja -C $(BUILD_FUZZ) -j$(JOBS) parse_fuzzer
+	scripts/run-fuzzer.sh $(BUILD_FUZZ)/parse_fuzzer
+
+bench: build
+	scripts/run-benchmarks.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)
