@@ -30,6 +30,14 @@ struct Target {
   double tensor_flops_f16 = 0;           // dense f16/bf16 with f32 accumulation, whole chip
   double cuda_flops_f32 = 0;             // non-tensor f32 FMA throughput x2, whole chip
   double launch_overhead_s = 0;          // per kernel launch
+
+  // Cost-model figures (cost/, docs/cost-model.md gives each source).
+  double l2_bytes_per_s = 0;             // sustained L2-to-SM bandwidth, whole chip
+  double sm_load_bytes_per_s = 0;        // what one SM can pull from L2 (its share of the fabric)
+  double dram_latency_s = 0;             // loaded latency of a device-memory load
+  int max_threads_per_sm = 2048;         // resident threads per SM (occupancy)
+  int max_blocks_per_sm = 32;            // resident blocks per SM (occupancy)
+  double block_mma_fraction = 1.0;       // of tensor_flops_f16 reached by block-level mma.sync code
 };
 
 // All built-in targets, in a fixed order.

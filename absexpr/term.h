@@ -1,0 +1,92 @@
+// Hash-consed abstract-expression terms (Mirage §4.3): a thread-safe store with an s-expression
+// printer and parser.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace weft {
+
+// The function symbols of abstract expressions. `cst` is the one constant leaf: every `shift`
+// offset becomes add(x, cst) (the value is abstracted away like element positions are). `sum` and
+// `max` carry the number of elements they reduce. `cat` joins tensors of different expressions
+// (concat); it is uninterpreted.
+enum class TermOp : uint8_t { var, cst, add, mul, div, exp, sqrt, silu, gelu, relu, sum, max, cat };
+
+using TermId = uint32_t;
+inline constexpr TermId kNoTerm = ~TermId{0};
+
+struct TermNode {
+  TermOp op = TermOp::var;
+  int64_t k = 0;  // var: index of the name; sum/max: elements reduced; else 0
+  TermId a = kNoTerm;
+  TermId b = kNoTerm;
+  friend bool operator==(const TermNode&, const TermNode&) = default;
+};
+
+// Number of term operands of an op (0, 1 or 2).
+int term_arity(TermOp op);
+// "add", "sum", ...; `var` prints as the variable's name instead.
+const char* term_op_name(TermOp op);
+
+// Owns every term; equal terms get equal ids. Thread-safe: any number of threads may create and
+// read terms concurrently. Ids are dense and assigned in creation order, so a single-threaded
+// build (as of_graph and the tests do) gives the same ids every run; answers that depend on terms
+// never depend on ids.
+class TermStore {
+ public:
+  TermStore();
+  ~TermStore();
+  TermStore(const TermStore&) = delete;
+  TermStore& operator=(const TermStore&) = delete;
+
+  TermId var(std::string_view name);
+  TermId cst();
+  TermId add(TermId a, TermId b) { return make({TermOp::add, 0, a, b}); }
+  TermId mul(TermId a, TermId b) { return make({TermOp::mul, 0, a, b}); }
+  TermId div(TermId a, TermId b) { return make({TermOp::div, 0, a, b}); }
+  TermId unary(TermOp op, TermId a) { return make({op, 0, a, kNoTerm}); }
+  // sum(1, x) and max(1, x) are x itself: reducing one element is the identity, and keeping the
+  // form canonical lets the oracle's lookups match without a rule that grows every e-class.
+  TermId sum(int64_t k, TermId a) { return make({TermOp::sum, k, a, kNoTerm}); }
+  TermId max(int64_t k, TermId a) { return make({TermOp::max, k, a, kNoTerm}); }
+  TermId cat(TermId a, TermId b) { return make({TermOp::cat, 0, a, b}); }
+  // Validates the node's shape (arity, sizes >= 1, operands exist) and interns it.
+  TermId make(TermNode node);
+
+  const TermNode& node(TermId id) const;
+  std::string var_name(int64_t index) const;
+  size_t size() const { return count_.load(std::memory_order_acquire); }
+
+  // S-expression: X, (const), (add a b), (sum 4096 a), (exp a).
+  std::string str(TermId id) const;
+  // Parses the printed form (whitespace-insensitive). Throws UserError saying what was expected.
+  TermId parse(std::string_view text);
+  // Number of nodes in the term tree (shared subterms counted each time they occur).
+  size_t tree_size(TermId id) const;
+
+ private:
+  struct NodeHash {
+    size_t operator()(const TermNode& n) const;
+  };
+  static constexpr int kChunkBits = 14;
+  static constexpr size_t kChunkSize = size_t{1} << kChunkBits;
+  static constexpr size_t kMaxChunks = size_t{1} << 14;
+
+  // Nodes live in fixed-size chunks that never move, so readers need no lock.
+  std::unique_ptr<std::atomic<TermNode*>[]> chunks_;
+  std::atomic<uint32_t> count_{0};
+  mutable std::shared_mutex mu_;
+  std::unordered_map<TermNode, TermId, NodeHash> index_;
+  std::deque<std::string> names_;
+  std::unordered_map<std::string, int64_t> name_index_;
+};
+
+}  // namespace weft

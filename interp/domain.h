@@ -1,0 +1,52 @@
+// The value-domain interface of the reference interpreter: the interpreter fixes the µGraph
+// semantics (shapes, slicing, loops, accumulation order) and a domain fixes what the scalars are
+// (floating point for running programs, finite fields for the equivalence verifier).
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <span>
+
+#include "core/rational.h"
+#include "ir/attrs.h"
+#include "ir/ops.h"
+
+namespace weft {
+
+// A domain is a cheap-to-copy object with const member functions:
+//   using Value = ...;                                 scalar type (regular, default-constructible)
+//   Value constant(const Rational&) const;             exact constants (scale factors, eps, 1/n)
+//   Value add/sub/mul/div(Value, Value) const;         div may throw a domain-specific exception
+//                                                      (e.g. a zero divisor in a finite field);
+//                                                      it propagates out of evaluate() unchanged
+//   Value unary(OpKind, Value x, const Attrs&) const;  exp sqr sqrt silu gelu relu scale shift
+//   Value reduce_max(std::span<const Value>) const;    max of one whole group at once (a finite
+//                                                      field treats max as an uninterpreted
+//                                                      symmetric function of the group)
+// The interpreter builds every other operator from these: sum = left fold of add starting from the
+// first element (no zero constant), mean = sum * constant(1/n), matmul = sums of products, and
+// accum_max collects each element's per-iteration values and calls reduce_max once at the end.
+template <class D>
+concept ValueDomain = requires(const D& d, typename D::Value a, typename D::Value b,
+                               const Rational& r, OpKind kind, const Attrs& attrs,
+                               std::span<const typename D::Value> group) {
+  requires std::regular<typename D::Value>;
+  { d.constant(r) } -> std::same_as<typename D::Value>;
+  { d.add(a, b) } -> std::same_as<typename D::Value>;
+  { d.sub(a, b) } -> std::same_as<typename D::Value>;
+  { d.mul(a, b) } -> std::same_as<typename D::Value>;
+  { d.div(a, b) } -> std::same_as<typename D::Value>;
+  { d.unary(kind, a, attrs) } -> std::same_as<typename D::Value>;
+  { d.reduce_max(group) } -> std::same_as<typename D::Value>;
+};
+
+// Optional fast path: C = A·B for row-major contiguous A [m, k], B [k, n], C [m, n] (C is fully
+// overwritten). Without it the interpreter uses a plain triple loop through add and mul.
+template <class D>
+concept HasMatmul = ValueDomain<D> &&
+    requires(const D& d, const typename D::Value* A, const typename D::Value* B,
+             typename D::Value* C, int64_t m, int64_t k, int64_t n) {
+  d.matmul(A, B, C, m, k, n);
+};
+
+}  // namespace weft

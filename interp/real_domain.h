@@ -1,0 +1,63 @@
+// The floating-point value domain (f32 or f64): how programs are run and compared numerically.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+
+#include "core/error.h"
+#include "interp/domain.h"
+
+namespace weft {
+
+// Scalars are T; every operation rounds to T once, so RealDomain<float> follows f32 arithmetic
+// (add/sub/mul/div of floats computed in double and rounded are exactly the f32 operations).
+// Unary operators take the op table's real_unary semantics, evaluated in double.
+template <class T>
+struct RealDomain {
+  using Value = T;
+
+  Value constant(const Rational& r) const { return static_cast<T>(r.to_double()); }
+  Value add(Value a, Value b) const { return a + b; }
+  Value sub(Value a, Value b) const { return a - b; }
+  Value mul(Value a, Value b) const { return a * b; }
+  Value div(Value a, Value b) const { return a / b; }
+  Value unary(OpKind kind, Value x, const Attrs& attrs) const {
+    auto fn = op_info(kind).real_unary;
+    WEFT_CHECK(fn != nullptr, "'{}' has no real semantics", op_info(kind).name);
+    return static_cast<T>(fn(static_cast<double>(x), attrs));
+  }
+  Value reduce_max(std::span<const Value> group) const {
+    WEFT_CHECK(!group.empty(), "max of an empty group");
+    return *std::max_element(group.begin(), group.end());
+  }
+
+  // Blocked so that a panel of B stays in cache while every row of A streams over it; the fixed
+  // 8-wide inner loop lets the compiler vectorize at -O2. Each C element still accumulates its k
+  // products in increasing order, so results do not depend on the blocking.
+  void matmul(const Value* A, const Value* B, Value* C, int64_t m, int64_t k, int64_t n) const {
+    constexpr int64_t kNB = 512, kKB = 128, kW = 8;
+    std::fill(C, C + m * n, T(0));
+    for (int64_t j0 = 0; j0 < n; j0 += kNB) {
+      int64_t jn = std::min(kNB, n - j0);
+      for (int64_t k0 = 0; k0 < k; k0 += kKB) {
+        int64_t k1 = std::min(k, k0 + kKB);
+        for (int64_t i = 0; i < m; ++i) {
+          T* __restrict c = C + i * n + j0;
+          for (int64_t kk = k0; kk < k1; ++kk) {
+            const T a = A[i * k + kk];
+            const T* __restrict b = B + kk * n + j0;
+            int64_t j = 0;
+            for (; j + kW <= jn; j += kW)
+              for (int64_t u = 0; u < kW; ++u) c[j + u] += a * b[j + u];
+            for (; j < jn; ++j) c[j] += a * b[j];
+          }
+        }
+      }
+    }
+  }
+};
+
+static_assert(HasMatmul<RealDomain<float>> && HasMatmul<RealDomain<double>>);
+
+}  // namespace weft

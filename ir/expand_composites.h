@@ -1,0 +1,17 @@
+// The pass that rewrites composite operators (rms_norm, softmax) into primitive operators.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace weft {
+
+// Returns `g` (a kernel graph) with every composite replaced by its primitives:
+//   N = rms_norm(x, dim, eps): sqr(x) -> mean(dim) -> shift(offset=eps) (only if eps != 0)
+//                              -> sqrt -> N = div(x, that)
+//   N = softmax(x, dim):       exp(x) -> sum(dim) -> N = div(exp(x), that)
+// The composite's result keeps its name; intermediates are named like flattened nested calls
+// (`N.1`, `N.2`, ... in order), skipping any name the graph already uses. Other ops, nested bodies
+// and source locations are kept. A graph without composites comes back unchanged.
+Graph expand_composites(const Graph& g);
+
+}  // namespace weft

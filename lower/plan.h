@@ -1,0 +1,92 @@
+// The kernel plan: the loop-level IR every backend (CPU now, CUDA later) emits code from.
+//
+// A ProgramPlan lists the program's device tensors and its kernels in launch order. A library
+// kernel is one `call` of a pre-defined operator on device tensors. A graph-defined kernel runs
+// grid x y x z blocks of `threads` threads; each block runs `loop` iterations of `loop_steps`
+// (loads of device tiles into shared memory, body ops, accumulation), then `post_steps` (post-loop
+// ops and stores back to device memory). Block buffers live in shared memory (with a byte offset
+// and a layout) or in registers (thread-graph values); barriers separate dependent schedule levels.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "ir/attrs.h"
+#include "ir/ops.h"
+
+namespace weft {
+
+enum class MemSpace : uint8_t { device, shared, reg };
+enum class TensorRole : uint8_t { input, output, temp };  // device tensors only
+enum class StepKind : uint8_t { load, compute, thread, accum, store, barrier, call };
+
+std::string_view mem_space_name(MemSpace s);
+std::string_view tensor_role_name(TensorRole r);
+std::string_view step_kind_name(StepKind k);
+
+struct PlanBuffer {
+  std::string name;
+  MemSpace space = MemSpace::shared;
+  TensorRole role = TensorRole::temp;  // device tensors only
+  DType dtype = DType::f32;
+  Shape shape;
+  int contiguous_dim = 0;  // the dim with stride 1; the others follow in row-major order
+  int swizzle = 0;         // XOR swizzle of 16-byte chunks within a 128-byte row (GPU; 0 = none)
+  int64_t offset = -1;     // bytes from the base of its space; -1: unassigned or a user buffer
+
+  int64_t bytes() const { return numel(shape) * dtype_bytes(dtype); }
+  friend bool operator==(const PlanBuffer&, const PlanBuffer&) = default;
+};
+
+// Element strides of a tensor stored with `contiguous_dim` innermost and the remaining dims in
+// row-major order.
+std::vector<int64_t> layout_strides(const Shape& shape, int contiguous_dim);
+
+struct Step {
+  StepKind kind = StepKind::compute;
+  OpKind op = OpKind::add;           // load: iter, store: save, thread: thread, barrier: unused
+  std::vector<std::string> outputs;  // buffer names (store: the device tensor)
+  std::vector<std::string> inputs;   // buffer names (load: the device tensor)
+  Attrs attrs;
+  int depth = 0;                     // schedule level within its stage
+  std::vector<Step> body;            // thread: compute steps over register buffers
+
+  friend bool operator==(const Step&, const Step&) = default;
+};
+
+struct KernelPlan {
+  std::string name;
+  bool library = false;  // a pre-defined operator: steps = one call, no blocks or buffers
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  int64_t threads = 128;
+  int64_t loop = 1;
+  std::vector<PlanBuffer> buffers;  // shared and register buffers of one block
+  std::vector<Step> loop_steps;     // library: the single call step
+  std::vector<Step> post_steps;
+  int64_t smem_bytes = 0;           // peak shared memory of one block (after memory planning)
+
+  int64_t num_blocks() const { return grid[0] * grid[1] * grid[2]; }
+  const PlanBuffer* find_buffer(const std::string& name) const;
+  PlanBuffer* find_buffer(const std::string& name);
+  friend bool operator==(const KernelPlan&, const KernelPlan&) = default;
+};
+
+struct ProgramPlan {
+  std::string name;
+  std::string target;
+  std::vector<PlanBuffer> tensors;  // device tensors, role input/output/temp
+  std::vector<std::string> inputs;  // program inputs and outputs, in order
+  std::vector<std::string> outputs;
+  std::vector<KernelPlan> kernels;  // launch order
+  int64_t workspace_bytes = 0;      // device memory for temp tensors (after memory planning)
+
+  const PlanBuffer* find_tensor(const std::string& name) const;
+  PlanBuffer* find_tensor(const std::string& name);
+  friend bool operator==(const ProgramPlan&, const ProgramPlan&) = default;
+};
+
+}  // namespace weft

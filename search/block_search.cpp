@@ -1,0 +1,336 @@
+// Depth-first enumeration of block graphs in canonical order with abstract-expression pruning.
+//
+// Phases run in a fixed order — loop-body operators, accumulators, post-loop operators, savers —
+// which loses no block graph: accumulators only read loop values and post operators only read
+// accumulator results and post values. Within a phase, each new operator's key (largest operand
+// number first) must exceed the previous one's, so each DAG is produced exactly once.
+#include "search/block_search.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "search/stype.h"
+
+namespace weft {
+namespace {
+
+uint64_t make_key(const SketchOp& op) {
+  auto u8 = [](int v) { return static_cast<uint64_t>(static_cast<uint8_t>(v + 1)); };
+  int hi = std::max(op.a, op.b);
+  return (u8(hi) << 56) | (u8(op.a) << 48) | (u8(op.b) << 40) |
+         (static_cast<uint64_t>(op.kind) << 32) | (u8(op.dim) << 24) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(op.constant + 1)) << 8);
+}
+
+
+class Searcher {
+ public:
+  Searcher(const BlockSearchInput& in, const BlockSchedule& s, const SearchConfig& config,
+           const SearchConstants& constants, ExprOracle& oracle, SearchStats& stats,
+           StopSignal& stop, const std::function<void(BlockSketch&&)>& emit)
+      : in_(in), s_(s), config_(config), constants_(constants), oracle_(oracle), stats_(stats),
+        stop_(stop), emit_(emit) {}
+
+  int64_t run() {
+    for (const TensorType& t : in_.final_output_types) final_types_.push_back(to_stype(t));
+    for (size_t i = 0; i < in_.operand_types.size(); ++i) {
+      TensorType tile = iter_tile_type(in_.operand_types[i], s_.iters[i], s_);
+      Stage stage = s_.iters[i].post ? Stage::post : Stage::loop;
+      add_value(Val{to_stype(tile), in_.operand_terms[i], stage, 0});
+    }
+    n_iters_ = static_cast<int>(vals_.size());
+    if (s_.loop == 1 || open_[0] == 0)
+      post_phase(0);
+    else
+      loop_phase(0);
+    return states_;
+  }
+
+ private:
+  struct Val {
+    SType type;
+    TermRef term;
+    Stage stage;
+    int uses;
+  };
+
+  // --- bookkeeping -------------------------------------------------------------------------
+  void add_value(Val v) {
+    ++open_[static_cast<int>(v.stage)];
+    vals_.push_back(v);
+  }
+  void use(int v) {
+    if (vals_[v].uses++ == 0) --open_[static_cast<int>(vals_[v].stage)];
+  }
+  void unuse(int v) {
+    if (--vals_[v].uses == 0) ++open_[static_cast<int>(vals_[v].stage)];
+  }
+  void push(const SketchOp& op, const SType& type, TermRef term, Stage result_stage) {
+    use(op.a);
+    if (op.b >= 0) use(op.b);
+    ops_.push_back(op);
+    add_value(Val{type, term, result_stage, 0});
+  }
+  void pop() {
+    const Val& v = vals_.back();
+    --open_[static_cast<int>(v.stage)];
+    vals_.pop_back();
+    const SketchOp& op = ops_.back();
+    if (op.b >= 0) unuse(op.b);
+    unuse(op.a);
+    ops_.pop_back();
+  }
+  // Lower bound on the operators still needed to close every open value (see docs/search.md).
+  bool within_bound() const {
+    int loop_open = open_[0], post_open = open_[1];
+    int need = loop_open + std::max(0, post_open + (loop_open > 0 ? 1 : 0) - config_.max_block_outputs);
+    return static_cast<int>(ops_.size()) + need <= config_.max_block_ops;
+  }
+  bool visit() {
+    ++states_;
+    stats_.states.fetch_add(1, std::memory_order_relaxed);
+    return !stop_.should_stop();
+  }
+
+  // Type and term of `op`; false if its operands do not fit.
+  bool infer(const SketchOp& op, SType& out, TermRef& term) {
+    const Val& a = vals_[op.a];
+    int64_t k = 0;
+    if (!infer_search_op(op.kind, a.type, op.b >= 0 ? &vals_[op.b].type : nullptr, op.dim, s_.loop,
+                         out, k))
+      return false;
+    Rational c;
+    if (op.kind == OpKind::scale) c = constants_.factors[op.constant];
+    if (op.kind == OpKind::shift) c = constants_.offsets[op.constant];
+    term = oracle_.op_term(op.kind, a.term, op.b >= 0 ? vals_[op.b].term : 0, k, c);
+    return true;
+  }
+
+  // Tries `op`; on success recurses with `next(key)`.
+  template <class Next>
+  void try_op(const SketchOp& op, uint64_t last_key, Stage result_stage, Next&& next) {
+    uint64_t key = make_key(op);
+    if (key <= last_key) return;
+    SType type;
+    TermRef term;
+    if (!infer(op, type, term)) return;
+    if (config_.pruning && !oracle_.viable(term)) {
+      stats_.pruned_expr.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    push(op, type, term, result_stage);
+    if (within_bound())
+      next(key);
+    else
+      stats_.pruned_bound.fetch_add(1, std::memory_order_relaxed);
+    pop();
+  }
+
+  // Every operator of the configured set over values of `stage`, in key order.
+  template <class Next>
+  void expand(Stage stage, uint64_t last_key, Next&& next) {
+    int n = static_cast<int>(vals_.size());
+    for (OpKind kind : config_.block_ops) {
+      const OpInfo& info = op_info(kind);
+      for (int a = 0; a < n; ++a) {
+        if (vals_[a].stage != stage) continue;
+        SketchOp op;
+        op.kind = kind;
+        op.a = static_cast<int8_t>(a);
+        op.stage = stage;
+        switch (info.op_class) {
+          case OpClass::unary:
+            if (kind == OpKind::scale) {
+              for (size_t c = 0; c < constants_.factors.size(); ++c) {
+                op.constant = static_cast<int16_t>(c);
+                try_op(op, last_key, stage, next);
+              }
+            } else if (kind == OpKind::shift) {
+              for (size_t c = 0; c < constants_.offsets.size(); ++c) {
+                op.constant = static_cast<int16_t>(c);
+                try_op(op, last_key, stage, next);
+              }
+            } else {
+              try_op(op, last_key, stage, next);
+            }
+            break;
+          case OpClass::binary:
+          case OpClass::matmul: {
+            bool commutative = kind == OpKind::add || kind == OpKind::mul;
+            for (int b = commutative ? a : 0; b < n; ++b) {
+              if (vals_[b].stage != stage) continue;
+              op.b = static_cast<int8_t>(b);
+              try_op(op, last_key, stage, next);
+            }
+            break;
+          }
+          case OpClass::reduction:
+            for (int d = 0; d < vals_[a].type.rank; ++d) {
+              if (vals_[a].type.d[d] == 1) continue;  // reducing a size-1 dim changes nothing
+              op.dim = static_cast<int8_t>(d);
+              try_op(op, last_key, stage, next);
+            }
+            break;
+          default:
+            break;
+        }
+      }
+    }
+  }
+
+  // --- phases ------------------------------------------------------------------------------
+  void loop_phase(uint64_t last_key) {
+    if (!visit()) return;
+    accum_phase(0);
+    if (static_cast<int>(ops_.size()) >= config_.max_block_ops) return;
+    expand(Stage::loop, last_key, [this](uint64_t key) { loop_phase(key); });
+  }
+
+  void accum_phase(uint64_t last_key) {
+    if (!visit()) return;
+    if (open_[0] == 0) post_phase(0);
+    if (static_cast<int>(ops_.size()) >= config_.max_block_ops) return;
+    int n = static_cast<int>(vals_.size());
+    for (int v = 0; v < n; ++v) {
+      if (vals_[v].stage != Stage::loop) continue;
+      for (OpKind kind : config_.accumulators) {
+        SketchOp op;
+        op.kind = kind;
+        op.a = static_cast<int8_t>(v);
+        op.stage = Stage::loop;
+        if (kind == OpKind::accum_concat) {
+          for (int d = 0; d < vals_[v].type.rank; ++d) {
+            op.dim = static_cast<int8_t>(d);
+            try_op(op, last_key, Stage::post, [this](uint64_t key) { accum_phase(key); });
+          }
+        } else {
+          try_op(op, last_key, Stage::post, [this](uint64_t key) { accum_phase(key); });
+        }
+      }
+    }
+  }
+
+  void post_phase(uint64_t last_key) {
+    if (!visit()) return;
+    save_phase();
+    if (static_cast<int>(ops_.size()) >= config_.max_block_ops) return;
+    expand(Stage::post, last_key, [this](uint64_t key) { post_phase(key); });
+  }
+
+  void save_phase() {
+    if (open_[0] != 0) return;
+    std::vector<int> open;
+    for (int v = n_iters_; v < static_cast<int>(vals_.size()); ++v)
+      if (vals_[v].uses == 0 && vals_[v].stage == Stage::post) open.push_back(v);
+    // Post-stage iterators nobody read stay open too, and make the graph incomplete.
+    for (int v = 0; v < n_iters_; ++v)
+      if (vals_[v].uses == 0) return;
+    if (open.empty() || static_cast<int>(open.size()) > config_.max_block_outputs) return;
+    if (in_.final_mode) {
+      // Cheap filter before enumerating omaps: each open value must be equivalent to an output.
+      for (int v : open) {
+        bool any = false;
+        for (size_t o = 0; o < final_types_.size() && !any; ++o)
+          any = final_types_[o].rank == vals_[v].type.rank &&
+                oracle_.equivalent(vals_[v].term, static_cast<int>(o));
+        if (!any) return;
+      }
+    }
+    std::vector<SketchSave> saves(open.size());
+    choose_omaps(open, saves, 0);
+  }
+
+  void choose_omaps(const std::vector<int>& open, std::vector<SketchSave>& saves, size_t i) {
+    if (i == open.size()) {
+      emit(saves);
+      return;
+    }
+    saves[i].value = static_cast<int8_t>(open[i]);
+    assign_omap(open, saves, i, 0);
+  }
+
+  void assign_omap(const std::vector<int>& open, std::vector<SketchSave>& saves, size_t i, int g) {
+    if (g == 3) {
+      choose_omaps(open, saves, i + 1);
+      return;
+    }
+    auto& omap = saves[i].omap;
+    if (s_.grid[g] == 1) {
+      omap[g] = -1;
+      assign_omap(open, saves, i, g + 1);
+      return;
+    }
+    const SType& t = vals_[open[i]].type;
+    for (int d = 0; d < t.rank; ++d) {
+      bool taken = false;
+      for (int h = 0; h < g; ++h) taken |= omap[h] == d;
+      if (taken) continue;
+      omap[g] = static_cast<int8_t>(d);
+      assign_omap(open, saves, i, g + 1);
+    }
+    omap[g] = -1;
+  }
+
+  // In final mode: the program output that saving value `v` with `omap` would produce, or -1.
+  int final_output_of(int v, const std::array<int8_t, 3>& omap) {
+    SType t = vals_[v].type;
+    for (int g = 0; g < 3; ++g)
+      if (omap[g] >= 0) t.d[omap[g]] *= s_.grid[g];
+    for (size_t o = 0; o < final_types_.size(); ++o)
+      if (final_types_[o] == t && oracle_.equivalent(vals_[v].term, static_cast<int>(o)))
+        return static_cast<int>(o);
+    return -1;
+  }
+
+  void emit(const std::vector<SketchSave>& saves) {
+    if (in_.final_mode) {
+      std::vector<bool> covered(final_types_.size(), false);
+      for (const SketchSave& sv : saves) {
+        int o = final_output_of(sv.value, sv.omap);
+        if (o < 0 || covered[o]) return;
+        covered[o] = true;
+      }
+    }
+    BlockSketch sk;
+    sk.schedule = s_;
+    sk.ops = ops_;
+    sk.saves = saves;
+    for (const SketchSave& sv : saves) {
+      SType t = vals_[sv.value].type;
+      for (int g = 0; g < 3; ++g)
+        if (sv.omap[g] >= 0) t.d[sv.omap[g]] *= s_.grid[g];
+      sk.output_types.push_back(to_tensor_type(t));
+      sk.output_terms.push_back(vals_[sv.value].term);
+    }
+    stats_.block_graphs.fetch_add(1, std::memory_order_relaxed);
+    emit_(std::move(sk));
+  }
+
+  const BlockSearchInput& in_;
+  const BlockSchedule& s_;
+  const SearchConfig& config_;
+  const SearchConstants& constants_;
+  ExprOracle& oracle_;
+  SearchStats& stats_;
+  StopSignal& stop_;
+  const std::function<void(BlockSketch&&)>& emit_;
+
+  std::vector<Val> vals_;
+  std::vector<SType> final_types_;
+  std::vector<SketchOp> ops_;
+  int open_[2] = {0, 0};  // unconsumed values per stage
+  int n_iters_ = 0;
+  int64_t states_ = 0;
+};
+
+}  // namespace
+
+int64_t search_block_graphs(const BlockSearchInput& in, const BlockSchedule& s,
+                            const SearchConfig& config, const SearchConstants& constants,
+                            ExprOracle& oracle, SearchStats& stats, StopSignal& stop,
+                            const std::function<void(BlockSketch&&)>& emit) {
+  Searcher searcher(in, s, config, constants, oracle, stats, stop, emit);
+  return searcher.run();
+}
+
+}  // namespace weft

@@ -1,0 +1,191 @@
+// Enumeration of block schedules from operand shapes.
+#include "search/block_space.h"
+
+#include <algorithm>
+#include <set>
+
+namespace weft {
+
+TensorType iter_tile_type(const TensorType& operand, const IterChoice& c, const BlockSchedule& s) {
+  TensorType t = operand;
+  for (int g = 0; g < 3; ++g)
+    if (c.imap[g] >= 0) t.shape[c.imap[g]] /= s.grid[g];
+  if (c.fmap >= 0) t.shape[c.fmap] /= s.loop;
+  return t;
+}
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n, int64_t lo, int64_t hi) {
+  std::vector<int64_t> d;
+  for (int64_t i = std::max<int64_t>(lo, 1); i <= std::min(n, hi); ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+struct Enumerator {
+  const std::vector<TensorType>& operands;
+  const SearchConfig& config;
+  const Target& target;
+  std::vector<BlockSchedule> out;
+
+  // All imap choices for operand `i` given the grid: per used grid dim, '-' or a distinct data
+  // dim that the grid size divides.
+  void imaps_for(const TensorType& t, const std::array<int64_t, 3>& grid, int g,
+                 std::array<int8_t, 3>& cur, std::vector<std::array<int8_t, 3>>& acc) {
+    if (g == 3) {
+      acc.push_back(cur);
+      return;
+    }
+    cur[g] = -1;
+    imaps_for(t, grid, g + 1, cur, acc);
+    if (grid[g] == 1) return;
+    for (int d = 0; d < static_cast<int>(t.shape.size()); ++d) {
+      bool used = false;
+      for (int h = 0; h < g; ++h) used |= cur[h] == d;
+      if (used || t.shape[d] % grid[g] != 0) continue;
+      cur[g] = static_cast<int8_t>(d);
+      imaps_for(t, grid, g + 1, cur, acc);
+      cur[g] = -1;
+    }
+  }
+
+  void with_grid(const std::array<int64_t, 3>& grid) {
+    std::vector<std::vector<std::array<int8_t, 3>>> options(operands.size());
+    for (size_t i = 0; i < operands.size(); ++i) {
+      std::array<int8_t, 3> cur = {-1, -1, -1};
+      imaps_for(operands[i], grid, 0, cur, options[i]);
+    }
+    std::vector<std::array<int8_t, 3>> chosen(operands.size());
+    choose_imaps(grid, options, chosen, 0);
+  }
+
+  void choose_imaps(const std::array<int64_t, 3>& grid,
+                    const std::vector<std::vector<std::array<int8_t, 3>>>& options,
+                    std::vector<std::array<int8_t, 3>>& chosen, size_t i) {
+    if (i == operands.size()) {
+      for (int g = 0; g < 3; ++g) {
+        if (grid[g] == 1) continue;
+        bool cut = false;
+        for (const auto& m : chosen) cut |= m[g] >= 0;
+        if (!cut) return;
+      }
+      with_imaps(grid, chosen);
+      return;
+    }
+    for (const auto& m : options[i]) {
+      chosen[i] = m;
+      choose_imaps(grid, options, chosen, i + 1);
+    }
+  }
+
+  void with_imaps(const std::array<int64_t, 3>& grid,
+                  const std::vector<std::array<int8_t, 3>>& imaps) {
+    BlockSchedule s;
+    s.grid = grid;
+    s.iters.resize(operands.size());
+    std::vector<TensorType> tiles(operands.size());
+    for (size_t i = 0; i < operands.size(); ++i) {
+      s.iters[i].imap = imaps[i];
+      tiles[i] = iter_tile_type(operands[i], s.iters[i], s);
+    }
+    // loop == 1: everything after the (empty) loop.
+    s.loop = 1;
+    for (auto& c : s.iters) {
+      c.fmap = -1;
+      c.post = true;
+    }
+    emit(s);
+    // loop > 1: every divisor of some per-block dim, each operand '-' (loop or post stage) or a
+    // dim the loop range divides.
+    std::set<int64_t> loops;
+    for (const TensorType& t : tiles)
+      for (int64_t d : t.shape)
+        for (int64_t f : divisors(d, 2, config.max_loop)) loops.insert(f);
+    for (int64_t f : loops) {
+      s.loop = f;
+      choose_fmaps(s, tiles, 0, false);
+    }
+  }
+
+  void choose_fmaps(BlockSchedule& s, const std::vector<TensorType>& tiles, size_t i, bool any) {
+    if (i == tiles.size()) {
+      if (any) emit(s);
+      return;
+    }
+    IterChoice& c = s.iters[i];
+    c.fmap = -1;
+    c.post = false;
+    choose_fmaps(s, tiles, i + 1, any);
+    c.post = true;
+    choose_fmaps(s, tiles, i + 1, any);
+    c.post = false;
+    for (int d = 0; d < static_cast<int>(tiles[i].shape.size()); ++d) {
+      if (tiles[i].shape[d] % s.loop != 0) continue;
+      c.fmap = static_cast<int8_t>(d);
+      choose_fmaps(s, tiles, i + 1, true);
+    }
+    c.fmap = -1;
+  }
+
+  void emit(const BlockSchedule& s) {
+    int64_t bytes = 0;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      TensorType t = iter_tile_type(operands[i], s.iters[i], s);
+      bytes += numel(t.shape) * dtype_bytes(t.dtype);
+    }
+    if (bytes > target.smem_per_block_bytes) return;
+    out.push_back(s);
+  }
+};
+
+// Estimated device-memory bytes a schedule loads (replicated loads counted once per block).
+double load_bytes(const std::vector<TensorType>& operands, const BlockSchedule& s) {
+  double total = 0;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    TensorType t = iter_tile_type(operands[i], s.iters[i], s);
+    double per_block = static_cast<double>(numel(t.shape)) * dtype_bytes(t.dtype);
+    if (!s.iters[i].post && s.iters[i].fmap >= 0) per_block *= static_cast<double>(s.loop);
+    total += per_block * static_cast<double>(s.grid[0] * s.grid[1] * s.grid[2]);
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& operands,
+                                               const SearchConfig& config, const Target& target) {
+  Enumerator e{operands, config, target, {}};
+  std::set<int64_t> sizes_set;
+  for (const TensorType& t : operands)
+    for (int64_t d : t.shape)
+      for (int64_t g : divisors(d, 2, config.max_blocks)) sizes_set.insert(g);
+  std::vector<int64_t> sizes(sizes_set.begin(), sizes_set.end());
+  auto in_limits = [&](int64_t blocks) {
+    return blocks >= config.min_blocks && blocks <= config.max_blocks &&
+           blocks <= target.max_blocks_total;
+  };
+  for (int64_t x : sizes) {
+    if (x > target.max_grid[0]) continue;
+    if (in_limits(x)) e.with_grid({x, 1, 1});
+    if (config.max_grid_dims < 2) continue;
+    for (int64_t y : sizes) {
+      if (y > target.max_grid[1] || x * y > config.max_blocks) continue;
+      if (in_limits(x * y)) e.with_grid({x, y, 1});
+      if (config.max_grid_dims < 3) continue;
+      for (int64_t z : sizes)
+        if (z <= target.max_grid[2] && in_limits(x * y * z)) e.with_grid({x, y, z});
+    }
+  }
+  // Cheapest traffic first so good kernels are found early; ties keep enumeration order.
+  std::vector<std::pair<double, size_t>> order;
+  for (size_t i = 0; i < e.out.size(); ++i) order.emplace_back(load_bytes(operands, e.out[i]), i);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<BlockSchedule> sorted;
+  sorted.reserve(order.size());
+  for (const auto& [cost, i] : order) sorted.push_back(e.out[i]);
+  return sorted;
+}
+
+}  // namespace weft

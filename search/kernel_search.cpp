@@ -1,0 +1,406 @@
+// Depth-first enumeration of kernel graphs in canonical order; graph-defined kernels get their
+// block graphs from a memoized, parallel block search.
+#include "search/kernel_search.h"
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "search/stype.h"
+
+namespace weft {
+
+std::shared_ptr<BlockResults> BlockMemo::get_or_create(
+    const std::string& key, const std::function<void(BlockResults&)>& init) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it != map_.end()) return it->second;
+  auto r = std::make_shared<BlockResults>();
+  init(*r);
+  map_.emplace(key, r);
+  return r;
+}
+
+std::map<std::string, std::shared_ptr<BlockResults>> BlockMemo::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_;
+}
+
+void BlockMemo::restore(const std::string& key, std::shared_ptr<BlockResults> r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_[key] = std::move(r);
+}
+
+SearchConstants constants_of(const Graph& program) {
+  std::set<Rational> factors, offsets;
+  for (const Op& op : program.ops) {
+    if (op.kind == OpKind::scale) factors.insert(op.attrs.get_rational("factor"));
+    if (op.kind == OpKind::shift) offsets.insert(op.attrs.get_rational("offset"));
+    if (op.kind == OpKind::mean) {
+      // mean = sum, then a scale by 1/(elements per group): a fused graph may split the two.
+      const Shape& s = program.type(op.inputs[0]).shape;
+      int64_t group = s[op.attrs.get_int("dim")] / op.attrs.get_int("to");
+      factors.insert(*Rational::make(1, group));
+    }
+  }
+  return SearchConstants{{factors.begin(), factors.end()}, {offsets.begin(), offsets.end()}};
+}
+
+namespace {
+
+// Lexicographic canonical key of a kernel-level operator.
+using KKey = std::tuple<int, int, int, uint64_t, int, int, int, int64_t>;
+
+struct KVal {
+  SType type;
+  TermRef term;
+  int uses = 0;
+};
+
+struct KOp {
+  OpKind kind = OpKind::add;
+  std::vector<int> inputs;
+  int8_t dim = -1;
+  int16_t constant = -1;
+  const BlockSketch* sketch = nullptr;  // graph-defined kernels
+  std::vector<int> outputs;
+};
+
+
+class KernelSearcher {
+ public:
+  KernelSearcher(const KernelSearchContext& ctx, const std::function<void(Graph&&)>& emit)
+      : ctx_(ctx), emit_(emit) {}
+
+  void run() {
+    const Graph& p = ctx_.program;
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      vals_.push_back(KVal{to_stype(p.type(p.inputs[i])), ctx_.oracle.input_term(static_cast<int>(i)), 0});
+    for (ValueId o : p.outputs) output_types_.push_back(to_stype(p.type(o)));
+    // Iterative deepening: all µGraphs of one kernel operator first, then two, ...; each level
+    // emits only graphs of exactly that size, so nothing is emitted twice.
+    for (depth_ = 1; depth_ <= ctx_.config.max_kernel_ops && !ctx_.stop.stopped(); ++depth_)
+      dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
+  }
+
+ private:
+  bool visit() {
+    ctx_.stats.states.fetch_add(1, std::memory_order_relaxed);
+    if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
+      ctx_.stop.stop(SearchStop::state_budget);
+    return !ctx_.stop.should_stop();
+  }
+
+  void dfs(const KKey& last) {
+    if (!visit()) return;
+    if (static_cast<int>(ops_.size()) >= depth_) return;
+    if (n_graph_defined_ < ctx_.config.max_graph_defined_kernels) expand_graph_defined(last);
+    expand_predefined(last);
+  }
+
+  // --- graph-defined kernels ---------------------------------------------------------------
+  void expand_graph_defined(const KKey& last) {
+    int n = static_cast<int>(vals_.size());
+    int max_operands = std::min(ctx_.config.max_kernel_operands, n);
+    bool final = static_cast<int>(ops_.size()) == depth_ - 1;
+    // Operand subsets, larger ones first (fused kernels read many tensors); canonical keys, not
+    // this order, keep each graph unique.
+    std::vector<std::pair<int, uint64_t>> subsets;
+    for (int hi = 0; hi < n; ++hi)
+      for (uint64_t rest = 0; rest < (1ULL << hi); ++rest)
+        if (1 + __builtin_popcountll(rest) <= max_operands) subsets.emplace_back(hi, rest | (1ULL << hi));
+    std::stable_sort(subsets.begin(), subsets.end(), [](const auto& a, const auto& b) {
+      return __builtin_popcountll(a.second) > __builtin_popcountll(b.second);
+    });
+    for (const auto& [hi, mask] : subsets) {
+      {
+        std::vector<int> operands;
+        for (int v = 0; v < n; ++v)
+          if (mask >> v & 1) operands.push_back(v);
+        auto results = block_results(operands, final);
+        if (!results) return;
+        int64_t ordinal = 0;
+        for (size_t s = 0; s < results->per_schedule.size(); ++s) {
+          for (const BlockSketch& sk : results->per_schedule[s]) {
+            KKey k{hi, -1, -1, mask, static_cast<int>(OpKind::kernel), -1, -1, ordinal++};
+            if (k <= last) continue;
+            push_graph_defined(operands, sk);
+            after_push(k);
+            pop();
+            if (ctx_.stop.stopped()) return;
+          }
+        }
+      }
+    }
+  }
+
+  std::shared_ptr<BlockResults> block_results(const std::vector<int>& operands, bool final) {
+    BlockSearchInput in;
+    in.final_mode = final;
+    if (final)
+      for (const SType& t : output_types_) in.final_output_types.push_back(to_tensor_type(t));
+    std::vector<TensorType> types;
+    for (int v : operands) {
+      types.push_back(to_tensor_type(vals_[v].type));
+      in.operand_terms.push_back(vals_[v].term);
+    }
+    in.operand_types = types;
+    // Keyed by text, not term ids, so a checkpoint restores into a fresh term store.
+    std::string key = final ? "final;" : "any;";
+    for (size_t i = 0; i < types.size(); ++i)
+      key += fmt::format("{}:{};", types[i].str(), ctx_.oracle.text(in.operand_terms[i]));
+    auto results = ctx_.memo.get_or_create(key, [&](BlockResults& r) {
+      r.schedules = enumerate_schedules(types, ctx_.config, ctx_.target);
+      r.per_schedule.resize(r.schedules.size());
+      r.done.assign(r.schedules.size(), false);
+      r.states.assign(r.schedules.size(), 0);
+    });
+    std::vector<size_t> todo;
+    {
+      std::lock_guard<std::mutex> lock(results->mu);
+      for (size_t i = 0; i < results->schedules.size(); ++i)
+        if (!results->done[i]) todo.push_back(i);
+    }
+    if (!todo.empty()) {
+      tbb::task_arena arena(std::max(1, ctx_.threads));
+      arena.execute([&] {
+        tbb::parallel_for(size_t{0}, todo.size(), [&](size_t t) {
+          size_t i = todo[t];
+          if (ctx_.stop.stopped()) return;
+          std::vector<BlockSketch> found;
+          int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
+                                               ctx_.oracle, ctx_.stats, ctx_.stop,
+                                               [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
+          if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
+          std::lock_guard<std::mutex> lock(results->mu);
+          results->per_schedule[i] = std::move(found);
+          results->states[i] = states;
+          results->done[i] = true;
+        });
+      });
+    }
+    if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
+      ctx_.stop.stop(SearchStop::state_budget);
+    return results;
+  }
+
+  void push_graph_defined(const std::vector<int>& operands, const BlockSketch& sk) {
+    KOp op;
+    op.kind = OpKind::kernel;
+    op.inputs = operands;
+    op.sketch = &sk;
+    for (int v : operands) ++vals_[v].uses;
+    for (size_t i = 0; i < sk.output_types.size(); ++i) {
+      op.outputs.push_back(static_cast<int>(vals_.size()));
+      vals_.push_back(KVal{to_stype(sk.output_types[i]), sk.output_terms[i], 0});
+    }
+    ops_.push_back(std::move(op));
+    ++n_graph_defined_;
+  }
+
+  // --- pre-defined operators ---------------------------------------------------------------
+  bool is_output(const SType& type, TermRef term) {
+    for (size_t o = 0; o < output_types_.size(); ++o)
+      if (output_types_[o] == type && ctx_.oracle.equivalent(term, static_cast<int>(o))) return true;
+    return false;
+  }
+
+  void expand_predefined(const KKey& last) {
+    int n = static_cast<int>(vals_.size());
+    bool last_level = static_cast<int>(ops_.size()) == depth_ - 1;
+    for (OpKind kind : ctx_.config.kernel_ops) {
+      const OpInfo& info = op_info(kind);
+      for (int a = 0; a < n; ++a) {
+        auto attempt = [&](int b, int dim, int constant) {
+          int hi = std::max(a, b);
+          KKey key{hi, a, b, 0, static_cast<int>(kind), dim, constant, -1};
+          if (key <= last) return;
+          SType out;
+          int64_t k = 0;
+          if (!infer_search_op(kind, vals_[a].type, b >= 0 ? &vals_[b].type : nullptr, dim, 1, out, k))
+            return;
+          Rational c;
+          if (kind == OpKind::scale) c = ctx_.constants.factors[constant];
+          if (kind == OpKind::shift) c = ctx_.constants.offsets[constant];
+          TermRef term = ctx_.oracle.op_term(kind, vals_[a].term, b >= 0 ? vals_[b].term : 0, k, c);
+          if (ctx_.config.pruning && !ctx_.oracle.viable(term)) {
+            ctx_.stats.pruned_expr.fetch_add(1, std::memory_order_relaxed);
+            return;
+          }
+          if (last_level && !is_output(out, term)) return;
+          KOp op;
+          op.kind = kind;
+          op.inputs = b >= 0 ? std::vector<int>{a, b} : std::vector<int>{a};
+          op.dim = static_cast<int8_t>(dim);
+          op.constant = static_cast<int16_t>(constant);
+          for (int v : op.inputs) ++vals_[v].uses;
+          op.outputs.push_back(static_cast<int>(vals_.size()));
+          vals_.push_back(KVal{out, term, 0});
+          ops_.push_back(std::move(op));
+          after_push(key);
+          pop();
+        };
+        switch (info.op_class) {
+          case OpClass::unary:
+            if (kind == OpKind::scale)
+              for (size_t c = 0; c < ctx_.constants.factors.size(); ++c) attempt(-1, -1, static_cast<int>(c));
+            else if (kind == OpKind::shift)
+              for (size_t c = 0; c < ctx_.constants.offsets.size(); ++c) attempt(-1, -1, static_cast<int>(c));
+            else
+              attempt(-1, -1, -1);
+            break;
+          case OpClass::binary:
+          case OpClass::matmul: {
+            bool commutative = kind == OpKind::add || kind == OpKind::mul;
+            for (int b = commutative ? a : 0; b < n; ++b) attempt(b, -1, -1);
+            break;
+          }
+          case OpClass::reduction:
+            for (int d = 0; d < vals_[a].type.rank; ++d)
+              if (vals_[a].type.d[d] > 1) attempt(-1, d, -1);
+            break;
+          default:
+            break;
+        }
+        if (ctx_.stop.stopped()) return;
+      }
+    }
+  }
+
+  void pop() {
+    KOp& op = ops_.back();
+    if (op.kind == OpKind::kernel) --n_graph_defined_;
+    vals_.resize(vals_.size() - op.outputs.size());
+    for (int v : op.inputs) --vals_[v].uses;
+    ops_.pop_back();
+  }
+
+  // After an operator was added: emit if complete, then go deeper.
+  void after_push(const KKey& key) {
+    if (static_cast<int>(ops_.size()) == depth_)
+      check_complete();
+    else
+      dfs(key);
+  }
+
+  void check_complete() {
+    const KOp& last = ops_.back();
+    std::vector<int> outputs;
+    bool uses_last = false;
+    for (size_t i = 0; i < output_types_.size(); ++i) {
+      int found = -1;
+      for (int v = static_cast<int>(vals_.size()) - 1; v >= 0 && found < 0; --v)
+        if (vals_[v].type == output_types_[i] &&
+            ctx_.oracle.equivalent(vals_[v].term, static_cast<int>(i)))
+          found = v;
+      if (found < 0) return;
+      outputs.push_back(found);
+      uses_last |= std::find(last.outputs.begin(), last.outputs.end(), found) != last.outputs.end();
+    }
+    if (!uses_last) return;
+    // Every operator must contribute to an output (else a smaller graph yields the same result).
+    std::vector<bool> live(vals_.size(), false);
+    for (int o : outputs) live[o] = true;
+    for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) {
+      bool any = false;
+      for (int o : ops_[i].outputs) any |= live[o];
+      if (!any) return;
+      for (int v : ops_[i].inputs) live[v] = true;
+    }
+    ctx_.stats.candidates.fetch_add(1, std::memory_order_relaxed);
+    emit_(materialize(outputs));
+  }
+
+  Graph materialize(const std::vector<int>& outputs) {
+    const Graph& p = ctx_.program;
+    std::vector<std::string> names(vals_.size());
+    for (size_t i = 0; i < p.inputs.size(); ++i) names[i] = p.value(p.inputs[i]).name;
+    int next = 1;
+    for (size_t v = p.inputs.size(); v < vals_.size(); ++v) names[v] = fmt::format("t{}", next++);
+    for (size_t i = 0; i < outputs.size(); ++i) names[outputs[i]] = p.value(p.outputs[i]).name;
+    // A program output name may collide with a "tN" name only if the user named it so.
+    GraphBuilder kb(Level::kernel, p.name);
+    std::vector<ValueId> ids(vals_.size(), -1);
+    for (size_t i = 0; i < p.inputs.size(); ++i)
+      ids[i] = kb.add_input(names[i], p.type(p.inputs[i]));
+    for (const KOp& op : ops_) {
+      std::vector<ValueId> in;
+      for (int v : op.inputs) in.push_back(ids[v]);
+      if (op.kind == OpKind::kernel) {
+        std::vector<std::string> out_names;
+        for (int o : op.outputs) out_names.push_back(names[o]);
+        Graph body = materialize_block(*op.sketch, op.inputs, names, out_names);
+        auto res = kb.add_nested(OpKind::kernel, in, std::move(body), out_names);
+        for (size_t i = 0; i < res.size(); ++i) ids[op.outputs[i]] = res[i];
+      } else {
+        ids[op.outputs[0]] = kb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant), names[op.outputs[0]]);
+      }
+    }
+    for (int o : outputs) kb.add_output(ids[o]);
+    return std::move(kb).finish();
+  }
+
+  Attrs attrs_of(OpKind kind, int dim, int constant) const {
+    Attrs a;
+    if (op_info(kind).op_class == OpClass::reduction || kind == OpKind::accum_concat)
+      a.set("dim", int64_t{dim});
+    if (kind == OpKind::scale) a.set("factor", ctx_.constants.factors[constant]);
+    if (kind == OpKind::shift) a.set("offset", ctx_.constants.offsets[constant]);
+    return a;
+  }
+
+  Graph materialize_block(const BlockSketch& sk, const std::vector<int>& operands,
+                          const std::vector<std::string>& names,
+                          const std::vector<std::string>& out_names) {
+    GraphBuilder bb(Level::block);
+    bb.set_block_params(sk.schedule.grid, ctx_.config.threads_per_block.front(), sk.schedule.loop);
+    std::vector<ValueId> params;
+    for (int v : operands) params.push_back(bb.add_input(names[v], to_tensor_type(vals_[v].type)));
+    std::vector<ValueId> ids;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const IterChoice& c = sk.schedule.iters[i];
+      Attrs a;
+      a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
+      a.set("fmap", int64_t{c.fmap});
+      ids.push_back(bb.add(OpKind::iter, {params[i]}, a, fmt::format("v{}", ids.size()), {},
+                           c.post ? Stage::post : Stage::loop));
+    }
+    for (const SketchOp& op : sk.ops) {
+      std::vector<ValueId> in{ids[op.a]};
+      if (op.b >= 0) in.push_back(ids[op.b]);
+      ids.push_back(bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant),
+                           fmt::format("v{}", ids.size()), {}, op.stage));
+    }
+    for (size_t i = 0; i < sk.saves.size(); ++i) {
+      Attrs a;
+      a.set("omap", std::vector<int64_t>(sk.saves[i].omap.begin(), sk.saves[i].omap.end()));
+      bb.add(OpKind::save, {ids[sk.saves[i].value]}, a, out_names[i], {}, Stage::post);
+    }
+    Graph g = std::move(bb).finish();
+    for (size_t i = 0; i < sk.output_types.size(); ++i)
+      WEFT_CHECK(g.type(g.outputs[i]) == sk.output_types[i], "search type rules disagree with the op table: {} vs {}",
+                 g.type(g.outputs[i]).str(), sk.output_types[i].str());
+    return g;
+  }
+
+  const KernelSearchContext& ctx_;
+  const std::function<void(Graph&&)>& emit_;
+  std::vector<KVal> vals_;
+  std::vector<KOp> ops_;
+  std::vector<SType> output_types_;
+  int n_graph_defined_ = 0;
+  int depth_ = 1;
+};
+
+}  // namespace
+
+void search_kernel_graphs(const KernelSearchContext& ctx, const std::function<void(Graph&&)>& emit) {
+  KernelSearcher s(ctx, emit);
+  s.run();
+}
+
+}  // namespace weft

@@ -1,0 +1,64 @@
+// Enumeration of kernel graphs: pre-defined operators and graph-defined kernels (whose block
+// graphs come from block_search) over the program's inputs, emitting every complete µGraph whose
+// outputs are equivalent, by abstract expression, to the input program's.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/target.h"
+#include "ir/graph.h"
+#include "search/block_search.h"
+#include "search/config.h"
+#include "search/expr_oracle.h"
+#include "search/stats.h"
+
+namespace weft {
+
+// The block graphs found for one operand list, per schedule (in schedule order), so a resumed
+// search can skip the schedules already explored.
+struct BlockResults {
+  std::mutex mu;  // guards per_schedule/done/states against the checkpoint writer
+  std::vector<BlockSchedule> schedules;
+  std::vector<std::vector<BlockSketch>> per_schedule;
+  std::vector<bool> done;
+  std::vector<int64_t> states;
+};
+
+// Persistent memo of block searches keyed by the operands' types and terms.
+class BlockMemo {
+ public:
+  // `init` fills a fresh entry (under the memo's lock).
+  std::shared_ptr<BlockResults> get_or_create(const std::string& key,
+                                              const std::function<void(BlockResults&)>& init);
+  std::map<std::string, std::shared_ptr<BlockResults>> snapshot() const;
+  void restore(const std::string& key, std::shared_ptr<BlockResults> r);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<BlockResults>> map_;
+};
+
+struct KernelSearchContext {
+  const Graph& program;  // composites expanded
+  const SearchConfig& config;
+  const Target& target;
+  const SearchConstants& constants;
+  ExprOracle& oracle;
+  SearchStats& stats;
+  StopSignal& stop;
+  BlockMemo& memo;
+  int threads = 1;
+};
+
+// Runs the search and calls `emit` with each candidate µGraph (deterministic order).
+void search_kernel_graphs(const KernelSearchContext& ctx,
+                          const std::function<void(Graph&&)>& emit);
+
+// The scale factors and shift offsets of a program (after composite expansion).
+SearchConstants constants_of(const Graph& program);
+
+}  // namespace weft

@@ -1,0 +1,125 @@
+// The CPU backend against the reference interpreter: every example (at test size and at full
+// size) and every block-level operator the backend emits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/target.h"
+#include "interp/compare.h"
+#include "interp/interpreter.h"
+#include "interp/random_inputs.h"
+#include "ir/parser.h"
+#include "lower/pipeline.h"
+#include "runtime/runtime.h"
+#include "runtime/timing.h"
+
+namespace weft {
+namespace {
+
+Graph load(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_graph(ss.str(), path);
+}
+
+std::string small(const std::string& name) {
+  return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/" + name;
+}
+
+// Runs `g` with the CPU backend and with the interpreter (f64) on the same seeded inputs.
+void expect_matches_interpreter(const Graph& g, uint64_t seed = 11) {
+  auto inputs = random_inputs(g, seed);
+  std::vector<std::vector<float>> in;
+  for (const auto& t : inputs) {
+    double lo = t.data[0], hi = t.data[0];
+    for (double v : t.data) lo = std::min(lo, v), hi = std::max(hi, v);
+    ASSERT_LT(lo, hi) << "constant input";
+    in.emplace_back(t.data.begin(), t.data.end());
+  }
+  auto prog = compile_program(g, target_by_name("cpu"));
+  auto got = prog->run(in);
+  auto want = evaluate_real(g, inputs, /*f32=*/false);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
+    Comparison c = compare_outputs(gt, want[i], /*f32=*/true);
+    EXPECT_GT(c.max_ref, 0) << "trivial reference output " << i;
+    EXPECT_TRUE(c.ok) << g.name << " output " << i << ": scaled error " << c.scaled_error;
+  }
+}
+
+class SmallProgram : public testing::TestWithParam<const char*> {};
+
+TEST_P(SmallProgram, MatchesInterpreter) { expect_matches_interpreter(load(small(GetParam()))); }
+
+INSTANTIATE_TEST_SUITE_P(CpuBackend, SmallProgram,
+                         testing::Values("rms_norm_linear.weft", "rms_norm_linear.fused.weft",
+                                         "gated_mlp.weft", "gated_mlp.fused.weft",
+                                         "gqa_attention.weft", "gqa_attention.fused.weft",
+                                         "movement.fused.weft"));
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Full-size examples: every file in examples/ (about 3 s of CPU, mostly the interpreter).
+TEST(CpuBackend, MatchesInterpreterOnEveryExample) {
+  // Sanitized builds run the interpreter ~10x slower; the test-size programs above cover the
+  // same code paths there.
+  if (kSanitized) GTEST_SKIP() << "full-size examples are skipped in sanitized builds";
+  int n = 0;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples"))
+    if (e.path().extension() == ".weft") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    expect_matches_interpreter(load(f));
+    ++n;
+  }
+  EXPECT_GE(n, 6);
+}
+
+TEST(CpuBackend, CachesCompiledArtifactsByContent) {
+  Graph g = load(small("gated_mlp.fused.weft"));
+  auto a = compile_program(g, target_by_name("cpu"));
+  auto b = compile_program(g, target_by_name("cpu"));
+  EXPECT_TRUE(b->from_cache());
+  EXPECT_EQ(a->artifact(), b->artifact());
+  auto c = compile_program(load(small("gated_mlp.weft")), target_by_name("cpu"));
+  EXPECT_NE(a->artifact(), c->artifact());
+}
+
+TEST(CpuBackend, RejectsWrongInputsAndGpuTargets) {
+  Graph g = load(small("gated_mlp.weft"));
+  auto prog = compile_program(g, target_by_name("cpu"));
+  EXPECT_THROW(prog->run(std::vector<std::vector<float>>{{1.0f}}), UserError);
+  EXPECT_THROW(compile_program(g, target_by_name("h100")), UserError);
+}
+
+TEST(CpuBackend, RunsAreDeterministic) {
+  Graph g = load(small("gqa_attention.fused.weft"));
+  auto prog = compile_program(g, target_by_name("cpu"));
+  std::vector<std::vector<float>> in;
+  for (const auto& t : random_inputs(g, 3)) in.emplace_back(t.data.begin(), t.data.end());
+  auto first = prog->run(in);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(prog->run(in), first);
+}
+
+TEST(Timing, ReportsTheMedianOfRepetitions) {
+  int calls = 0;
+  Timing t = time_runs([&] { ++calls; }, 2, 5);
+  EXPECT_EQ(calls, 7);
+  EXPECT_EQ(t.reps, 5);
+  EXPECT_LE(t.min_s, t.median_s);
+  EXPECT_LE(t.median_s, t.max_s);
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,207 @@
+// End-to-end tests of verify_equivalent: the fused examples at full size, verdicts, output
+// matching, the Lax check, zero divisors, the cache and the CLI.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "ir/parser.h"
+#include "verify/equivalence.h"
+
+namespace weft {
+namespace {
+
+std::string read_example(const std::string& name) {
+  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/examples/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Graph example(const std::string& name) {
+  return parse_graph(read_example(name), name);
+}
+
+// The example with 4096 -> 256 and 6144 -> 384 (grids and loops still divide).
+std::string reduced_text(const std::string& name) {
+  std::string text = read_example(name);
+  for (auto [from, to] : {std::pair<std::string, std::string>{"4096", "256"}, {"6144", "384"}})
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
+      text.replace(at, from.size(), to);
+  return text;
+}
+Graph parse(const std::string& text) {
+  return parse_graph(text, "<test>");
+}
+
+class FusedExamples : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FusedExamples, AreEquivalentToTheirInputProgramsAtFullSize) {
+  const std::string name = GetParam();
+  Graph a = example(name + ".weft"), b = example(name + ".fused.weft");
+  VerifyResult r = verify_equivalent(a, b);
+  ASSERT_EQ(r.verdict, Verdict::equivalent) << r.message;
+  EXPECT_LE(r.bound, std::ldexp(1.0, -60));
+  EXPECT_GT(r.per_test_bound, 0);
+  EXPECT_EQ(r.tests_run, r.tests_needed);
+  ASSERT_TRUE(r.floats);
+  EXPECT_TRUE(r.floats->acceptable);
+  ASSERT_EQ(r.floats->outputs.size(), 1u);
+  EXPECT_GT(r.floats->outputs[0].f32.max_ref, 0) << "outputs must not be all zero";
+}
+
+INSTANTIATE_TEST_SUITE_P(Verify, FusedExamples,
+                         ::testing::Values("rms_norm_linear", "gated_mlp", "gqa_attention"));
+
+const char* kTwoOutputs = R"(input X: f32[4, 6]
+input W: f32[6, 5]
+M = matmul(X, W)
+S = sum(M, dim=1)
+output M
+output S
+)";
+
+TEST(Verify, ReportsTheFirstDifferingOutputAndElement) {
+  Graph a = parse(kTwoOutputs);
+  Graph b = parse(R"(input X: f32[4, 6]
+input W: f32[6, 5]
+M = matmul(X, W)
+S = max(M, dim=1)
+output M
+output S
+)");
+  VerifyResult r = verify_equivalent(a, b);
+  ASSERT_EQ(r.verdict, Verdict::not_equivalent);
+  EXPECT_EQ(r.output, 1);
+  EXPECT_EQ(r.element, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(r.tests_run, 1);
+  ASSERT_TRUE(r.floats);
+  EXPECT_FALSE(r.floats->acceptable);
+}
+
+TEST(Verify, AcceptsReassociationAndDistributivity) {
+  Graph a = parse(
+      "input X: f32[3, 4]\ninput Y: f32[3, 4]\ninput Z: f32[3, 4]\n"
+      "A = add(X, Y)\nO = mul(A, Z)\noutput O\n");
+  Graph b = parse(
+      "input X: f32[3, 4]\ninput Y: f32[3, 4]\ninput Z: f32[3, 4]\n"
+      "A = mul(Z, X)\nB = mul(Y, Z)\nO = add(A, B)\noutput O\n");
+  VerifyResult r = verify_equivalent(a, b);
+  EXPECT_EQ(r.verdict, Verdict::equivalent);
+  EXPECT_EQ(r.tests_run, 2);
+  EXPECT_LE(r.bound, std::ldexp(1.0, -60));
+}
+
+TEST(Verify, MismatchedSignaturesAreUserErrors) {
+  Graph a = parse(kTwoOutputs);
+  Graph one_output = parse("input X: f32[4, 6]\ninput W: f32[6, 5]\nM = matmul(X, W)\noutput M\n");
+  Graph other_input = parse(
+      "input X: f32[4, 6]\ninput W: f32[6, 4]\nM = matmul(X, W)\nS = sum(M, dim=1)\noutput M\n"
+      "output S\n");
+  EXPECT_THROW(verify_equivalent(a, one_output), UserError);
+  EXPECT_THROW(verify_equivalent(a, other_input), UserError);
+}
+
+TEST(Verify, DoubleExponentialIsOutsideLax) {
+  Graph a = parse("input X: f32[2, 3]\nE = exp(X)\nF = exp(E)\noutput F\n");
+  Graph b = parse("input X: f32[2, 3]\nE = exp(X)\nF = exp(E)\noutput F\n");
+  VerifyResult r = verify_equivalent(a, b);
+  EXPECT_EQ(r.verdict, Verdict::outside_lax);
+  EXPECT_NE(r.message.find("already depends on an exp"), std::string::npos) << r.message;
+  // One exp per path is fine, even twice in sequence on different paths.
+  Graph c = parse("input X: f32[2, 3]\nE = exp(X)\nS = sqrt(E)\nF = exp(S)\noutput F\n");
+  EXPECT_EQ(verify_equivalent(c, c).verdict, Verdict::equivalent);
+}
+
+TEST(Verify, ExpIdentitiesAndUninterpretedFunctions) {
+  // exp(x + y) = exp(x) * exp(y) holds; sqrt(x) * sqrt(y) = sqrt(x * y) is not assumed.
+  Graph a = parse("input X: f32[2, 3]\ninput Y: f32[2, 3]\nS = add(X, Y)\nE = exp(S)\noutput E\n");
+  Graph b = parse(
+      "input X: f32[2, 3]\ninput Y: f32[2, 3]\nA = exp(X)\nB = exp(Y)\n"
+      "E = mul(A, B)\noutput E\n");
+  EXPECT_EQ(verify_equivalent(a, b).verdict, Verdict::equivalent);
+  Graph c = parse(
+      "input X: f32[2, 3]\ninput Y: f32[2, 3]\nA = sqrt(X)\nB = sqrt(Y)\n"
+      "E = mul(A, B)\noutput E\n");
+  Graph d = parse("input X: f32[2, 3]\ninput Y: f32[2, 3]\nM = mul(X, Y)\nE = sqrt(M)\noutput E\n");
+  VerifyOptions no_float;
+  no_float.float_check = false;
+  EXPECT_EQ(verify_equivalent(c, d, no_float).verdict, Verdict::not_equivalent);
+}
+
+TEST(Verify, IdenticallyZeroDivisorIsAnErrorNotAHang) {
+  Graph a = parse("input X: f32[2, 3]\nZ = sub(X, X)\nD = div(X, Z)\noutput D\n");
+  VerifyOptions o;
+  o.float_check = false;
+  VerifyResult r = verify_equivalent(a, a, o);
+  EXPECT_EQ(r.verdict, Verdict::error);
+  EXPECT_EQ(r.tests_discarded, o.max_discards + 1);
+}
+
+TEST(Verify, DeterministicForASeedAndTheCacheIsShared) {
+  Graph a = parse(reduced_text("rms_norm_linear.weft"));
+  VerifyOptions o;
+  o.float_check = false;
+  EquivalenceChecker checker(a, o);
+  Graph b = parse(reduced_text("rms_norm_linear.fused.weft"));
+  VerifyResult r1 = checker.check(b);
+  const int64_t hits1 = checker.cache().hits(), misses1 = checker.cache().misses();
+  VerifyResult r2 = checker.check(b);
+  EXPECT_EQ(r1.verdict, Verdict::equivalent);
+  EXPECT_EQ(r2.verdict, Verdict::equivalent);
+  EXPECT_EQ(r1.bound, r2.bound);
+  EXPECT_EQ(r1.tests_run, r2.tests_run);
+  // The second check finds every fingerprint (the target's and the candidate's) in the cache.
+  EXPECT_GT(checker.cache().hits(), hits1);
+  EXPECT_EQ(checker.cache().misses(), misses1);
+  // The target against itself never evaluates anything new.
+  const int64_t before = checker.cache().misses();
+  EXPECT_EQ(checker.check(a).verdict, Verdict::equivalent);
+  EXPECT_EQ(checker.cache().misses(), before);
+}
+
+int run_cli(const std::string& args, std::string* out) {
+  std::string cmd = std::string(WEFT_BINARY) + " " + args + " > verify_cli_out.txt 2>&1";
+  int status = std::system(cmd.c_str());
+  std::ifstream in("verify_cli_out.txt");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return WEXITSTATUS(status);
+}
+
+TEST(VerifyCli, ExitCodesAndMessages) {
+  const std::string dir = ::testing::TempDir();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name) << text;
+    return dir + name;
+  };
+  const std::string a = write("verify_cli_a.weft", reduced_text("rms_norm_linear.weft"));
+  const std::string b = write("verify_cli_b.weft", reduced_text("rms_norm_linear.fused.weft"));
+  // The division by the RMS dropped.
+  const std::string c = write("verify_cli_c.weft",
+                              "input X: f16[16, 256]\ninput W: f16[256, 384]\nO = matmul(X, W)\n"
+                              "output O\n");
+  std::string out;
+  EXPECT_EQ(run_cli("verify " + a + " " + b + " --seed 5 --threads 1", &out), 0) << out;
+  EXPECT_NE(out.find("equivalent (bound 2^-"), std::string::npos) << out;
+  EXPECT_NE(out.find("after 2 tests)"), std::string::npos) << out;
+  EXPECT_NE(out.find("numerically acceptable"), std::string::npos) << out;
+  EXPECT_EQ(run_cli("verify " + a + " " + c, &out), 3) << out;
+  EXPECT_NE(out.find("NOT equivalent: output 0 (O) differs at element [0, 0]"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("NOT numerically acceptable"), std::string::npos) << out;
+  // A looser target needs fewer tests.
+  EXPECT_EQ(run_cli("verify " + a + " " + b + " --target-error 1e-6", &out), 0) << out;
+  EXPECT_NE(out.find("after 1 test)"), std::string::npos) << out;
+  // User errors: a missing file, a different signature.
+  EXPECT_EQ(run_cli("verify " + a + " " + dir + "nonexistent.weft", &out), 1);
+  const std::string d = write("verify_cli_d.weft", "input X: f16[16, 256]\noutput X\n");
+  EXPECT_EQ(run_cli("verify " + a + " " + d, &out), 1) << out;
+}
+
+}  // namespace
+}  // namespace weft

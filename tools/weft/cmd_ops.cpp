@@ -1,0 +1,64 @@
+// `weft ops`: the operator table (operands, attributes with defaults, levels, fragment, meaning).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <variant>
+
+#include "ir/ops.h"
+#include "tools/weft/command.h"
+
+namespace {
+
+std::string default_text(const weft::AttrSpec& a) {
+  const weft::AttrValue& v = a.default_value;
+  if (const auto* i = std::get_if<int64_t>(&v))
+    return a.kind == weft::AttrKind::opt_dim && *i < 0 ? "-" : std::to_string(*i);
+  if (const auto* r = std::get_if<weft::Rational>(&v)) return r->str();
+  std::string s = "[";
+  const auto& list = std::get<std::vector<int64_t>>(v);
+  for (size_t i = 0; i < list.size(); ++i)
+    s += (i ? ", " : "") + (a.kind == weft::AttrKind::dim_map && list[i] < 0
+                                ? std::string("-")
+                                : std::to_string(list[i]));
+  return s + "]";
+}
+
+std::string attrs_text(const weft::OpInfo& op) {
+  std::string s;
+  for (const weft::AttrSpec& a : op.attrs)
+    s += (s.empty() ? "" : ", ") +
+         (a.required ? std::string(a.name) : fmt::format("{}={}", a.name, default_text(a)));
+  return s.empty() ? "-" : s;
+}
+
+std::string operands_text(const weft::OpInfo& op) {
+  if (op.max_inputs < 0) return fmt::format("{}+", op.min_inputs);
+  if (op.min_inputs == op.max_inputs) return std::to_string(op.min_inputs);
+  return fmt::format("{}-{}", op.min_inputs, op.max_inputs);
+}
+
+std::string levels_text(uint8_t levels) {
+  std::string s;
+  if (levels & weft::kAtKernel) s += "K";
+  if (levels & weft::kAtBlock) s += "B";
+  if (levels & weft::kAtThread) s += "T";
+  return s;
+}
+
+weft::cli::Register reg("ops", "List the operator table", [](CLI::App&) {
+  return []() -> int {
+    std::cout << "Levels: K kernel graph, B block graph, T thread graph. Fragment: 'lax' "
+                 "operators are in the Lax\nfragment the equivalence verifier models exactly; "
+                 "'uninterpreted' ones are opaque functions to it.\nAttributes without '=' are "
+                 "required; the others show their default.\n\n";
+    std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {}\n", "operator", "operands",
+                             "levels", "fragment", "attributes", "meaning");
+    for (const weft::OpInfo& op : weft::all_ops())
+      std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {}\n", op.name, operands_text(op),
+                               levels_text(op.levels), op.lax ? "lax" : "uninterpreted",
+                               attrs_text(op), op.doc);
+    return 0;
+  };
+});
+
+}  // namespace

@@ -1,0 +1,69 @@
+// The equivalence verifier: are two µGraphs equal as functions (modulo uninterpreted functions)?
+// Randomized finite-field tests repeated until a computed error bound is reached, plus a
+// floating-point check of numerical acceptability.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "verify/fingerprint_cache.h"
+#include "verify/float_check.h"
+
+namespace weft {
+
+struct VerifyOptions {
+  double target_error = std::ldexp(1.0, -60);  // stop when the bound is at most this
+  uint64_t seed = 1;                           // all randomness derives from it
+  int threads = 0;                             // matmul and input threads; 0: all cores
+  int max_discards = 8;                        // zero-divisor redraws before giving up
+  bool float_check = true;                     // also run the f32 / f64 comparison
+};
+
+enum class Verdict { equivalent, not_equivalent, outside_lax, error };
+const char* verdict_name(Verdict v);
+
+struct VerifyResult {
+  Verdict verdict = Verdict::error;
+  double per_test_bound = 1;  // chance one test passes non-equivalent programs
+  double bound = 1;           // per_test_bound ^ tests_run (equivalent verdicts)
+  int tests_needed = 0;
+  int tests_run = 0;             // tests completed (passing, or the failing one)
+  int tests_discarded = 0;       // zero divisors
+  int output = -1;               // not_equivalent: first differing output
+  std::vector<int64_t> element;  // and the element's multi-index in it
+  std::string message;           // outside_lax / error: what happened
+  std::optional<FloatCheck> floats;
+};
+
+// Throws UserError unless both programs take the same inputs (count, types) and produce the same
+// outputs (count, types), matched by position.
+void check_signatures(const Graph& a, const Graph& b);
+
+// Compares many candidates against one target: the target's fingerprints (and the inputs, and any
+// kernel-level prefix a candidate shares with it) are computed once per test seed and cached.
+class EquivalenceChecker {
+ public:
+  EquivalenceChecker(Graph target, VerifyOptions options,
+                     std::shared_ptr<FingerprintCache> cache = nullptr);
+  VerifyResult check(const Graph& candidate) const;
+  const Graph& target() const { return target_; }
+  const FingerprintCache& cache() const { return *cache_; }
+
+ private:
+  template <class V>
+  VerifyResult run_tests(const Graph& candidate, VerifyResult r) const;
+
+  Graph target_;
+  VerifyOptions options_;
+  std::shared_ptr<FingerprintCache> cache_;
+};
+
+// One-shot form: EquivalenceChecker(a, options).check(b).
+VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptions& options = {});
+
+}  // namespace weft

@@ -1,0 +1,26 @@
+// Floating-point comparison of two programs on shared random inputs.
+#include "verify/float_check.h"
+
+#include "interp/interpreter.h"
+#include "interp/random_inputs.h"
+
+namespace weft {
+
+FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t seed) {
+  const std::vector<Tensor<double>> inputs = random_inputs(reference, seed);
+  const auto ref = evaluate_real(reference, inputs, /*f32=*/false);
+  const auto got64 = evaluate_real(candidate, inputs, /*f32=*/false);
+  const auto got32 = evaluate_real(candidate, inputs, /*f32=*/true);
+  FloatCheck fc;
+  fc.acceptable = fc.equal_in_f64 = true;
+  for (size_t o = 0; o < ref.size(); ++o) {
+    OutputFloatError e{compare_outputs(got32[o], ref[o], true),
+                       compare_outputs(got64[o], ref[o], false)};
+    fc.acceptable = fc.acceptable && e.f32.ok && e.f64.ok;
+    fc.equal_in_f64 = fc.equal_in_f64 && e.f64.ok;
+    fc.outputs.push_back(e);
+  }
+  return fc;
+}
+
+}  // namespace weft

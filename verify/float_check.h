@@ -1,0 +1,27 @@
+// The floating-point side of verification: a candidate run in f32 and f64 against the reference
+// program in f64 on random inputs, with the per-dtype tolerances of interp/compare.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "interp/compare.h"
+#include "ir/graph.h"
+
+namespace weft {
+
+struct OutputFloatError {
+  Comparison f32;  // candidate in f32 against the reference in f64
+  Comparison f64;  // candidate in f64 against the reference in f64
+};
+
+struct FloatCheck {
+  std::vector<OutputFloatError> outputs;  // by output position
+  bool acceptable = false;                // every output within both tolerances
+  bool equal_in_f64 = false;              // every output within the f64 tolerance
+};
+
+// `reference` and `candidate` must have matching signatures (checked by the caller).
+FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t seed);
+
+}  // namespace weft
