@@ -43,8 +43,15 @@ std::vector<Axiom> factorization_axioms(const std::set<int64_t>& sizes, TermOp r
   const char* op = term_op_name(reduction);
   std::vector<Axiom> out;
   for (int64_t k : sizes) {
-    for (int64_t i = 2; i * 2 <= k; ++i) {
+    // Factor pairs in increasing order of the outer size; trial division only up to sqrt(k).
+    std::vector<int64_t> small, large;
+    for (int64_t i = 2; i <= k / i; ++i) {
       if (k % i != 0) continue;
+      small.push_back(i);
+      if (i != k / i) large.push_back(k / i);
+    }
+    small.insert(small.end(), large.rbegin(), large.rend());
+    for (int64_t i : small) {
       int64_t j = k / i;
       out.push_back(
           Axiom{fmt::format("{}-split-{}={}x{}", op, k, i, j), fmt::format("({} {} ?x)", op, k),

@@ -240,8 +240,14 @@ SaturationStats EGraph::saturate(const std::vector<Rewrite>& rules,
           match_enode(pat.lhs, pat.lhs.root, en, todo, s, found);
           for (const Subst& f : found) matches.push_back(Match{r, c, f});
         }
+        // Matches are bounded with the nodes (most re-find existing nodes; each may add one).
+        if (matches.size() > limits.max_nodes * 8) {
+          stats.stop = StopReason::node_limit;
+          stopped = true;
+          break;
+        }
       }
-      if ((c & 1023) == 0 && elapsed() > limits.max_seconds) {
+      if (!stopped && (c & 63) == 0 && elapsed() > limits.max_seconds) {
         stats.stop = StopReason::time_limit;
         stopped = true;
       }

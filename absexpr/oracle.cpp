@@ -24,8 +24,15 @@ Oracle::Oracle(TermStore& store, TermId target, const SaturationLimits& limits)
   bool truncated = false;
   std::vector<Axiom> axioms = axioms_for(store, target, &truncated);
   root_ = graph_.add_term(store, target);
-  stats_ = graph_.saturate(compile_axioms(axioms), limits);
-  if (truncated) stats_.stop = StopReason::size_limit;
+  if (truncated) {
+    // The rules would be incomplete, so nothing may be pruned: saturating would be wasted work.
+    graph_.rebuild();
+    stats_.stop = StopReason::size_limit;
+    stats_.nodes = graph_.num_nodes();
+    stats_.classes = graph_.num_classes();
+  } else {
+    stats_ = graph_.saturate(compile_axioms(axioms), limits);
+  }
   root_ = graph_.find(root_);
   // Classes reachable from the root through operands: the A_sub closure of the target's class.
   reachable_.assign(graph_.class_capacity(), 0);

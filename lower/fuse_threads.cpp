@@ -12,9 +12,12 @@ namespace weft {
 
 namespace {
 
-bool fusible(const Step& s) { return s.kind == StepKind::compute && is_elementwise(s.op); }
+bool fusible(const Step& s) {
+  return s.kind == StepKind::compute && is_elementwise(s.op);
+}
 
-void fuse_stage(KernelPlan& k, std::vector<Step>& steps, const std::map<std::string, int>& readers) {
+void fuse_stage(KernelPlan& k, std::vector<Step>& steps,
+                const std::map<std::string, int>& readers) {
   size_t n = steps.size();
   std::vector<size_t> parent(n);
   std::iota(parent.begin(), parent.end(), 0);

@@ -17,7 +17,9 @@ bool live_together(const LiveBuffer& a, const LiveBuffer& b) {
   return a.begin <= b.end && b.begin <= a.end;
 }
 
-int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t round_up(int64_t x, int64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 int64_t place(const std::vector<LiveBuffer>& bufs, const std::vector<size_t>& placed,
               const LiveBuffer& item, int64_t align, Fit fit) {
@@ -82,14 +84,15 @@ Allocation allocate_intervals(std::vector<LiveBuffer> buffers, int64_t align) {
 std::vector<std::string> find_overlaps(const std::vector<LiveBuffer>& b, int64_t peak) {
   std::vector<std::string> errors;
   for (size_t i = 0; i < b.size(); ++i) {
-    if (b[i].offset < 0) errors.push_back(fmt::format("{} has no offset", b[i].name));
+    if (b[i].offset < 0)
+      errors.push_back(fmt::format("{} has no offset", b[i].name));
     else if (b[i].offset + b[i].bytes > peak)
       errors.push_back(fmt::format("{} ends at {} beyond the peak {}", b[i].name,
                                    b[i].offset + b[i].bytes, peak));
     for (size_t j = i + 1; j < b.size(); ++j) {
       if (!live_together(b[i], b[j])) continue;
-      bool disjoint = b[i].offset + b[i].bytes <= b[j].offset ||
-                      b[j].offset + b[j].bytes <= b[i].offset;
+      bool disjoint =
+          b[i].offset + b[i].bytes <= b[j].offset || b[j].offset + b[j].bytes <= b[i].offset;
       if (!disjoint)
         errors.push_back(fmt::format(
             "{} [{}, {}) and {} [{}, {}) overlap while both live (levels {}..{} and {}..{})",

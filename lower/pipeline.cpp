@@ -14,8 +14,9 @@
 namespace weft {
 
 const std::vector<std::string>& lowering_passes() {
-  static const std::vector<std::string> names = {"build",    "fuse-threads",       "select-layouts",
-                                                 "schedule", "plan-shared-memory", "plan-device-memory"};
+  static const std::vector<std::string> names = {
+      "build",    "fuse-threads",       "select-layouts",
+      "schedule", "plan-shared-memory", "plan-device-memory"};
   return names;
 }
 

@@ -7,31 +7,44 @@ namespace weft {
 
 std::string_view mem_space_name(MemSpace s) {
   switch (s) {
-    case MemSpace::device: return "device";
-    case MemSpace::shared: return "shared";
-    case MemSpace::reg: return "reg";
+    case MemSpace::device:
+      return "device";
+    case MemSpace::shared:
+      return "shared";
+    case MemSpace::reg:
+      return "reg";
   }
   return "?";
 }
 
 std::string_view tensor_role_name(TensorRole r) {
   switch (r) {
-    case TensorRole::input: return "input";
-    case TensorRole::output: return "output";
-    case TensorRole::temp: return "temp";
+    case TensorRole::input:
+      return "input";
+    case TensorRole::output:
+      return "output";
+    case TensorRole::temp:
+      return "temp";
   }
   return "?";
 }
 
 std::string_view step_kind_name(StepKind k) {
   switch (k) {
-    case StepKind::load: return "load";
-    case StepKind::compute: return "compute";
-    case StepKind::thread: return "thread";
-    case StepKind::accum: return "accum";
-    case StepKind::store: return "store";
-    case StepKind::barrier: return "barrier";
-    case StepKind::call: return "call";
+    case StepKind::load:
+      return "load";
+    case StepKind::compute:
+      return "compute";
+    case StepKind::thread:
+      return "thread";
+    case StepKind::accum:
+      return "accum";
+    case StepKind::store:
+      return "store";
+    case StepKind::barrier:
+      return "barrier";
+    case StepKind::call:
+      return "call";
   }
   return "?";
 }

@@ -52,8 +52,8 @@ struct Step {
   std::vector<std::string> outputs;  // buffer names (store: the device tensor)
   std::vector<std::string> inputs;   // buffer names (load: the device tensor)
   Attrs attrs;
-  int depth = 0;                     // schedule level within its stage
-  std::vector<Step> body;            // thread: compute steps over register buffers
+  int depth = 0;           // schedule level within its stage
+  std::vector<Step> body;  // thread: compute steps over register buffers
 
   friend bool operator==(const Step&, const Step&) = default;
 };
@@ -67,7 +67,7 @@ struct KernelPlan {
   std::vector<PlanBuffer> buffers;  // shared and register buffers of one block
   std::vector<Step> loop_steps;     // library: the single call step
   std::vector<Step> post_steps;
-  int64_t smem_bytes = 0;           // peak shared memory of one block (after memory planning)
+  int64_t smem_bytes = 0;  // peak shared memory of one block (after memory planning)
 
   int64_t num_blocks() const { return grid[0] * grid[1] * grid[2]; }
   const PlanBuffer* find_buffer(const std::string& name) const;

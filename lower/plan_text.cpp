@@ -183,16 +183,24 @@ class Parser {
     PlanBuffer b;
     b.name = t[1];
     size_t i = 2;
-    if (t[i] == "device") b.space = MemSpace::device;
-    else if (t[i] == "shared") b.space = MemSpace::shared;
-    else if (t[i] == "reg") b.space = MemSpace::reg;
-    else fail(fmt::format("unknown memory space '{}'", t[i]));
+    if (t[i] == "device")
+      b.space = MemSpace::device;
+    else if (t[i] == "shared")
+      b.space = MemSpace::shared;
+    else if (t[i] == "reg")
+      b.space = MemSpace::reg;
+    else
+      fail(fmt::format("unknown memory space '{}'", t[i]));
     ++i;
     if (b.space == MemSpace::device) {
-      if (t[i] == "input") b.role = TensorRole::input;
-      else if (t[i] == "output") b.role = TensorRole::output;
-      else if (t[i] == "temp") b.role = TensorRole::temp;
-      else fail(fmt::format("unknown tensor role '{}'", t[i]));
+      if (t[i] == "input")
+        b.role = TensorRole::input;
+      else if (t[i] == "output")
+        b.role = TensorRole::output;
+      else if (t[i] == "temp")
+        b.role = TensorRole::temp;
+      else
+        fail(fmt::format("unknown tensor role '{}'", t[i]));
       ++i;
     }
     expect(t.size() == i + 4, "wrong number of fields in a buffer line");
@@ -288,9 +296,13 @@ class Parser {
       expect(spec != nullptr, fmt::format("'{}' has no attribute '{}'", op_info(s.op).name, key));
       switch (spec->kind) {
         case AttrKind::integer:
-        case AttrKind::opt_dim: s.attrs.set(key, to_int(val)); break;
+        case AttrKind::opt_dim:
+          s.attrs.set(key, to_int(val));
+          break;
         case AttrKind::int_list:
-        case AttrKind::dim_map: s.attrs.set(key, int_list(val)); break;
+        case AttrKind::dim_map:
+          s.attrs.set(key, int_list(val));
+          break;
         case AttrKind::rational: {
           auto r = Rational::parse(val);
           expect(r.has_value(), fmt::format("bad rational '{}'", val));

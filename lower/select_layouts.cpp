@@ -21,7 +21,9 @@ struct Term {
   std::function<int64_t(const PlanBuffer*, const PlanBuffer*)> cost;
 };
 
-int last(const PlanBuffer& b) { return static_cast<int>(b.shape.size()) - 1; }
+int last(const PlanBuffer& b) {
+  return static_cast<int>(b.shape.size()) - 1;
+}
 
 std::vector<Term> cost_terms(const KernelPlan& k, const Target& target) {
   std::map<std::string, int> index;
@@ -34,7 +36,8 @@ std::vector<Term> cost_terms(const KernelPlan& k, const Target& target) {
   bool gpu = target.kind == TargetKind::gpu;
   std::vector<Term> terms;
   auto unary = [&](int a, auto f) {
-    if (a >= 0) terms.push_back(Term{a, -1, [f](const PlanBuffer* x, const PlanBuffer*) { return f(*x); }});
+    if (a >= 0)
+      terms.push_back(Term{a, -1, [f](const PlanBuffer* x, const PlanBuffer*) { return f(*x); }});
   };
   auto mismatch = [&](int a, int b) {
     if (a < 0 || b < 0) return;
@@ -86,7 +89,8 @@ std::vector<Term> cost_terms(const KernelPlan& k, const Target& target) {
             for (const std::string& out : s.outputs) mismatch(id(in), id(out));
         }
         break;
-      default: break;
+      default:
+        break;
     }
   };
   for (const Step& s : k.loop_steps) visit(s);

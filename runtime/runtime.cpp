@@ -93,6 +93,19 @@ std::vector<std::vector<float>> CompiledProgram::run(
   return outs;
 }
 
+std::vector<Tensor<double>> run_on_cpu(const Graph& graph,
+                                       const std::vector<Tensor<double>>& inputs) {
+  auto prog = compile_program(graph, target_by_name("cpu"));
+  std::vector<std::vector<float>> in;
+  for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
+  auto outs = prog->run(in);
+  std::vector<Tensor<double>> result;
+  for (size_t i = 0; i < outs.size(); ++i)
+    result.emplace_back(prog->plan().find_tensor(prog->plan().outputs[i])->shape,
+                        std::vector<double>(outs[i].begin(), outs[i].end()));
+  return result;
+}
+
 std::unique_ptr<CompiledProgram> compile_program(const Graph& graph, const Target& target,
                                                  const CompileOptions& options) {
   if (target.kind != TargetKind::cpu)
@@ -114,9 +127,15 @@ std::unique_ptr<CompiledProgram> compile_plan(const ProgramPlan& plan,
   fs::path dir = cache_directory(options);
   std::error_code ec;
   fs::create_directories(dir, ec);
+  if (ec && options.cache_dir.empty()) {
+    // A read-only home (CI sandboxes): fall back to the temp directory.
+    dir = fs::temp_directory_path() / "weft-cache";
+    ec.clear();
+    fs::create_directories(dir, ec);
+  }
   if (ec)
-    throw UserError(fmt::format("cannot create the cache directory {}: {}", dir.string(),
-                                ec.message()));
+    throw UserError(
+        fmt::format("cannot create the cache directory {}: {}", dir.string(), ec.message()));
   fs::path so = dir / (key + ".so");
   prog->artifact_ = so.string();
   prog->from_cache_ = fs::exists(so);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/target.h"
+#include "interp/tensor.h"
 #include "ir/graph.h"
 #include "lower/plan.h"
 
@@ -28,7 +29,7 @@ class CompiledProgram {
   const ProgramPlan& plan() const { return plan_; }
   const std::string& source() const { return source_; }
   const std::string& artifact() const { return artifact_; }  // the shared object's path
-  bool from_cache() const { return from_cache_; }           // no compiler ran
+  bool from_cache() const { return from_cache_; }            // no compiler ran
 
   // Runs once. inputs[i] / outputs[j] hold numel(shape) floats each, row-major, in the plan's
   // input / output order. Not reentrant: one call at a time per CompiledProgram (the workspace is
@@ -55,6 +56,11 @@ std::unique_ptr<CompiledProgram> compile_program(const Graph& graph, const Targe
 // Emits C++ for a lowered CPU plan, compiles it (or finds it in the cache) and loads it.
 std::unique_ptr<CompiledProgram> compile_plan(const ProgramPlan& plan,
                                               const CompileOptions& options = {});
+
+// Compiles `graph` for the CPU (cached) and runs it on `inputs` (converted to f32), returning the
+// outputs as doubles: the interpreter's calling convention, for `weft run --backend cpu`.
+std::vector<Tensor<double>> run_on_cpu(const Graph& graph,
+                                       const std::vector<Tensor<double>>& inputs);
 
 // The directory compiled artifacts are cached in.
 std::string cache_directory(const CompileOptions& options);

@@ -32,11 +32,24 @@ class Searcher {
         stop_(stop), emit_(emit) {}
 
   int64_t run() {
+    static const DimClasses kNoClasses;
+    dc_ = in_.classes ? in_.classes : &kNoClasses;
     for (const TensorType& t : in_.final_output_types) final_types_.push_back(to_stype(t));
+    ScheduleRules rules;
+    rules.classes = in_.classes;
+    rules.operand_classes = in_.operand_classes;
+    grid_cls_ = grid_classes(s_, rules);
     for (size_t i = 0; i < in_.operand_types.size(); ++i) {
       TensorType tile = iter_tile_type(in_.operand_types[i], s_.iters[i], s_);
       Stage stage = s_.iters[i].post ? Stage::post : Stage::loop;
-      add_value(Val{to_stype(tile), in_.operand_terms[i], stage, 0});
+      SType t = to_stype(tile);
+      uint64_t fmask = 0;
+      if (in_.classes) {
+        t.cls = in_.operand_classes[i];
+        int f = s_.iters[i].fmap;
+        if (f >= 0 && !s_.iters[i].post) fmask = t.cls[f] >= 0 ? uint64_t{1} << t.cls[f] : kAnyBit;
+      }
+      add_value(Val{t, in_.operand_terms[i], stage, 0, fmask});
     }
     n_iters_ = static_cast<int>(vals_.size());
     if (s_.loop == 1 || open_[0] == 0)
@@ -52,7 +65,35 @@ class Searcher {
     TermRef term;
     Stage stage;
     int uses;
+    uint64_t fmask;  // axis classes walked by the for-loop that this value depends on
   };
+  static constexpr uint64_t kAnyBit = uint64_t{1} << 63;
+
+  // Summing over iterations is right only if every axis the loop walks is one the program reduces
+  // (and some axis is walked: else it adds up identical copies).
+  bool accumulation_ok(const SketchOp& op) const {
+    const Val& a = vals_[op.a];
+    if (!in_.classes) return true;
+    if (a.fmask == 0) return false;
+    if (op.kind == OpKind::accum_concat) {
+      int8_t c = a.type.cls[op.dim];
+      return c == kAnyClass || (a.fmask & kAnyBit) || (c >= 0 && (a.fmask >> c & 1));
+    }
+    for (int c = 0; c < 63; ++c)
+      if ((a.fmask >> c & 1) && !dc_->is_reduced(static_cast<int8_t>(c))) return false;
+    return true;
+  }
+
+  int count_ops(OpKind kind) const {
+    int n = 0;
+    for (const SketchOp& o : ops_) n += o.kind == kind;
+    return n;
+  }
+
+  // The operator that produced value `v` (iterators: iter).
+  OpKind producer_kind(int v) const {
+    return v < n_iters_ ? OpKind::iter : ops_[static_cast<size_t>(v - n_iters_)].kind;
+  }
 
   // --- bookkeeping -------------------------------------------------------------------------
   void add_value(Val v) {
@@ -66,10 +107,11 @@ class Searcher {
     if (--vals_[v].uses == 0) ++open_[static_cast<int>(vals_[v].stage)];
   }
   void push(const SketchOp& op, const SType& type, TermRef term, Stage result_stage) {
+    uint64_t fmask = is_accumulator(op.kind) ? 0 : vals_[op.a].fmask | (op.b >= 0 ? vals_[op.b].fmask : 0);
     use(op.a);
     if (op.b >= 0) use(op.b);
     ops_.push_back(op);
-    add_value(Val{type, term, result_stage, 0});
+    add_value(Val{type, term, result_stage, 0, fmask});
   }
   void pop() {
     const Val& v = vals_.back();
@@ -97,8 +139,9 @@ class Searcher {
     const Val& a = vals_[op.a];
     int64_t k = 0;
     if (!infer_search_op(op.kind, a.type, op.b >= 0 ? &vals_[op.b].type : nullptr, op.dim, s_.loop,
-                         out, k))
+                         *dc_, out, k))
       return false;
+    if (is_accumulator(op.kind) && !accumulation_ok(op)) return false;
     Rational c;
     if (op.kind == OpKind::scale) c = constants_.factors[op.constant];
     if (op.kind == OpKind::shift) c = constants_.offsets[op.constant];
@@ -111,6 +154,9 @@ class Searcher {
   void try_op(const SketchOp& op, uint64_t last_key, Stage result_stage, Next&& next) {
     uint64_t key = make_key(op);
     if (key <= last_key) return;
+    if (!canonical(op.kind, op.a, op.b, [this](int v) { return producer_kind(v); })) return;
+    if (op.kind == OpKind::scale && count_ops(OpKind::scale) >= constants_.max_scales) return;
+    if (op.kind == OpKind::shift && count_ops(OpKind::shift) >= constants_.max_shifts) return;
     SType type;
     TermRef term;
     if (!infer(op, type, term)) return;
@@ -271,14 +317,41 @@ class Searcher {
     omap[g] = -1;
   }
 
+  // The saved tensor's type and axis classes; `consistent` is false when a grid dim places its
+  // blocks along a dim of a different axis than the one it cuts.
+  SType saved_type(int v, const std::array<int8_t, 3>& omap, bool& consistent) const {
+    SType t = vals_[v].type;
+    consistent = true;
+    for (int g = 0; g < 3; ++g) {
+      if (omap[g] < 0) continue;
+      int d = omap[g];
+      int8_t tile = t.cls[d], grid = grid_cls_[g];
+      if (t.d[d] == 1) {
+        t.cls[d] = grid;
+      } else if (tile != kAnyClass && grid != kAnyClass && tile != grid) {
+        consistent = false;
+        t.cls[d] = kAnyClass;
+      }
+      t.d[d] *= s_.grid[g];
+    }
+    return t;
+  }
+
   // In final mode: the program output that saving value `v` with `omap` would produce, or -1.
   int final_output_of(int v, const std::array<int8_t, 3>& omap) {
-    SType t = vals_[v].type;
-    for (int g = 0; g < 3; ++g)
-      if (omap[g] >= 0) t.d[omap[g]] *= s_.grid[g];
-    for (size_t o = 0; o < final_types_.size(); ++o)
-      if (final_types_[o] == t && oracle_.equivalent(vals_[v].term, static_cast<int>(o)))
-        return static_cast<int>(o);
+    bool consistent = true;
+    SType t = saved_type(v, omap, consistent);
+    if (!consistent) return -1;
+    for (size_t o = 0; o < final_types_.size(); ++o) {
+      if (!(final_types_[o] == t)) continue;
+      bool axes = true;
+      if (in_.classes)
+        for (int d = 0; d < t.rank; ++d) {
+          int8_t want = in_.classes->output_dims[o][d];
+          axes &= t.cls[d] == kAnyClass || want == kAnyClass || t.cls[d] == want;
+        }
+      if (axes && oracle_.equivalent(vals_[v].term, static_cast<int>(o))) return static_cast<int>(o);
+    }
     return -1;
   }
 
@@ -296,11 +369,11 @@ class Searcher {
     sk.ops = ops_;
     sk.saves = saves;
     for (const SketchSave& sv : saves) {
-      SType t = vals_[sv.value].type;
-      for (int g = 0; g < 3; ++g)
-        if (sv.omap[g] >= 0) t.d[sv.omap[g]] *= s_.grid[g];
+      bool consistent = true;
+      SType t = saved_type(sv.value, sv.omap, consistent);
       sk.output_types.push_back(to_tensor_type(t));
       sk.output_terms.push_back(vals_[sv.value].term);
+      sk.output_classes.push_back(t.cls);
     }
     stats_.block_graphs.fetch_add(1, std::memory_order_relaxed);
     emit_(std::move(sk));
@@ -316,6 +389,8 @@ class Searcher {
   const std::function<void(BlockSketch&&)>& emit_;
 
   std::vector<Val> vals_;
+  const DimClasses* dc_ = nullptr;
+  std::array<int8_t, 3> grid_cls_ = {kAnyClass, kAnyClass, kAnyClass};
   std::vector<SType> final_types_;
   std::vector<SketchOp> ops_;
   int open_[2] = {0, 0};  // unconsumed values per stage

@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "search/block_space.h"
 #include "search/config.h"
+#include "search/dim_classes.h"
 #include "search/expr_oracle.h"
 #include "search/stats.h"
 
@@ -20,6 +21,10 @@ namespace weft {
 struct SearchConstants {
   std::vector<Rational> factors;
   std::vector<Rational> offsets;
+  // Uses per graph (block or kernel): by default as many as the program has (a mean counts as a
+  // scale), since abstract expressions cannot see constants; config.max_constant_uses overrides.
+  int max_scales = 0;
+  int max_shifts = 0;
 };
 
 // One operator of a sketch. Values are numbered: the iterators' tiles first (one per operand),
@@ -46,6 +51,7 @@ struct BlockSketch {
   std::vector<SketchSave> saves;
   std::vector<TensorType> output_types;
   std::vector<TermRef> output_terms;
+  std::vector<DimClassList> output_classes;
   friend bool operator==(const BlockSketch& a, const BlockSketch& b) {
     return a.schedule == b.schedule && a.ops == b.ops && a.saves == b.saves;
   }
@@ -54,6 +60,9 @@ struct BlockSketch {
 struct BlockSearchInput {
   std::vector<TensorType> operand_types;
   std::vector<TermRef> operand_terms;
+  // Axis classes (dim_classes.h): the analysis of the program and each operand's dims.
+  const DimClasses* classes = nullptr;
+  std::vector<DimClassList> operand_classes;
   // Final mode: the kernel completes the µGraph, so every saved tensor must have the type of a
   // program output and a term equivalent to it (output i's type is final_output_types[i]).
   bool final_mode = false;

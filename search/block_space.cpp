@@ -27,7 +27,39 @@ struct Enumerator {
   const std::vector<TensorType>& operands;
   const SearchConfig& config;
   const Target& target;
+  const ScheduleRules& rules;
   std::vector<BlockSchedule> out;
+
+  bool grid_axes_ok(const std::array<int64_t, 3>& grid, const std::vector<std::array<int8_t, 3>>& imaps) {
+    if (!rules.classes) return true;
+    std::array<int8_t, 3> cls = {kAnyClass, kAnyClass, kAnyClass};
+    for (int g = 0; g < 3; ++g) {
+      if (grid[g] == 1) continue;
+      for (size_t i = 0; i < imaps.size(); ++i) {
+        if (imaps[i][g] < 0) continue;
+        int8_t c = rules.operand_classes[i][imaps[i][g]];
+        if (c == kAnyClass) continue;
+        if (cls[g] == kAnyClass) cls[g] = c;
+        if (cls[g] != c) return false;  // one grid dim cutting two different axes
+      }
+      if (cls[g] == kAnyClass) continue;
+      for (int h = 0; h < g; ++h)
+        if (cls[h] == cls[g]) return false;
+      if (rules.final_mode) {
+        if (rules.classes->reduced[cls[g]]) return false;  // partial results are not outputs
+        bool in_output = false;
+        for (const DimClassList& o : rules.classes->output_dims)
+          for (int8_t c : o) in_output |= c == cls[g];
+        if (!in_output) return false;
+      }
+    }
+    return true;
+  }
+
+  bool fmap_ok(size_t operand, int dim) const {
+    if (!rules.classes || !rules.sum_accumulators_only) return true;
+    return rules.classes->is_reduced(rules.operand_classes[operand][dim]);
+  }
 
   // All imap choices for operand `i` given the grid: per used grid dim, '-' or a distinct data
   // dim that the grid size divides.
@@ -70,6 +102,7 @@ struct Enumerator {
         for (const auto& m : chosen) cut |= m[g] >= 0;
         if (!cut) return;
       }
+      if (!grid_axes_ok(grid, chosen)) return;
       with_imaps(grid, chosen);
       return;
     }
@@ -121,7 +154,7 @@ struct Enumerator {
     choose_fmaps(s, tiles, i + 1, any);
     c.post = false;
     for (int d = 0; d < static_cast<int>(tiles[i].shape.size()); ++d) {
-      if (tiles[i].shape[d] % s.loop != 0) continue;
+      if (tiles[i].shape[d] % s.loop != 0 || !fmap_ok(i, d)) continue;
       c.fmap = static_cast<int8_t>(d);
       choose_fmaps(s, tiles, i + 1, true);
     }
@@ -153,9 +186,20 @@ double load_bytes(const std::vector<TensorType>& operands, const BlockSchedule& 
 
 }  // namespace
 
+std::array<int8_t, 3> grid_classes(const BlockSchedule& s, const ScheduleRules& rules) {
+  std::array<int8_t, 3> cls = {kAnyClass, kAnyClass, kAnyClass};
+  if (!rules.classes) return cls;
+  for (int g = 0; g < 3; ++g)
+    for (size_t i = 0; i < s.iters.size(); ++i)
+      if (s.grid[g] > 1 && s.iters[i].imap[g] >= 0 && cls[g] == kAnyClass)
+        cls[g] = rules.operand_classes[i][s.iters[i].imap[g]];
+  return cls;
+}
+
 std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& operands,
-                                               const SearchConfig& config, const Target& target) {
-  Enumerator e{operands, config, target, {}};
+                                               const SearchConfig& config, const Target& target,
+                                               const ScheduleRules& rules) {
+  Enumerator e{operands, config, target, rules, {}};
   std::set<int64_t> sizes_set;
   for (const TensorType& t : operands)
     for (int64_t d : t.shape)
@@ -177,9 +221,14 @@ std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& op
         if (z <= target.max_grid[2] && in_limits(x * y * z)) e.with_grid({x, y, z});
     }
   }
-  // Cheapest traffic first so good kernels are found early; ties keep enumeration order.
+  // Least traffic per busy SM first (a memory-bound kernel's time), so good kernels are found
+  // early; ties keep enumeration order. Only the order depends on this estimate.
   std::vector<std::pair<double, size_t>> order;
-  for (size_t i = 0; i < e.out.size(); ++i) order.emplace_back(load_bytes(operands, e.out[i]), i);
+  for (size_t i = 0; i < e.out.size(); ++i) {
+    const BlockSchedule& s = e.out[i];
+    double busy = static_cast<double>(std::min<int64_t>(s.grid[0] * s.grid[1] * s.grid[2], target.sm_count));
+    order.emplace_back(load_bytes(operands, s) / std::max(1.0, busy), i);
+  }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<BlockSchedule> sorted;

@@ -9,6 +9,7 @@
 #include "core/target.h"
 #include "ir/ops.h"
 #include "search/config.h"
+#include "search/dim_classes.h"
 
 namespace weft {
 
@@ -29,13 +30,27 @@ struct BlockSchedule {
 // The block-level tile each operand's iterator yields under `s`.
 TensorType iter_tile_type(const TensorType& operand, const IterChoice& c, const BlockSchedule& s);
 
+// Axis rules for schedules (see dim_classes.h); without `classes` none apply.
+struct ScheduleRules {
+  const DimClasses* classes = nullptr;
+  std::vector<DimClassList> operand_classes;  // per operand
+  bool final_mode = false;  // the kernel produces program outputs: grid dims cut output axes
+  bool sum_accumulators_only = true;  // then an fmap may only walk a reduced axis
+};
+
+// The axis class each grid dim cuts (kAnyClass when unknown or unused).
+std::array<int8_t, 3> grid_classes(const BlockSchedule& s, const ScheduleRules& rules);
+
 // Every schedule for `operands` within the configuration's limits, in a deterministic order
 // (cheapest estimated device-memory traffic first). Rules applied, all documented in
 // docs/search.md: each used grid dim cuts at least one operand (else all blocks along it compute
 // the same tile); with loop > 1 at least one operand has an fmap (else every iteration is the
 // same); with loop == 1 every iterator is post-stage (a loop of one needs no accumulators);
-// the iterators' tiles fit in shared memory.
+// the iterators' tiles fit in shared memory; and the axis rules: a grid dim cuts one axis class
+// (two grid dims, two classes), in final mode an output axis that is not reduced, and an fmap walks
+// a reduced axis when only summing accumulators are allowed.
 std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& operands,
-                                               const SearchConfig& config, const Target& target);
+                                               const SearchConfig& config, const Target& target,
+                                               const ScheduleRules& rules = {});
 
 }  // namespace weft

@@ -41,7 +41,7 @@ json sketch_json(const BlockSketch& sk, const ExprOracle& oracle) {
   for (const TensorType& t : sk.output_types) types.push_back({static_cast<int>(t.dtype), t.shape});
   for (TermRef t : sk.output_terms) terms.push_back(oracle.text(t));
   return {{"schedule", schedule_json(sk.schedule)}, {"ops", ops}, {"saves", saves},
-          {"types", types}, {"terms", terms}};
+          {"types", types}, {"terms", terms}, {"classes", sk.output_classes}};
 }
 
 BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
@@ -67,6 +67,7 @@ BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
   for (const json& t : j.at("types"))
     sk.output_types.push_back(TensorType{static_cast<DType>(t.at(0).get<int>()), t.at(1).get<Shape>()});
   for (const json& t : j.at("terms")) sk.output_terms.push_back(oracle.parse(t.get<std::string>()));
+  sk.output_classes = j.at("classes").get<std::vector<DimClassList>>();
   return sk;
 }
 

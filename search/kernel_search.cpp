@@ -3,6 +3,7 @@
 #include "search/kernel_search.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
@@ -47,7 +48,12 @@ SearchConstants constants_of(const Graph& program) {
       factors.insert(*Rational::make(1, group));
     }
   }
-  return SearchConstants{{factors.begin(), factors.end()}, {offsets.begin(), offsets.end()}};
+  SearchConstants c{{factors.begin(), factors.end()}, {offsets.begin(), offsets.end()}, 0, 0};
+  for (const Op& op : program.ops) {
+    c.max_scales += op.kind == OpKind::scale || op.kind == OpKind::mean;
+    c.max_shifts += op.kind == OpKind::shift;
+  }
+  return c;
 }
 
 namespace {
@@ -78,8 +84,11 @@ class KernelSearcher {
 
   void run() {
     const Graph& p = ctx_.program;
-    for (size_t i = 0; i < p.inputs.size(); ++i)
-      vals_.push_back(KVal{to_stype(p.type(p.inputs[i])), ctx_.oracle.input_term(static_cast<int>(i)), 0});
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      SType t = to_stype(p.type(p.inputs[i]));
+      if (ctx_.classes.usable) t.cls = ctx_.classes.input_dims[i];
+      vals_.push_back(KVal{t, ctx_.oracle.input_term(static_cast<int>(i)), 0});
+    }
     for (ValueId o : p.outputs) output_types_.push_back(to_stype(p.type(o)));
     // Iterative deepening: all µGraphs of one kernel operator first, then two, ...; each level
     // emits only graphs of exactly that size, so nothing is emitted twice.
@@ -122,13 +131,15 @@ class KernelSearcher {
         for (int v = 0; v < n; ++v)
           if (mask >> v & 1) operands.push_back(v);
         auto results = block_results(operands, final);
-        if (!results) return;
-        int64_t ordinal = 0;
-        for (size_t s = 0; s < results->per_schedule.size(); ++s) {
-          for (const BlockSketch& sk : results->per_schedule[s]) {
-            KKey k{hi, -1, -1, mask, static_cast<int>(OpKind::kernel), -1, -1, ordinal++};
+        for (size_t s = 0; s < results->schedules.size(); ++s) {
+          ensure_done(results, operands, final, s);
+          if (ctx_.stop.stopped()) return;
+          const auto& sketches = results->per_schedule[s];
+          for (size_t j = 0; j < sketches.size(); ++j) {
+            KKey k{hi, -1, -1, mask, static_cast<int>(OpKind::kernel), -1, -1,
+                   static_cast<int64_t>(s << 24 | j)};
             if (k <= last) continue;
-            push_graph_defined(operands, sk);
+            push_graph_defined(operands, sketches[j]);
             after_push(k);
             pop();
             if (ctx_.stop.stopped()) return;
@@ -138,54 +149,78 @@ class KernelSearcher {
     }
   }
 
+  // The memo entry (schedules, and what is known of each) for `operands`.
   std::shared_ptr<BlockResults> block_results(const std::vector<int>& operands, bool final) {
-    BlockSearchInput in;
-    in.final_mode = final;
-    if (final)
-      for (const SType& t : output_types_) in.final_output_types.push_back(to_tensor_type(t));
-    std::vector<TensorType> types;
-    for (int v : operands) {
-      types.push_back(to_tensor_type(vals_[v].type));
-      in.operand_terms.push_back(vals_[v].term);
-    }
-    in.operand_types = types;
+    BlockSearchInput in = search_input(operands, final);
+    const std::vector<TensorType>& types = in.operand_types;
     // Keyed by text, not term ids, so a checkpoint restores into a fresh term store.
     std::string key = final ? "final;" : "any;";
     for (size_t i = 0; i < types.size(); ++i)
-      key += fmt::format("{}:{};", types[i].str(), ctx_.oracle.text(in.operand_terms[i]));
+      key += fmt::format("{}:{}:{};", types[i].str(), ctx_.oracle.text(in.operand_terms[i]),
+                         fmt::join(vals_[operands[i]].type.cls, ","));
     auto results = ctx_.memo.get_or_create(key, [&](BlockResults& r) {
-      r.schedules = enumerate_schedules(types, ctx_.config, ctx_.target);
+      ScheduleRules rules;
+      rules.classes = in.classes;
+      rules.operand_classes = in.operand_classes;
+      rules.final_mode = final;
+      rules.sum_accumulators_only =
+          std::find(ctx_.config.accumulators.begin(), ctx_.config.accumulators.end(),
+                    OpKind::accum_concat) == ctx_.config.accumulators.end();
+      r.schedules = enumerate_schedules(types, ctx_.config, ctx_.target, rules);
       r.per_schedule.resize(r.schedules.size());
       r.done.assign(r.schedules.size(), false);
       r.states.assign(r.schedules.size(), 0);
     });
+    return results;
+  }
+
+  BlockSearchInput search_input(const std::vector<int>& operands, bool final) const {
+    BlockSearchInput in;
+    in.final_mode = final;
+    if (final)
+      for (const SType& t : output_types_) in.final_output_types.push_back(to_tensor_type(t));
+    for (int v : operands) {
+      in.operand_types.push_back(to_tensor_type(vals_[v].type));
+      in.operand_terms.push_back(vals_[v].term);
+    }
+    if (ctx_.classes.usable) {
+      in.classes = &ctx_.classes;
+      for (int v : operands) in.operand_classes.push_back(vals_[v].type.cls);
+    }
+    return in;
+  }
+
+  // Searches schedule `first` if not done yet, together with the next few not-done schedules in
+  // parallel (results are stored per schedule, so the order of completion does not matter).
+  void ensure_done(const std::shared_ptr<BlockResults>& results, const std::vector<int>& operands,
+                   bool final, size_t first) {
     std::vector<size_t> todo;
     {
       std::lock_guard<std::mutex> lock(results->mu);
-      for (size_t i = 0; i < results->schedules.size(); ++i)
+      if (results->done[first]) return;
+      size_t chunk = static_cast<size_t>(std::max(8, 4 * ctx_.threads));
+      for (size_t i = first; i < results->schedules.size() && todo.size() < chunk; ++i)
         if (!results->done[i]) todo.push_back(i);
     }
-    if (!todo.empty()) {
-      tbb::task_arena arena(std::max(1, ctx_.threads));
-      arena.execute([&] {
-        tbb::parallel_for(size_t{0}, todo.size(), [&](size_t t) {
-          size_t i = todo[t];
-          if (ctx_.stop.stopped()) return;
-          std::vector<BlockSketch> found;
-          int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
-                                               ctx_.oracle, ctx_.stats, ctx_.stop,
-                                               [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
-          if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
-          std::lock_guard<std::mutex> lock(results->mu);
-          results->per_schedule[i] = std::move(found);
-          results->states[i] = states;
-          results->done[i] = true;
-        });
-      });
-    }
+    BlockSearchInput in = search_input(operands, final);
+    tbb::task_arena arena(std::max(1, ctx_.threads));
+    arena.execute([&] {
+      tbb::parallel_for(size_t{0}, todo.size(), [&](size_t t) {
+        size_t i = todo[t];
+        if (ctx_.stop.stopped()) return;
+        std::vector<BlockSketch> found;
+        int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
+                                             ctx_.oracle, ctx_.stats, ctx_.stop,
+                                             [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
+        if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
+        std::lock_guard<std::mutex> lock(results->mu);
+        results->per_schedule[i] = std::move(found);
+        results->states[i] = states;
+        results->done[i] = true;
+      }, tbb::simple_partitioner());
+    });
     if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
       ctx_.stop.stop(SearchStop::state_budget);
-    return results;
   }
 
   void push_graph_defined(const std::vector<int>& operands, const BlockSketch& sk) {
@@ -196,13 +231,28 @@ class KernelSearcher {
     for (int v : operands) ++vals_[v].uses;
     for (size_t i = 0; i < sk.output_types.size(); ++i) {
       op.outputs.push_back(static_cast<int>(vals_.size()));
-      vals_.push_back(KVal{to_stype(sk.output_types[i]), sk.output_terms[i], 0});
+      SType t = to_stype(sk.output_types[i]);
+      if (i < sk.output_classes.size()) t.cls = sk.output_classes[i];
+      vals_.push_back(KVal{t, sk.output_terms[i], 0});
     }
     ops_.push_back(std::move(op));
     ++n_graph_defined_;
   }
 
   // --- pre-defined operators ---------------------------------------------------------------
+  int count_ops(OpKind kind) const {
+    int n = 0;
+    for (const KOp& op : ops_) n += op.kind == kind;
+    return n;
+  }
+
+  OpKind producer_kind(int v) const {
+    for (const KOp& op : ops_)
+      for (int o : op.outputs)
+        if (o == v) return op.kind;
+    return OpKind::iter;  // a program input
+  }
+
   bool is_output(const SType& type, TermRef term) {
     for (size_t o = 0; o < output_types_.size(); ++o)
       if (output_types_[o] == type && ctx_.oracle.equivalent(term, static_cast<int>(o))) return true;
@@ -219,9 +269,13 @@ class KernelSearcher {
           int hi = std::max(a, b);
           KKey key{hi, a, b, 0, static_cast<int>(kind), dim, constant, -1};
           if (key <= last) return;
+          if (!canonical(kind, a, b, [this](int v) { return producer_kind(v); })) return;
+          if (kind == OpKind::scale && count_ops(OpKind::scale) >= ctx_.constants.max_scales) return;
+          if (kind == OpKind::shift && count_ops(OpKind::shift) >= ctx_.constants.max_shifts) return;
           SType out;
           int64_t k = 0;
-          if (!infer_search_op(kind, vals_[a].type, b >= 0 ? &vals_[b].type : nullptr, dim, 1, out, k))
+          if (!infer_search_op(kind, vals_[a].type, b >= 0 ? &vals_[b].type : nullptr, dim, 1,
+                               ctx_.classes, out, k))
             return;
           Rational c;
           if (kind == OpKind::scale) c = ctx_.constants.factors[constant];
@@ -360,21 +414,35 @@ class KernelSearcher {
     bb.set_block_params(sk.schedule.grid, ctx_.config.threads_per_block.front(), sk.schedule.loop);
     std::vector<ValueId> params;
     for (int v : operands) params.push_back(bb.add_input(names[v], to_tensor_type(vals_[v].type)));
-    std::vector<ValueId> ids;
-    for (size_t i = 0; i < operands.size(); ++i) {
-      const IterChoice& c = sk.schedule.iters[i];
-      Attrs a;
-      a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
-      a.set("fmap", int64_t{c.fmap});
-      ids.push_back(bb.add(OpKind::iter, {params[i]}, a, fmt::format("v{}", ids.size()), {},
-                           c.post ? Stage::post : Stage::loop));
-    }
-    for (const SketchOp& op : sk.ops) {
+    // Loop-stage iterators first, post-stage ones just before the first post-stage operator, so
+    // the graph lists its loop before what comes after it.
+    std::vector<ValueId> ids(operands.size() + sk.ops.size(), -1);
+    auto add_iters = [&](bool post) {
+      for (size_t i = 0; i < operands.size(); ++i) {
+        const IterChoice& c = sk.schedule.iters[i];
+        if (c.post != post) continue;
+        Attrs a;
+        a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
+        a.set("fmap", int64_t{c.fmap});
+        ids[i] = bb.add(OpKind::iter, {params[i]}, a, fmt::format("v{}", i), {},
+                        post ? Stage::post : Stage::loop);
+      }
+    };
+    add_iters(false);
+    bool post_started = false;
+    for (size_t j = 0; j < sk.ops.size(); ++j) {
+      const SketchOp& op = sk.ops[j];
+      if (op.stage == Stage::post && !post_started) {
+        add_iters(true);
+        post_started = true;
+      }
       std::vector<ValueId> in{ids[op.a]};
       if (op.b >= 0) in.push_back(ids[op.b]);
-      ids.push_back(bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant),
-                           fmt::format("v{}", ids.size()), {}, op.stage));
+      size_t v = operands.size() + j;
+      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant), fmt::format("v{}", v), {},
+                      op.stage);
     }
+    if (!post_started) add_iters(true);
     for (size_t i = 0; i < sk.saves.size(); ++i) {
       Attrs a;
       a.set("omap", std::vector<int64_t>(sk.saves[i].omap.begin(), sk.saves[i].omap.end()));

@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "search/block_search.h"
 #include "search/config.h"
+#include "search/dim_classes.h"
 #include "search/expr_oracle.h"
 #include "search/stats.h"
 
@@ -47,6 +48,7 @@ struct KernelSearchContext {
   const SearchConfig& config;
   const Target& target;
   const SearchConstants& constants;
+  const DimClasses& classes;
   ExprOracle& oracle;
   SearchStats& stats;
   StopSignal& stop;

@@ -121,28 +121,31 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   auto progress_line = [&] {
     double t = stop.elapsed_s();
     std::lock_guard<std::mutex> lock(mu);
-    std::cerr << fmt::format("\r[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {}",
-                             t, si(stats.states.load()), si(stats.states.load() / std::max(t, 1e-9)),
+    std::cerr << fmt::format("{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {}{}",
+                             options.progress_tty ? "\r" : "", t, si(stats.states.load()), si(stats.states.load() / std::max(t, 1e-9)),
                              si(stats.pruned_expr.load() + stats.pruned_bound.load()),
                              si(stats.block_graphs.load()), found.size(),
-                             best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"))
+                             best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"),
+                             options.progress_tty ? "" : "\n")
               << std::flush;
   };
   {
     double last_checkpoint = 0;
-    Ticker ticker(1.0, [&] {
+    double period = config.checkpoint_path.empty() ? 1.0 : std::min(1.0, config.checkpoint_interval_s);
+    Ticker ticker(std::max(period, 0.01), [&] {
       if (options.progress) progress_line();
       if (!config.checkpoint_path.empty() && stop.elapsed_s() - last_checkpoint >= config.checkpoint_interval_s) {
         last_checkpoint = stop.elapsed_s();
         save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
       }
     });
-    KernelSearchContext ctx{program, config, target, constants, oracle, stats, stop, memo, threads};
+    DimClasses classes = analyze_dim_classes(program);
+    KernelSearchContext ctx{program, config, target, constants, classes, oracle, stats, stop, memo, threads};
     search_kernel_graphs(ctx, on_candidate);
   }
   if (options.progress) {
     progress_line();
-    std::cerr << "\n";
+    if (options.progress_tty) std::cerr << "\n";
   }
   result.search_s = stop.elapsed_s();
   result.stop = stop.reason();

@@ -42,7 +42,8 @@ struct OptimizeResult {
 };
 
 struct OptimizeOptions {
-  bool progress = false;  // a line on stderr every second
+  bool progress = false;      // a line on stderr every second
+  bool progress_tty = false;  // redraw one line (stderr is a terminal) instead of appending
 };
 
 OptimizeResult optimize(const Graph& program, const SearchConfig& config,

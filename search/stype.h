@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "ir/ops.h"
+#include "search/dim_classes.h"
 
 namespace weft {
 
@@ -18,8 +19,25 @@ struct SType {
   DType dtype = DType::f32;
   int8_t rank = 0;
   std::array<int64_t, kMaxRank> d = {1, 1, 1, 1};
-  friend bool operator==(const SType&, const SType&) = default;
+  DimClassList cls = {kAnyClass, kAnyClass, kAnyClass, kAnyClass};  // not part of the type
+  friend bool operator==(const SType& a, const SType& b) {
+    return a.dtype == b.dtype && a.rank == b.rank && a.d == b.d;
+  }
 };
+
+// Class of an elementwise result dim, or false when the operands' axes differ.
+inline bool join_class(int8_t ca, int64_t sa, int8_t cb, int64_t sb, int8_t& out) {
+  if (sa == 1 || sb == 1) {
+    out = sa == 1 ? (sb == 1 ? kUnit : cb) : ca;
+    return true;
+  }
+  if (ca == kAnyClass || cb == kAnyClass) {
+    out = ca == kAnyClass ? cb : ca;
+    return true;
+  }
+  out = ca;
+  return ca == cb;
+}
 
 inline SType to_stype(const TensorType& t) {
   WEFT_CHECK(t.shape.size() <= kMaxRank, "rank {} in the search", t.shape.size());
@@ -35,11 +53,12 @@ inline TensorType to_tensor_type(const SType& s) {
 }
 
 inline bool infer_binary(const SType& a, const SType& b, SType& out) {
-  if (a.dtype != b.dtype || a.rank != b.rank) return false;
+  if (a.dtype != b.dtype || a.rank != b.rank || a.rank > kMaxRank) return false;
   out = a;
   for (int i = 0; i < a.rank; ++i) {
     if (a.d[i] != b.d[i] && a.d[i] != 1 && b.d[i] != 1) return false;
     out.d[i] = std::max(a.d[i], b.d[i]);
+    if (!join_class(a.cls[i], a.d[i], b.cls[i], b.d[i], out.cls[i])) return false;
   }
   return true;
 }
@@ -52,17 +71,44 @@ inline bool infer_matmul(const SType& a, const SType& b, SType& out) {
   for (int i = 0; i + 2 < r; ++i) {
     if (a.d[i] != b.d[i] && a.d[i] != 1 && b.d[i] != 1) return false;
     out.d[i] = std::max(a.d[i], b.d[i]);
+    if (!join_class(a.cls[i], a.d[i], b.cls[i], b.d[i], out.cls[i])) return false;
   }
   out.d[r - 2] = a.d[r - 2];
   out.d[r - 1] = b.d[r - 1];
+  out.cls[r - 2] = a.cls[r - 2];
+  out.cls[r - 1] = b.cls[r - 1];
   return true;
 }
 
 
+// Canonical-form rules that lose no computation (docs/search.md):
+// - mul(a, a) is sqr(a); sub(a, a) and div(a, a) are constants;
+// - a scale feeding an operator that is homogeneous in that operand (mul, matmul, sum, mean,
+//   accumulators, the numerator of div) gives the same value as scaling the result, so only the
+//   latter form is generated; likewise a scale of a scale folds into one.
+template <class ProducerKind>
+bool canonical(OpKind kind, int a, int b, ProducerKind&& producer) {
+  if (a == b && (kind == OpKind::mul || kind == OpKind::sub || kind == OpKind::div)) return false;
+  auto scaled = [&](int v) { return v >= 0 && producer(v) == OpKind::scale; };
+  switch (kind) {
+    case OpKind::mul:
+    case OpKind::matmul: return !scaled(a) && !scaled(b);
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::accum_sum:
+    case OpKind::accum_concat:
+    case OpKind::scale:
+    case OpKind::div: return !scaled(a);
+    default: return true;
+  }
+}
+
 // Result type of a search operator and the element count `k` its abstract term needs. `b` is
 // ignored for unary ops; `dim` is the reduced (or concatenated) dim; `loop` the for-loop range.
+// False when the operands do not fit, or the operator reduces or mixes axes in a way the program
+// never does (see dim_classes.h).
 inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim, int64_t loop,
-                            SType& out, int64_t& k) {
+                            const DimClasses& dc, SType& out, int64_t& k) {
   k = 0;
   switch (op_info(kind).op_class) {
     case OpClass::unary:
@@ -70,15 +116,21 @@ inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim
       return true;
     case OpClass::binary:
       return infer_binary(a, *b, out);
-    case OpClass::matmul:
+    case OpClass::matmul: {
       if (a.rank < 2 || a.rank > kMaxRank || !infer_matmul(a, *b, out)) return false;
-      k = a.d[static_cast<size_t>(a.rank - 1)];
-      return true;
+      size_t r = static_cast<size_t>(a.rank);
+      k = a.d[r - 1];
+      int8_t ca = a.cls[r - 1], cb = b->cls[r - 2];
+      if (ca != kAnyClass && cb != kAnyClass && ca != cb) return false;
+      return dc.is_reduced(ca == kAnyClass ? cb : ca);
+    }
     case OpClass::reduction:
       if (dim < 0 || dim >= a.rank) return false;
+      if (!dc.is_reduced(a.cls[dim])) return false;
       out = a;
       k = a.d[dim];
       out.d[dim] = 1;
+      out.cls[dim] = kUnit;
       return true;
     case OpClass::structure:  // accumulators
       out = a;

@@ -111,11 +111,24 @@ TEST(CostModel, GqaAttentionFusedBeatsUnfused) {
     }
   EXPECT_EQ(views, 2);
   EXPECT_EQ(f.kernel_launches(), 4);
-  // Q's tile is loop-invariant (no fmap): loaded once per block, not once per iteration.
+  // Q's tile is loop-invariant (no fmap): loaded once per block, not once per iteration; K and V
+  // tiles are loaded every iteration.
   const KernelCost& k = f.kernels[0];
   ASSERT_TRUE(k.graph_defined);
-  const double q_tile = 256 * 64 * 2, kv = 2.0 * 64 * 4096 * 2;
-  EXPECT_DOUBLE_EQ(k.requested_bytes, 32 * q_tile + 2 * kv);
+  const Graph fused = load_example("gqa_attention.fused.weft");
+  const Graph& body = *fused.ops[0].body;
+  ASSERT_GT(body.loop, 1);
+  double expected = 0;
+  int invariant = 0;
+  for (const Op& op : body.ops) {
+    if (op.kind != OpKind::iter) continue;
+    bool per_iteration = op.attrs.get_int("fmap") >= 0;
+    invariant += per_iteration ? 0 : 1;
+    double tile = 2.0 * static_cast<double>(numel(body.type(op.outputs[0]).shape));
+    expected += static_cast<double>(body.num_blocks()) * tile * (per_iteration ? body.loop : 1);
+  }
+  EXPECT_EQ(invariant, 1);
+  EXPECT_DOUBLE_EQ(k.requested_bytes, expected);
 }
 
 // A thread graph keeps the intermediates of an elementwise chain in registers: the same

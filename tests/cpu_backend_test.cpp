@@ -14,6 +14,7 @@
 #include "lower/pipeline.h"
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
+#include "search/optimizer.h"
 
 namespace weft {
 namespace {
@@ -54,7 +55,9 @@ void expect_matches_interpreter(const Graph& g, uint64_t seed = 11) {
 
 class SmallProgram : public testing::TestWithParam<const char*> {};
 
-TEST_P(SmallProgram, MatchesInterpreter) { expect_matches_interpreter(load(small(GetParam()))); }
+TEST_P(SmallProgram, MatchesInterpreter) {
+  expect_matches_interpreter(load(small(GetParam())));
+}
 
 INSTANTIATE_TEST_SUITE_P(CpuBackend, SmallProgram,
                          testing::Values("rms_norm_linear.weft", "rms_norm_linear.fused.weft",
@@ -75,7 +78,8 @@ TEST(CpuBackend, MatchesInterpreterOnEveryExample) {
   if (kSanitized) GTEST_SKIP() << "full-size examples are skipped in sanitized builds";
   int n = 0;
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples"))
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples"))
     if (e.path().extension() == ".weft") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) {
@@ -84,6 +88,28 @@ TEST(CpuBackend, MatchesInterpreterOnEveryExample) {
     ++n;
   }
   EXPECT_GE(n, 6);
+}
+
+// Every verified µGraph a (small, state-bounded, hence deterministic) search returns runs on the
+// CPU backend with the interpreter's results.
+TEST(CpuBackend, MatchesInterpreterOnSearchResults) {
+  if (kSanitized) GTEST_SKIP() << "the search is too slow in sanitized builds";
+  SearchConfig config;
+  config.target = "cpu";
+  config.time_budget_s = 0;
+  config.state_budget = 200000;
+  config.threads = 1;
+  config.top_k = 3;
+  int checked = 0;
+  for (const char* name : {"gated_mlp.weft", "rms_norm_linear.weft"}) {
+    OptimizeResult r = optimize(load(small(name)), config);
+    for (const RankedCandidate& c : r.top) {
+      SCOPED_TRACE(c.text);
+      expect_matches_interpreter(c.graph);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 1);
 }
 
 TEST(CpuBackend, CachesCompiledArtifactsByContent) {

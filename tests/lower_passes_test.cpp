@@ -18,7 +18,9 @@
 namespace weft {
 namespace {
 
-std::string golden_dir() { return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/"; }
+std::string golden_dir() {
+  return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/";
+}
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -33,9 +35,9 @@ Graph load(const std::string& name) {
   return parse_graph(text, name + ".weft");
 }
 
-const std::vector<std::string> kPrograms = {"rms_norm_linear.fused", "gated_mlp.fused",
-                                            "gqa_attention.fused", "movement.fused",
-                                            "rms_norm_linear", "gated_mlp", "gqa_attention"};
+const std::vector<std::string> kPrograms = {
+    "rms_norm_linear.fused", "gated_mlp.fused", "gqa_attention.fused", "movement.fused",
+    "rms_norm_linear",       "gated_mlp",       "gqa_attention"};
 
 // Every plan the tests know: each program, each target, after each pass.
 std::vector<std::pair<std::string, ProgramPlan>> all_plans() {
@@ -170,7 +172,10 @@ TEST(SelectLayouts, IsNoWorseThanRowMajorAndHonoursConstraints) {
   for (const auto& [name, plan] : all_plans()) {
     if (name.find(".select-layouts") == std::string::npos) continue;
     const Target& t = target_by_name(name.find(".h100.") != std::string::npos ? "h100" : "cpu");
-    ProgramPlan before = lower_graph(load(name.substr(0, name.find(name.find(".h100.") != std::string::npos ? ".h100." : ".cpu."))), t, "fuse-threads");
+    ProgramPlan before = lower_graph(
+        load(name.substr(0,
+                         name.find(name.find(".h100.") != std::string::npos ? ".h100." : ".cpu."))),
+        t, "fuse-threads");
     for (size_t i = 0; i < plan.kernels.size(); ++i) {
       const KernelPlan& k = plan.kernels[i];
       if (k.library) continue;
@@ -265,8 +270,8 @@ TEST(SharedMemory, TheCheckerCatchesOverlaps) {
 
 TEST(SharedMemory, AllocatorReusesDeadBuffersAndKeepsTheSmallestPeak) {
   // a and b die before c and d start: c and d reuse their space.
-  std::vector<LiveBuffer> bufs = {{"a", 256, 0, 1}, {"b", 128, 0, 2}, {"c", 256, 3, 4},
-                                  {"d", 128, 3, 3}, {"e", 64, 0, 4}};
+  std::vector<LiveBuffer> bufs = {
+      {"a", 256, 0, 1}, {"b", 128, 0, 2}, {"c", 256, 3, 4}, {"d", 128, 3, 3}, {"e", 64, 0, 4}};
   Allocation a = allocate_intervals(bufs, 64);
   EXPECT_TRUE(find_overlaps(a.buffers, a.peak).empty());
   EXPECT_EQ(a.peak, 256 + 128 + 64);

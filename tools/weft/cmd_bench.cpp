@@ -32,7 +32,9 @@ Measured measure(const Graph& g, const Target& t, uint64_t seed, int warmup, int
   return {timing, std::move(outs)};
 }
 
-std::string ms(double s) { return fmt::format("{:.3f} ms", s * 1e3); }
+std::string ms(double s) {
+  return fmt::format("{:.3f} ms", s * 1e3);
+}
 
 }  // namespace
 

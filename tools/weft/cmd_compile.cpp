@@ -24,8 +24,7 @@ void write(const std::filesystem::path& path, const std::string& text) {
 }  // namespace
 
 static Register reg(
-    "compile", "Lower a µGraph to a kernel plan and generate code for a target",
-    [](CLI::App& sub) {
+    "compile", "Lower a µGraph to a kernel plan and generate code for a target", [](CLI::App& sub) {
       auto file = std::make_shared<std::string>();
       auto target = std::make_shared<std::string>("cpu");
       auto out_dir = std::make_shared<std::string>();
@@ -33,8 +32,7 @@ static Register reg(
       auto no_build = std::make_shared<bool>(false);
       sub.add_option("FILE", *file, "µGraph file")->required();
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
-      sub.add_option("-o,--output", *out_dir, "Directory for NAME.plan (and NAME.cpp)")
-          ->required();
+      sub.add_option("-o,--output", *out_dir, "Directory for NAME.plan (and NAME.cpp)")->required();
       sub.add_option("--stop-after", *stop, "Stop the lowering pipeline after this pass");
       sub.add_flag("--no-build", *no_build, "CPU: write the C++ without compiling it");
       return [=]() -> int {
@@ -47,15 +45,15 @@ static Register reg(
         if (ec) throw UserError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
         std::string stem = g.name.empty() ? std::filesystem::path(*file).stem().string() : g.name;
         write(dir / (stem + ".plan"), print_plan(plan));
-        fmt::print("{}: {} kernel{} for {}, device workspace {} bytes\n", stem,
-                   plan.kernels.size(), plan.kernels.size() == 1 ? "" : "s", t.name,
-                   plan.workspace_bytes);
+        fmt::print("{}: {} kernel{} for {}, device workspace {} bytes\n", stem, plan.kernels.size(),
+                   plan.kernels.size() == 1 ? "" : "s", t.name, plan.workspace_bytes);
         for (const KernelPlan& k : plan.kernels) {
           if (k.library)
             fmt::print("  {}: library {}\n", k.name, op_info(k.loop_steps.at(0).op).name);
           else
-            fmt::print("  {}: grid [{}, {}, {}], {} threads, loop {}, shared memory peak {} bytes\n",
-                       k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.smem_bytes);
+            fmt::print(
+                "  {}: grid [{}, {}, {}], {} threads, loop {}, shared memory peak {} bytes\n",
+                k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.smem_bytes);
         }
         fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
         if (t.kind != TargetKind::cpu) {

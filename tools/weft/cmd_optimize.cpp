@@ -39,6 +39,7 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
   Graph program = load_graph(file);
   OptimizeOptions options;
   options.progress = progress;
+  options.progress_tty = isatty(STDERR_FILENO);
   OptimizeResult r = optimize(program, config, options);
 
   std::filesystem::path dir(out_dir);

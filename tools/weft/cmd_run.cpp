@@ -10,6 +10,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
+#include "runtime/runtime.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {
@@ -95,11 +96,20 @@ static Register reg(
                      "not emulated)")
           ->check(CLI::IsMember({"f32", "f64"}))
           ->capture_default_str();
+      auto backend = std::make_shared<std::string>("interp");
+      sub.add_option("--backend", *backend,
+                     "interp: the reference interpreter; cpu: compiled by the CPU backend (f32)")
+          ->check(CLI::IsMember({"interp", "cpu"}))
+          ->capture_default_str();
       sub.add_option("--compare", *compare,
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");
       return [=]() -> int {
-        bool f32 = *dtype == "f32";
+        bool f32 = *dtype == "f32" || *backend == "cpu";
+        auto evaluate_real = [&](const Graph& graph, const std::vector<Tensor<double>>& in,
+                                 bool as_f32) {
+          return *backend == "cpu" ? run_on_cpu(graph, in) : weft::evaluate_real(graph, in, as_f32);
+        };
         Graph g = load_graph(*file);
         auto inputs = random_inputs(g, *seed);
         if (compare->empty()) {

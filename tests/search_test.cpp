@@ -1,0 +1,244 @@
+// Tests of the superoptimizer: configuration, axis classes, schedules, and whole searches
+// (fused kernel found and verified, determinism, pruning, resume after kill -9, byte-identical
+// outputs).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "ir/expand_composites.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "search/block_space.h"
+#include "search/dim_classes.h"
+#include "search/optimizer.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string data(const std::string& name) { return std::string(WEFT_SOURCE_DIR) + "/tests/data/" + name; }
+
+Graph load(const std::string& path) { return parse_graph(read_file(path), path); }
+
+SearchConfig small_config() { return SearchConfig::load(data("search_small.json")); }
+
+TEST(SearchConfig, JsonRoundTripsAndRejectsBadKeys) {
+  SearchConfig c;
+  c.max_block_ops = 7;
+  c.block_ops = {OpKind::matmul, OpKind::exp};
+  SearchConfig d;
+  d.merge_json(c.to_json(), "test");
+  EXPECT_EQ(d.to_json(), c.to_json());
+  EXPECT_THROW(d.merge_json({{"max_blok_ops", 3}}, "test"), UserError);
+  EXPECT_THROW(d.merge_json({{"block_ops", {"matmull"}}}, "test"), UserError);
+  EXPECT_THROW(d.merge_json({{"max_grid_dims", 4}}, "test"), UserError);
+  EXPECT_THROW(d.merge_json({{"accumulators", {"add"}}}, "test"), UserError);
+}
+
+TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
+  Graph p = expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+  DimClasses dc = analyze_dim_classes(p);
+  ASSERT_TRUE(dc.usable);
+  int8_t rows = dc.input_dims[0][0], k_x = dc.input_dims[0][1];
+  int8_t k_w = dc.input_dims[1][0], cols = dc.input_dims[1][1];
+  EXPECT_EQ(k_x, k_w);  // the contraction joins X's columns and W's rows
+  EXPECT_TRUE(dc.reduced[k_x]);
+  EXPECT_FALSE(dc.reduced[rows]);
+  EXPECT_FALSE(dc.reduced[cols]);
+  EXPECT_NE(rows, cols);
+  EXPECT_EQ(dc.output_dims[0][0], rows);
+  EXPECT_EQ(dc.output_dims[0][1], cols);
+}
+
+TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
+  Graph p = expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+  DimClasses dc = analyze_dim_classes(p);
+  std::vector<TensorType> operands = {p.type(p.inputs[0]), p.type(p.inputs[1])};
+  SearchConfig config;
+  config.max_grid_dims = 1;
+  ScheduleRules rules;
+  rules.classes = &dc;
+  rules.operand_classes = dc.input_dims;
+  rules.final_mode = true;
+  auto final_schedules = enumerate_schedules(operands, config, target_by_name("h100"), rules);
+  rules.final_mode = false;
+  auto all_schedules = enumerate_schedules(operands, config, target_by_name("h100"), rules);
+  ASSERT_FALSE(final_schedules.empty());
+  EXPECT_LT(final_schedules.size(), all_schedules.size());
+  // The hand-written fused kernel's schedule is there: 96 blocks over W's columns, 16 iterations.
+  BlockSchedule fused;
+  fused.grid = {96, 1, 1};
+  fused.loop = 16;
+  fused.iters = {IterChoice{{-1, -1, -1}, 1, false}, IterChoice{{1, -1, -1}, 0, false}};
+  EXPECT_NE(std::find(final_schedules.begin(), final_schedules.end(), fused), final_schedules.end());
+  // Cutting the contraction over blocks (split-K) yields partial sums: never a final kernel, but a
+  // legitimate first kernel of two.
+  BlockSchedule split_k = fused;
+  split_k.grid = {16, 1, 1};
+  split_k.iters = {IterChoice{{1, -1, -1}, -1, false}, IterChoice{{0, -1, -1}, 0, false}};
+  EXPECT_EQ(std::find(final_schedules.begin(), final_schedules.end(), split_k), final_schedules.end());
+  EXPECT_NE(std::find(all_schedules.begin(), all_schedules.end(), split_k), all_schedules.end());
+  for (const BlockSchedule& s : final_schedules) {
+    int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
+    EXPECT_GE(blocks, config.min_blocks);
+    EXPECT_LE(blocks, config.max_blocks);
+    EXPECT_LE(s.loop, config.max_loop);
+  }
+}
+
+TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
+  SearchConfig config = small_config();
+  OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
+  EXPECT_EQ(r.stop, SearchStop::completed);
+  ASSERT_FALSE(r.top.empty());
+  const Graph& best = r.top[0].graph;
+  ASSERT_EQ(best.ops.size(), 1u);
+  ASSERT_EQ(best.ops[0].kind, OpKind::kernel);
+  const Graph& block = *best.ops[0].body;
+  // The matmul and the sum of squares share one block graph (and one for-loop when there is one:
+  // at this size the cost model prefers loop=1), and the division comes after the loop.
+  int matmuls = 0, squares = 0, post_divs = 0, accums = 0;
+  for (const Op& op : block.ops) {
+    matmuls += op.kind == OpKind::matmul;
+    squares += op.kind == OpKind::sqr;
+    accums += op.kind == OpKind::accum_sum;
+    post_divs += op.kind == OpKind::div && op.stage == Stage::post;
+  }
+  EXPECT_EQ(matmuls, 1);
+  EXPECT_EQ(squares, 1);
+  EXPECT_EQ(post_divs, 1);
+  EXPECT_EQ(accums, block.loop > 1 ? 2 : 0);
+  for (const RankedCandidate& c : r.top) {
+    EXPECT_TRUE(c.verification.equivalent);
+    EXPECT_LE(c.verification.bound, 0x1p-60);
+    EXPECT_GT(c.verification.tests, 0);
+    EXPECT_LT(c.predicted_s, r.program_predicted_s);
+  }
+  for (size_t i = 1; i < r.top.size(); ++i) EXPECT_LE(r.top[i - 1].predicted_s, r.top[i].predicted_s);
+  EXPECT_GT(r.rejected, 0) << "abstract expressions ignore constants: some candidates must fail";
+}
+
+TEST(Optimize, ResultsDoNotDependOnThreadCount) {
+  SearchConfig config = small_config();
+  Graph program = load(data("rms_norm_linear_small.weft"));
+  config.threads = 1;
+  OptimizeResult one = optimize(program, config);
+  config.threads = 2;
+  OptimizeResult two = optimize(program, config);
+  EXPECT_EQ(one.states, two.states);
+  EXPECT_EQ(one.candidates, two.candidates);
+  ASSERT_EQ(one.top.size(), two.top.size());
+  for (size_t i = 0; i < one.top.size(); ++i) EXPECT_EQ(one.top[i].text, two.top[i].text);
+}
+
+TEST(Optimize, PruningKeepsTheBestAndCutsTheStates) {
+  SearchConfig config = small_config();
+  config.max_block_ops = 4;
+  Graph program = load(data("silu_linear_tiny.weft"));
+  OptimizeResult pruned = optimize(program, config);
+  config.pruning = false;
+  OptimizeResult full = optimize(program, config);
+  ASSERT_FALSE(pruned.top.empty());
+  ASSERT_FALSE(full.top.empty());
+  EXPECT_EQ(pruned.top[0].text, full.top[0].text);
+  EXPECT_LT(pruned.states * 2, full.states) << pruned.states << " vs " << full.states;
+  std::cout << "silu_linear_tiny: " << pruned.states << " states with pruning, " << full.states
+            << " without\n";
+}
+
+// Runs the CLI; returns its exit status, or -1 if it was killed after `kill_after_s`.
+int run_cli(const std::vector<std::string>& args, double kill_after_s = -1) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = WEFT_BINARY;
+    argv.push_back(bin.data());
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (kill_after_s >= 0) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kill_after_s);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+  }
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+std::vector<std::string> result_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const char* name : {"best.weft", "top-1.weft", "top-2.weft", "top-3.weft"})
+    out.push_back(read_file(dir / name));
+  return out;
+}
+
+TEST(Optimize, ResumesAfterKillWithTheSameResult) {
+  fs::path tmp = fs::temp_directory_path() / fmt::format("weft-resume-{}", getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  std::string program = data("rms_norm_linear_small.weft");
+  std::vector<std::string> base = {"optimize", program, "--config", data("search_small.json"), "--quiet"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ASSERT_EQ(run_cli(with({"-o", (tmp / "straight").string()})), 0);
+  std::string checkpoint = (tmp / "search.ckpt").string();
+  std::mt19937 rng(20261121);
+  std::uniform_real_distribution<double> delay(0.05, 0.6);
+  int kills = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    double d = delay(rng);
+    int rc = run_cli(with({"-o", (tmp / "resumed").string(), "--checkpoint", checkpoint}), d);
+    std::cout << "run " << attempt << ": killed after " << d << " s: " << (rc == -1 ? "yes" : "finished") << "\n";
+    kills += rc == -1;
+  }
+  ASSERT_EQ(run_cli(with({"-o", (tmp / "resumed").string(), "--checkpoint", checkpoint})), 0);
+  EXPECT_GE(kills, 1) << "the search finished before every kill: nothing was tested";
+  EXPECT_EQ(result_files(tmp / "straight"), result_files(tmp / "resumed"));
+  fs::remove_all(tmp);
+}
+
+TEST(Optimize, SameInputAndConfigurationGiveByteIdenticalFiles) {
+  fs::path tmp = fs::temp_directory_path() / fmt::format("weft-determinism-{}", getpid());
+  fs::remove_all(tmp);
+  for (const char* run : {"a", "b"})
+    ASSERT_EQ(run_cli({"optimize", data("rms_norm_linear_small.weft"), "--config", data("search_small.json"),
+                       "--quiet", "-o", (tmp / run).string()}),
+              0);
+  for (const char* name : {"best.weft", "top-1.weft", "top-2.weft", "top-3.weft", "summary.json"})
+    EXPECT_EQ(read_file(tmp / "a" / name), read_file(tmp / "b" / name)) << name;
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace weft
