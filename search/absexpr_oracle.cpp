@@ -12,7 +12,8 @@ AbsExprOracle::AbsExprOracle(const Graph& program, const SaturationLimits& limit
   for (TermId t : outputs_) oracles_.push_back(std::make_unique<Oracle>(store_, t, limits));
 }
 
-TermRef AbsExprOracle::op_term(OpKind kind, TermRef a, TermRef b, int64_t k, const Rational&) {
+TermRef AbsExprOracle::op_term(OpKind kind, TermRef a, TermRef b, int64_t k,
+                               const Rational& constant) {
   switch (kind) {
     case OpKind::exp: return store_.unary(TermOp::exp, a);
     case OpKind::sqrt: return store_.unary(TermOp::sqrt, a);
@@ -21,7 +22,8 @@ TermRef AbsExprOracle::op_term(OpKind kind, TermRef a, TermRef b, int64_t k, con
     case OpKind::relu: return store_.unary(TermOp::relu, a);
     case OpKind::sqr: return store_.mul(a, a);
     case OpKind::scale: return a;  // constants are abstracted away
-    case OpKind::shift: return store_.add(a, store_.cst());
+    case OpKind::shift:  // a zero offset is the identity, as in absexpr/of_graph.cpp
+      return constant == Rational(0) ? a : store_.add(a, store_.cst());
     case OpKind::add:
     case OpKind::sub: return store_.add(a, b);
     case OpKind::mul: return store_.mul(a, b);
