@@ -2,10 +2,14 @@
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 BUILD_FUZZ ?= build-fuzz
+BUILD_TSAN ?= build-tsan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Paths relative to the checkout in ccache keys, so fresh clones reuse earlier compilations.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test test-unit test-asan test-fuzz bench format gpu-check clean
+.PHONY: all deps build demo test test-unit test-asan test-tsan test-fuzz bench format gpu-check clean
 
 all: build
 
@@ -21,8 +25,9 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
-# Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, and a short fuzz run.
-test: test-unit test-asan test-fuzz
+# Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, the parallel search
+# under TSan, and a short fuzz run.
+test: test-unit test-asan test-tsan test-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
@@ -33,6 +38,15 @@ test-asan: deps
 	ninja -C $(BUILD_SAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -LE no_sanitize
+
+# The parallel parts (search, oracle, verifier) under ThreadSanitizer.
+TSAN_TESTS = Optimize.*:AbsexprOracle.*:Verify*Equivalence*
+test-tsan: deps
+	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
+	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	ninja -C $(BUILD_TSAN) -j$(JOBS)
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" WEFT_BINARY=$(BUILD_TSAN)/weft \
+	  $(BUILD_TSAN)/weft_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
 
 test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DWEFT_BUILD_FUZZ=ON \
@@ -48,4 +62,4 @@ format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_FUZZ) $(BUILD_TSAN)

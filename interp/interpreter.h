@@ -364,7 +364,8 @@ class Evaluator {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t g = 0; g < to; ++g)
         for (int64_t in = 0; in < inner; ++in) {
-          auto at = [&](int64_t e) { return x.data[(o * size + g * group + e) * inner + in]; };
+          const int64_t base = (o * size + g * group) * inner + in, stride = inner;
+          auto at = [&](int64_t e) { return x.data[base + e * stride]; };
           if (op.kind == OpKind::max) {
             for (int64_t e = 0; e < group; ++e) members[e] = at(e);
             out.data.push_back(d_.reduce_max(std::span<const V>(members)));
