@@ -101,7 +101,7 @@ ValueId GraphBuilder::add_input(std::string name, TensorType type, SourceLoc loc
   return id;
 }
 
-static void check_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
+void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
   bool ok = static_cast<int>(n) >= info.min_inputs &&
             (info.max_inputs < 0 || static_cast<int>(n) <= info.max_inputs);
   if (ok) return;
@@ -130,7 +130,7 @@ std::vector<ValueId> GraphBuilder::add_op(OpKind kind, std::vector<ValueId> inpu
   const OpInfo& info = op_info(kind);
   WEFT_CHECK(info.infer != nullptr, "'{}' must be added with add_nested", info.name);
   check_level(info, g_.level, loc);
-  check_arity(info, inputs.size(), loc);
+  check_op_arity(info, inputs.size(), loc);
   std::vector<TensorType> in_types;
   for (ValueId v : inputs) {
     WEFT_CHECK(v >= 0 && static_cast<size_t>(v) < g_.values.size(), "bad value id {}", v);

@@ -77,6 +77,9 @@ struct Graph {
 bool operator==(const Graph& a, const Graph& b);
 bool operator==(const Op& a, const Op& b);
 
+// Throws a UserError at `loc` unless `info` takes `n` operands.
+void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc);
+
 // Builds a graph op by op, inferring every result type from the operator table. Errors in the
 // user's program (bad shapes, unknown names, duplicate names) are UserErrors at the given loc.
 class GraphBuilder {

@@ -267,17 +267,6 @@ class Checker {
     }
   }
 
-  static void check_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
-    bool ok = static_cast<int>(n) >= info.min_inputs &&
-              (info.max_inputs < 0 || static_cast<int>(n) <= info.max_inputs);
-    if (ok) return;
-    std::string want = info.max_inputs < 0 ? fmt::format("at least {}", info.min_inputs)
-                       : info.min_inputs == info.max_inputs
-                           ? fmt::format("{}", info.min_inputs)
-                           : fmt::format("{} to {}", info.min_inputs, info.max_inputs);
-    throw UserError(loc, fmt::format("'{}' takes {} operand{}, got {}", info.name, want,
-                                     want == "1" ? "" : "s", n));
-  }
 
   // All rules local to one statement; throws the first violation.
   void check_op(Scope& s, int index) {
@@ -289,7 +278,7 @@ class Checker {
     if (!(info.levels & level_bit(g.level)))
       throw UserError(loc, fmt::format("'{}' cannot appear in a {} graph (allowed in: {})",
                                        info.name, level_name(g.level), levels_text(info.levels)));
-    check_arity(info, op.inputs.size(), loc);
+    check_op_arity(info, op.inputs.size(), loc);
 
     // Operands exist and are defined earlier (this also rules out cycles).
     for (size_t k = 0; k < op.inputs.size(); ++k) {

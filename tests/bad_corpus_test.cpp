@@ -1,6 +1,7 @@
 // Runs `weft check` on every malformed file of tests/bad/: exit code 1, a located message
 // containing the file's `# expect:` text, and no crash.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sys/wait.h>
 
@@ -23,7 +24,7 @@ struct Result {
 };
 
 Result run_check(const std::string& file) {
-  std::string err_path = testing::TempDir() + "/weft_bad_stderr.txt";
+  std::string err_path = testing::TempDir() + "/weft_bad_stderr." + std::to_string(getpid()) + ".txt";
   std::string cmd = "'" + binary() + "' check '" + file + "' >/dev/null 2>'" + err_path + "'";
   int status = std::system(cmd.c_str());
   Result r;

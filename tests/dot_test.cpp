@@ -1,6 +1,7 @@
 // Tests of the Graphviz rendering: the hierarchy's clusters, labelled iterator and saver edges,
 // and byte-for-byte determinism.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sys/wait.h>
 
@@ -110,8 +111,8 @@ TEST(DotCommand, WritesDotTextToStdoutOrAFile) {
   const char* env = std::getenv("WEFT_BINARY");
   std::string bin = env && *env ? env : WEFT_BINARY;
   std::string example = std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft";
-  std::string out = testing::TempDir() + "/weft_dot_test.dot";
-  std::string std_out = testing::TempDir() + "/weft_dot_test.stdout";
+  std::string out = testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".dot";
+  std::string std_out = testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".stdout";
   ASSERT_EQ(std::system(("'" + bin + "' dot '" + example + "' >'" + std_out + "'").c_str()), 0);
   ASSERT_EQ(std::system(("'" + bin + "' dot '" + example + "' -o '" + out + "'").c_str()), 0);
   auto slurp = [](const std::string& p) {

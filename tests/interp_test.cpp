@@ -2,6 +2,7 @@
 // semantics on small hand-checked kernels, composite expansion, random inputs, and the examples'
 // fused µGraphs against their input programs.
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -594,13 +595,13 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExamplePair,
 // ---- `weft run`
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "." + name;
   std::ofstream(path) << text;
   return path;
 }
 
 int weft_exit_code(const std::string& args, std::string* output = nullptr) {
-  std::string out_path = ::testing::TempDir() + "/weft_run_out.txt";
+  std::string out_path = ::testing::TempDir() + "/weft_run_out." + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(WEFT_BINARY) + " " + args + " > " + out_path + " 2>&1";
   int status = std::system(cmd.c_str());
   if (output) *output = read_file(out_path);

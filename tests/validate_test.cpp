@@ -1,6 +1,7 @@
 // Tests of the validity checker: one minimal violating graph per rule, checking message and
 // location, and the valid examples on every GPU target.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sys/wait.h>
 
@@ -543,7 +544,10 @@ TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
 std::pair<int, std::string> run_cli(const std::string& args) {
   const char* env = std::getenv("WEFT_BINARY");
   std::string bin = env && *env ? env : WEFT_BINARY;
-  std::string out_path = testing::TempDir() + "/weft_validate_cli.txt";
+  // One file per call and process: ctest runs tests in parallel processes.
+  static int calls = 0;
+  std::string out_path = testing::TempDir() + "/weft_validate_cli." + std::to_string(getpid()) +
+                         "." + std::to_string(calls++) + ".txt";
   int status = std::system(("'" + bin + "' " + args + " >'" + out_path + "' 2>&1").c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out_path)};
 }
