@@ -26,8 +26,8 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, the parallel search
-# under TSan, and a short fuzz run.
-test: test-unit test-asan test-tsan test-fuzz
+# under TSan, and a short fuzz run; the unit tests run last so their summary closes the output.
+test: test-fuzz test-asan test-tsan test-unit
 
 test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure

@@ -4,13 +4,12 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <set>
 #include <tuple>
 
+#include "core/parallel.h"
 #include "search/stype.h"
 
 namespace weft {
@@ -203,21 +202,18 @@ class KernelSearcher {
         if (!results->done[i]) todo.push_back(i);
     }
     BlockSearchInput in = search_input(operands, final);
-    tbb::task_arena arena(std::max(1, ctx_.threads));
-    arena.execute([&] {
-      tbb::parallel_for(size_t{0}, todo.size(), [&](size_t t) {
-        size_t i = todo[t];
-        if (ctx_.stop.stopped()) return;
-        std::vector<BlockSketch> found;
-        int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
-                                             ctx_.oracle, ctx_.stats, ctx_.stop,
-                                             [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
-        if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
-        std::lock_guard<std::mutex> lock(results->mu);
-        results->per_schedule[i] = std::move(found);
-        results->states[i] = states;
-        results->done[i] = true;
-      }, tbb::simple_partitioner());
+    parallel_for_index(static_cast<int64_t>(todo.size()), ctx_.threads, [&](int64_t t) {
+      size_t i = todo[static_cast<size_t>(t)];
+      if (ctx_.stop.stopped()) return;
+      std::vector<BlockSketch> found;
+      int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
+                                           ctx_.oracle, ctx_.stats, ctx_.stop,
+                                           [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
+      if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
+      std::lock_guard<std::mutex> lock(results->mu);
+      results->per_schedule[i] = std::move(found);
+      results->states[i] = states;
+      results->done[i] = true;
     });
     if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
       ctx_.stop.stop(SearchStop::state_budget);

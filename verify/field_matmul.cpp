@@ -3,15 +3,13 @@
 #include "verify/field_matmul.h"
 
 #include <immintrin.h>
-#include <oneapi/tbb/blocked_range2d.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <vector>
 
 #include "core/error.h"
+#include "core/parallel.h"
 
 namespace weft::ff {
 namespace {
@@ -135,18 +133,11 @@ void matmul_mod(const uint64_t* A, const uint64_t* B, uint64_t* C, int64_t rows,
   }
   // Tiles are disjoint blocks of C, so the result is the same for any schedule.
   const int64_t row_grain = kRowsPerTile * 4, col_grain = 256;
-  auto body = [&] {
-    tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, row_grain, 0, n, col_grain),
-                      [&](const tbb::blocked_range2d<int64_t>& r) {
-                        tile(r.rows().begin(), r.rows().end(), r.cols().begin(), r.cols().end());
-                      });
-  };
-  if (threads <= 0) {
-    body();
-  } else {
-    tbb::task_arena arena(threads);
-    arena.execute(body);
-  }
+  const int64_t row_tiles = (rows + row_grain - 1) / row_grain, col_tiles = (n + col_grain - 1) / col_grain;
+  parallel_for_index(row_tiles * col_tiles, threads, [&](int64_t t) {
+    int64_t r0 = (t / col_tiles) * row_grain, c0 = (t % col_tiles) * col_grain;
+    tile(r0, std::min(rows, r0 + row_grain), c0, std::min(n, c0 + col_grain));
+  });
 }
 
 }  // namespace weft::ff

@@ -1,9 +1,8 @@
 // Op-by-op finite-field evaluation of kernel graphs with cached fingerprints of shared tensors.
 #include "verify/fingerprint_cache.h"
 
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
 
+#include "core/parallel.h"
 #include "interp/interpreter.h"
 #include "ir/expand_composites.h"
 #include "verify/structural_hash.h"
@@ -57,16 +56,10 @@ Tensor<V> field_random_input(const Shape& shape, uint64_t test_seed, uint64_t in
   if (threads == 1 || n < (int64_t{1} << 16)) {
     fill(0, n);
   } else {
-    auto body = [&] {
-      tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, int64_t{1} << 14),
-                        [&](const tbb::blocked_range<int64_t>& r) { fill(r.begin(), r.end()); });
-    };
-    if (threads <= 0) {
-      body();
-    } else {
-      tbb::task_arena arena(threads);
-      arena.execute(body);
-    }
+    const int64_t grain = int64_t{1} << 14;
+    parallel_for_index((n + grain - 1) / grain, threads, [&](int64_t c) {
+      fill(c * grain, std::min(n, (c + 1) * grain));
+    });
   }
   return t;
 }
