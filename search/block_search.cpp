@@ -56,6 +56,7 @@ class Searcher {
       post_phase(0);
     else
       loop_phase(0);
+    flush_counters();
     return states_;
   }
 
@@ -128,10 +129,22 @@ class Searcher {
     int need = loop_open + std::max(0, post_open + (loop_open > 0 ? 1 : 0) - config_.max_block_outputs);
     return static_cast<int>(ops_.size()) + need <= config_.max_block_ops;
   }
+  // Counters are kept per searcher and published every 1024 states (and at the end): shared
+  // atomics touched on every state by every thread would contend on the hottest path.
   bool visit() {
-    ++states_;
-    stats_.states.fetch_add(1, std::memory_order_relaxed);
-    return !stop_.should_stop();
+    if ((++states_ & 1023) == 0) {
+      flush_counters();
+      return !stop_.should_stop();
+    }
+    return !stop_.stopped();
+  }
+
+  void flush_counters() {
+    stats_.states.fetch_add(states_ - flushed_states_, std::memory_order_relaxed);
+    stats_.pruned_expr.fetch_add(pruned_expr_, std::memory_order_relaxed);
+    stats_.pruned_bound.fetch_add(pruned_bound_, std::memory_order_relaxed);
+    flushed_states_ = states_;
+    pruned_expr_ = pruned_bound_ = 0;
   }
 
   // Type and term of `op`; false if its operands do not fit.
@@ -161,14 +174,14 @@ class Searcher {
     TermRef term;
     if (!infer(op, type, term)) return;
     if (config_.pruning && !oracle_.viable(term)) {
-      stats_.pruned_expr.fetch_add(1, std::memory_order_relaxed);
+      ++pruned_expr_;
       return;
     }
     push(op, type, term, result_stage);
     if (within_bound())
       next(key);
     else
-      stats_.pruned_bound.fetch_add(1, std::memory_order_relaxed);
+      ++pruned_bound_;
     pop();
   }
 
@@ -395,7 +408,7 @@ class Searcher {
   std::vector<SketchOp> ops_;
   int open_[2] = {0, 0};  // unconsumed values per stage
   int n_iters_ = 0;
-  int64_t states_ = 0;
+  int64_t states_ = 0, flushed_states_ = 0, pruned_expr_ = 0, pruned_bound_ = 0;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "core/parallel.h"
 #include "cost/cost_model.h"
 #include "cost/roofline.h"
 #include "ir/expand_composites.h"
@@ -23,12 +24,6 @@
 
 namespace weft {
 namespace {
-
-int resolve_threads(int requested) {
-  if (requested > 0) return requested;
-  unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
 
 // Runs `tick` every `period_s` until stopped.
 class Ticker {
@@ -80,7 +75,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   const Graph& program = result.program;
   result.program_predicted_s = predict(program, target).total_s;
   result.roofline_s = roofline_floor(program, target);
-  int threads = resolve_threads(config.threads);
+  int threads = config.threads > 0 ? config.threads : hardware_threads();
 
   // Step 1: the oracle (one saturated e-graph per output).
   AbsExprOracle oracle(program);

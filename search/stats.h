@@ -32,17 +32,17 @@ class StopSignal {
  public:
   explicit StopSignal(double time_budget_s)
       : start_(std::chrono::steady_clock::now()), budget_s_(time_budget_s) {}
-  // Cheap enough for the inner loop: reads the clock every 1024 calls.
+  // Reads the clock: the block search calls this every 1024 states and `stopped()` otherwise.
   bool should_stop() {
     if (stopped_.load(std::memory_order_relaxed)) return true;
-    if (budget_s_ > 0 && (++calls_ & 1023) == 0 && elapsed_s() > budget_s_) stop(SearchStop::time_budget);
+    if (budget_s_ > 0 && elapsed_s() > budget_s_) stop(SearchStop::time_budget);
     return stopped_.load(std::memory_order_relaxed);
   }
   void stop(SearchStop r) {
     bool expected = false;
     if (stopped_.compare_exchange_strong(expected, true)) reason_ = r;
   }
-  bool stopped() const { return stopped_.load(); }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
   SearchStop reason() const { return stopped_.load() ? reason_ : SearchStop::completed; }
   double elapsed_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -52,7 +52,6 @@ class StopSignal {
   std::chrono::steady_clock::time_point start_;
   double budget_s_;
   std::atomic<bool> stopped_{false};
-  std::atomic<uint32_t> calls_{0};
   SearchStop reason_ = SearchStop::completed;
 };
 
