@@ -276,10 +276,11 @@ class Emitter {
     }
   }
 
-  // Batched matmul loops; `accumulate` adds into C instead of overwriting it.
-  void matmul_loops(const Operand& a, const Operand& b, const Operand& c, bool accumulate) {
+  // Loops over the batch dims of C = A x B (broadcast size-1 batch dims stay put) and calls
+  // body(base_a, base_b, base_c) with each matrix's element offset, one C++ expression each.
+  template <class Body>
+  void for_each_matrix(const Operand& a, const Operand& b, const Operand& c, Body&& body) {
     size_t r = c.shape.size();
-    int64_t m = c.shape[r - 2], n = c.shape[r - 1], kk = a.shape[r - 1];
     Shape batch(c.shape.begin(), c.shape.end() - 2);
     int closes = 0;
     std::vector<std::string> vars;
@@ -290,67 +291,69 @@ class Emitter {
         if (o.shape[d] != 1) e += fmt::format(" + {}*{}", vars[d], o.strides[d]);
       return e;
     };
-    line("{{");
-    ++ind_;
-    line("const float* A = {} + {};", a.ptr, base(a));
-    line("const float* B = {} + {};", b.ptr, base(b));
-    line("float* C = {} + {};", c.ptr, base(c));
-    int64_t as_m = a.strides[r - 2], as_k = a.strides[r - 1];
-    int64_t bs_k = b.strides[r - 2], bs_n = b.strides[r - 1];
-    int64_t cs_m = c.strides[r - 2], cs_n = c.strides[r - 1];
-    // An mb x nb tile of C is accumulated in a local array the compiler keeps in vector registers
-    // (8 x 32 floats: 16 AVX-512 registers) over the whole k loop; each row of B is loaded once
-    // per tile and reused by mb rows, so B streams from cache m / mb times.
-    int64_t nb_max = env_int("WEFT_CPU_NB", 32), mb_max = env_int("WEFT_CPU_MB", 8);
-    int64_t nb = std::min(nb_max, n);
-    while (n % nb != 0) --nb;  // the largest divisor of n up to nb_max: no partial tiles
-    int64_t mb = 1;
-    while (mb * 2 <= mb_max && m % (mb * 2) == 0) mb *= 2;
-    line("for (int64_t m0 = 0; m0 < {}; m0 += {}) {{", m, mb);
-    line("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{", n, nb);
-    line("    const int64_t nn = std::min<int64_t>({}, {} - n0);", nb, n);
-    line("    float acc[{}][{}];", mb, nb);
-    line("    for (int64_t r = 0; r < {}; ++r)", mb);
-    line("      for (int64_t j = 0; j < {}; ++j) acc[r][j] = {};", nb,
-         accumulate ? fmt::format("j < nn ? C[(m0 + r)*{} + (n0 + j)*{}] : 0.0f", cs_m, cs_n)
-                    : "0.0f");
-    line("    for (int64_t k = 0; k < {}; ++k) {{", kk);
-    line("      const float* Bk = B + k*{} + n0*{};", bs_k, bs_n);
-    line("      for (int64_t r = 0; r < {}; ++r) {{", mb);
-    line("        const float av = A[(m0 + r)*{} + k*{}];", as_m, as_k);
-    line("#pragma omp simd");
-    line("        for (int64_t j = 0; j < {}; ++j) acc[r][j] += av * Bk[j*{}];", nb, bs_n);
-    line("      }}");
-    line("    }}");
-    line("    for (int64_t r = 0; r < {}; ++r)", mb);
-    line("      for (int64_t j = 0; j < nn; ++j) C[(m0 + r)*{} + (n0 + j)*{}] = acc[r][j];", cs_m,
-         cs_n);
-    line("  }}");
-    line("}}");
-    --ind_;
-    line("}}");
+    body(base(a), base(b), base(c));
     close_loops(closes, false, 0);
-    WEFT_CHECK(n % nb == 0 && m % mb == 0, "matmul {}x{} tiled by {}x{}", m, n, mb, nb);
+  }
+
+  // Batched matmul loops; `accumulate` adds into C instead of overwriting it.
+  void matmul_loops(const Operand& a, const Operand& b, const Operand& c, bool accumulate) {
+    size_t r = c.shape.size();
+    int64_t m = c.shape[r - 2], n = c.shape[r - 1], kk = a.shape[r - 1];
+    for_each_matrix(a, b, c, [&](const std::string& base_a, const std::string& base_b,
+                                 const std::string& base_c) {
+      line("{{");
+      ++ind_;
+      line("const float* A = {} + {};", a.ptr, base_a);
+      line("const float* B = {} + {};", b.ptr, base_b);
+      line("float* C = {} + {};", c.ptr, base_c);
+      int64_t as_m = a.strides[r - 2], as_k = a.strides[r - 1];
+      int64_t bs_k = b.strides[r - 2], bs_n = b.strides[r - 1];
+      int64_t cs_m = c.strides[r - 2], cs_n = c.strides[r - 1];
+      // An mb x nb tile of C is accumulated in a local array the compiler keeps in vector registers
+      // (8 x 32 floats: 16 AVX-512 registers) over the whole k loop; each row of B is loaded once
+      // per tile and reused by mb rows, so B streams from cache m / mb times.
+      int64_t nb_max = env_int("WEFT_CPU_NB", 32), mb_max = env_int("WEFT_CPU_MB", 8);
+      int64_t nb = std::min(nb_max, n);
+      while (n % nb != 0) --nb;  // the largest divisor of n up to nb_max: no partial tiles
+      int64_t mb = 1;
+      while (mb * 2 <= mb_max && m % (mb * 2) == 0) mb *= 2;
+      line("for (int64_t m0 = 0; m0 < {}; m0 += {}) {{", m, mb);
+      line("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{", n, nb);
+      line("    const int64_t nn = std::min<int64_t>({}, {} - n0);", nb, n);
+      line("    float acc[{}][{}];", mb, nb);
+      line("    for (int64_t r = 0; r < {}; ++r)", mb);
+      line("      for (int64_t j = 0; j < {}; ++j) acc[r][j] = {};", nb,
+           accumulate ? fmt::format("j < nn ? C[(m0 + r)*{} + (n0 + j)*{}] : 0.0f", cs_m, cs_n)
+                      : "0.0f");
+      line("    for (int64_t k = 0; k < {}; ++k) {{", kk);
+      line("      const float* Bk = B + k*{} + n0*{};", bs_k, bs_n);
+      line("      for (int64_t r = 0; r < {}; ++r) {{", mb);
+      line("        const float av = A[(m0 + r)*{} + k*{}];", as_m, as_k);
+      line("#pragma omp simd");
+      line("        for (int64_t j = 0; j < {}; ++j) acc[r][j] += av * Bk[j*{}];", nb, bs_n);
+      line("      }}");
+      line("    }}");
+      line("    for (int64_t r = 0; r < {}; ++r)", mb);
+      line("      for (int64_t j = 0; j < nn; ++j) C[(m0 + r)*{} + (n0 + j)*{}] = acc[r][j];", cs_m,
+           cs_n);
+      line("  }}");
+      line("}}");
+      --ind_;
+      line("}}");
+      WEFT_CHECK(n % nb == 0 && m % mb == 0, "matmul {}x{} tiled by {}x{}", m, n, mb, nb);
+    });
   }
 
   void library_matmul(const Operand& a, const Operand& b, const Operand& c) {
     size_t r = c.shape.size();
     int64_t m = c.shape[r - 2], n = c.shape[r - 1], kk = a.shape[r - 1];
-    Shape batch(c.shape.begin(), c.shape.end() - 2);
-    int closes = 0;
-    std::vector<std::string> vars;
-    if (!batch.empty()) vars = open_loops(batch, false, &closes);
-    auto base = [&](const Operand& o) {
-      std::string e = "0";
-      for (size_t d = 0; d + 2 < r; ++d)
-        if (o.shape[d] != 1) e += fmt::format(" + {}*{}", vars[d], o.strides[d]);
-      return e;
-    };
-    line(
-        "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, {}, {}, {}, 1.0f, {} + {}, {}, "
-        "{} + {}, {}, 0.0f, {} + {}, {});",
-        m, n, kk, a.ptr, base(a), kk, b.ptr, base(b), n, c.ptr, base(c), n);
-    close_loops(closes, false, 0);
+    for_each_matrix(a, b, c, [&](const std::string& base_a, const std::string& base_b,
+                                 const std::string& base_c) {
+      line(
+          "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, {}, {}, {}, 1.0f, {} + {}, {}, "
+          "{} + {}, {}, 0.0f, {} + {}, {});",
+          m, n, kk, a.ptr, base_a, kk, b.ptr, base_b, n, c.ptr, base_c, n);
+    });
   }
 
   // One compute step over operands (library kernels: device tensors; blocks: shared buffers).
