@@ -37,11 +37,11 @@ test-asan: deps
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	ninja -C $(BUILD_SAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '^CpuBackend'
-	# LeakSanitizer's tracer can crash at exit once generated CPU-backend libraries (with their
-	# worker threads) are loaded, so those tests run under ASan+UBSan without leak detection.
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '^(CpuBackend|CudaEmulation)'
+	# LeakSanitizer's tracer can crash at exit once generated libraries (CPU backend, CUDA host
+	# emulation; with their worker threads) are loaded, so those tests run without leak detection.
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '^CpuBackend'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '^(CpuBackend|CudaEmulation)'
 
 
 # The parallel parts (search, oracle, verifier) under ThreadSanitizer.
@@ -62,6 +62,12 @@ test-fuzz: deps
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
+
+# The one command for a GPU machine (scripts/gpu-check.sh): Release build in build-gpu, the GPU
+# tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; results in $$OUT
+# (default gpu-out). Without a GPU it says so and fails.
+gpu-check:
+	JOBS=$(JOBS) scripts/gpu-check.sh
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

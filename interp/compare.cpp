@@ -7,8 +7,12 @@
 namespace weft {
 
 Comparison compare_outputs(const Tensor<double>& got, const Tensor<double>& ref, bool f32) {
+  return compare_outputs(got, ref, tolerance_for(f32));
+}
+
+Comparison compare_outputs(const Tensor<double>& got, const Tensor<double>& ref, double tolerance) {
   Comparison c;
-  c.tolerance = tolerance_for(f32);
+  c.tolerance = tolerance;
   if (got.shape != ref.shape) {
     c.max_abs_error = c.max_rel_error = c.scaled_error = std::numeric_limits<double>::infinity();
     return c;

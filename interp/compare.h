@@ -1,6 +1,7 @@
 // Numerical comparison of a program's outputs against a reference, with per-dtype tolerances.
 #pragma once
 
+#include "core/dtype.h"
 #include "interp/tensor.h"
 
 namespace weft {
@@ -14,6 +15,20 @@ inline double tolerance_for(bool f32) {
   return f32 ? kF32Tolerance : kF64Tolerance;
 }
 
+// Results computed in a storage dtype (the GPU backend keeps f16/bf16 tensors): sixteen unit
+// roundoffs of the format, room for the roundings of stored intermediates and of the output.
+inline double tolerance_for(DType dtype) {
+  switch (dtype) {
+    case DType::f16:
+      return 16 * 0x1p-11;
+    case DType::bf16:
+      return 16 * 0x1p-8;
+    case DType::f32:
+      break;
+  }
+  return kF32Tolerance;
+}
+
 struct Comparison {
   double max_abs_error = 0;  // max |got - ref|
   double max_rel_error = 0;  // max |got - ref| / |ref| over elements with |ref| >= 1e-3 max |ref|
@@ -25,5 +40,7 @@ struct Comparison {
 
 // Same-shape tensors; a shape mismatch or a NaN anywhere gives ok = false.
 Comparison compare_outputs(const Tensor<double>& got, const Tensor<double>& ref, bool f32);
+// The same with an explicit tolerance (e.g. tolerance_for(DType)).
+Comparison compare_outputs(const Tensor<double>& got, const Tensor<double>& ref, double tolerance);
 
 }  // namespace weft

@@ -364,7 +364,9 @@ class Evaluator {
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t g = 0; g < to; ++g)
         for (int64_t in = 0; in < inner; ++in) {
-          const int64_t base = (o * size + g * group) * inner + in, stride = inner;
+          // Strided groups: element g of the result combines g, g + to, g + 2 to, ... (the
+          // layout an omap gives per-block partial results).
+          const int64_t base = (o * size + g) * inner + in, stride = to * inner;
           auto at = [&](int64_t e) { return x.data[base + e * stride]; };
           if (op.kind == OpKind::max) {
             for (int64_t e = 0; e < group; ++e) members[e] = at(e);

@@ -23,7 +23,7 @@ enum class OpKind : uint8_t {
   add, sub, mul, div,
   // Contraction, batched over leading dims.
   matmul,
-  // Reductions over one dim, to size 1 or to `to` groups of consecutive elements.
+  // Reductions over one dim, to size 1 or to size `to` (strided groups: g, g + to, ...).
   sum, mean, max,
   // Data movement.
   reshape, concat, split, repeat,

@@ -89,11 +89,18 @@ class Builder {
       names[body.inputs[i]] = g_.value(op.inputs[i]).name;
     for (size_t i = 0; i < body.outputs.size(); ++i)
       names[body.outputs[i]] = g_.value(op.outputs[i]).name;
-    std::set<ValueId> saved(body.outputs.begin(), body.outputs.end());
+    // GPU sum and max accumulators are f32 whatever the operands' dtype: summing many f16
+    // partial products in f16 would lose the low bits of every later term.
+    std::set<ValueId> f32_accumulators;
+    for (const Op& bop : body.ops)
+      if (!cpu_ && (bop.kind == OpKind::accum_sum || bop.kind == OpKind::accum_max))
+        f32_accumulators.insert(bop.outputs.at(0));
     for (ValueId id = 0; id < static_cast<ValueId>(body.values.size()); ++id) {
       if (names.count(id)) continue;
       names[id] = body.value(id).name;
-      add_buffer(k, body.value(id).name, body.type(id), MemSpace::shared);
+      TensorType type = body.type(id);
+      if (f32_accumulators.count(id)) type.dtype = DType::f32;
+      add_buffer(k, body.value(id).name, type, MemSpace::shared);
     }
     auto nm = [&](ValueId id) { return names.at(id); };
     for (const Op& bop : body.ops) {

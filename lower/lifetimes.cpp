@@ -13,7 +13,8 @@ std::vector<LiveBuffer> shared_lifetimes(const KernelPlan& k) {
   for (const Step& s : k.loop_steps) loop_levels = std::max(loop_levels, s.depth + 1);
   std::map<std::string, LiveBuffer> live;
   for (const PlanBuffer& b : k.buffers)
-    if (b.space == MemSpace::shared) live[b.name] = LiveBuffer{b.name, b.bytes(), -2, -2, b.offset};
+    if (b.space == MemSpace::shared)
+      live[b.name] = LiveBuffer{b.name, footprint_bytes(k, b), -2, -2, b.offset};
   auto touch = [&](const std::string& name, int level, bool def) {
     auto it = live.find(name);
     if (it == live.end()) return;
@@ -41,6 +42,11 @@ std::vector<LiveBuffer> shared_lifetimes(const KernelPlan& k) {
     LiveBuffer lb = live.at(b.name);
     if (lb.begin == -2) lb.begin = lb.end = std::max(lb.end, 0);  // never written: keep a slot
     lb.end = std::max(lb.end, lb.begin);
+    if (is_pipelined(k, b.name)) {
+      // Loads for later iterations land in the other slots at any level of the loop.
+      lb.begin = 0;
+      lb.end = std::max(lb.end, loop_levels - 1);
+    }
     out.push_back(lb);
   }
   return out;

@@ -15,6 +15,8 @@ namespace weft {
 // Accumulators are live from before the loop (they are initialized there) to their last use.
 // A buffer is live from the level that writes it through the last level that reads it; buffers
 // written at the level where another is last read conflict (no barrier between them).
+// Pipelined load buffers (KernelPlan::stages > 1) take all their slots and live through the whole
+// loop, since loads for later iterations fill them while the current one computes.
 std::vector<LiveBuffer> shared_lifetimes(const KernelPlan& kernel);
 
 // Temp device tensors with live intervals in kernel launches.

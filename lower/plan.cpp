@@ -64,6 +64,21 @@ std::vector<int64_t> layout_strides(const Shape& shape, int contiguous_dim) {
   return strides;
 }
 
+int64_t stage_stride(const PlanBuffer& b) {
+  return (b.bytes() + 127) / 128 * 128;
+}
+
+bool is_pipelined(const KernelPlan& k, const std::string& name) {
+  if (k.library || k.stages <= 1) return false;
+  for (const Step& s : k.loop_steps)
+    if (s.kind == StepKind::load && s.outputs.at(0) == name) return true;
+  return false;
+}
+
+int64_t footprint_bytes(const KernelPlan& k, const PlanBuffer& b) {
+  return is_pipelined(k, b.name) ? k.stages * stage_stride(b) : b.bytes();
+}
+
 const PlanBuffer* KernelPlan::find_buffer(const std::string& name) const {
   for (const PlanBuffer& b : buffers)
     if (b.name == name) return &b;

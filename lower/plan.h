@@ -64,6 +64,10 @@ struct KernelPlan {
   std::array<int64_t, 3> grid = {1, 1, 1};
   int64_t threads = 128;
   int64_t loop = 1;
+  // Pipeline depth of the loop's loads: with stages > 1 every buffer a loop-stage load writes has
+  // `stages` slots of stage_stride() bytes from its offset, iteration `it` using slot it % stages,
+  // so the loads of the next stages - 1 iterations run while this one computes (GPU; CPU: 1).
+  int64_t stages = 1;
   std::vector<PlanBuffer> buffers;  // shared and register buffers of one block
   std::vector<Step> loop_steps;     // library: the single call step
   std::vector<Step> post_steps;
@@ -74,6 +78,14 @@ struct KernelPlan {
   PlanBuffer* find_buffer(const std::string& name);
   friend bool operator==(const KernelPlan&, const KernelPlan&) = default;
 };
+
+// Bytes between the pipeline slots of a loaded buffer: its size rounded up to 128 bytes (a
+// swizzle row), so every slot keeps the buffer's alignment.
+int64_t stage_stride(const PlanBuffer& b);
+// True when `name` is written by a loop-stage load of a kernel with stages > 1.
+bool is_pipelined(const KernelPlan& k, const std::string& name);
+// Shared-memory footprint of a buffer: stages x stage_stride for pipelined buffers, else bytes().
+int64_t footprint_bytes(const KernelPlan& k, const PlanBuffer& b);
 
 struct ProgramPlan {
   std::string name;

@@ -74,8 +74,9 @@ std::string print_plan(const ProgramPlan& p) {
     if (k.library) {
       out += fmt::format("kernel {} library\n", k.name);
     } else {
-      out += fmt::format("kernel {} grid={} threads={} loop={} smem={}\n", k.name,
-                         list_str({k.grid.begin(), k.grid.end()}), k.threads, k.loop, k.smem_bytes);
+      out += fmt::format("kernel {} grid={} threads={} loop={} stages={} smem={}\n", k.name,
+                         list_str({k.grid.begin(), k.grid.end()}), k.threads, k.loop, k.stages,
+                         k.smem_bytes);
       for (const PlanBuffer& b : k.buffers) out += fmt::format("  buffer {}\n", buffer_str(b));
       out += "loop:\n";
     }
@@ -230,13 +231,15 @@ class Parser {
       }
       return k;
     }
-    expect(t.size() == 6, "expected 'kernel NAME grid=[..] threads=N loop=N smem=N'");
+    expect(t.size() == 7, "expected 'kernel NAME grid=[..] threads=N loop=N stages=N smem=N'");
     auto g = int_list(value_of(t[2], "grid"));
     expect(g.size() == 3, "grid needs 3 entries");
     k.grid = {g[0], g[1], g[2]};
     k.threads = to_int(value_of(t[3], "threads"));
     k.loop = to_int(value_of(t[4], "loop"));
-    k.smem_bytes = to_int(value_of(t[5], "smem"));
+    k.stages = to_int(value_of(t[5], "stages"));
+    expect(k.stages >= 1, "stages must be >= 1");
+    k.smem_bytes = to_int(value_of(t[6], "smem"));
     std::vector<std::string> s;
     while ((s = next_tokens()).size() > 0 && s[0] == "buffer") k.buffers.push_back(buffer(s));
     expect(s == std::vector<std::string>{"loop:"}, "expected 'loop:'");

@@ -1,20 +1,17 @@
 // Compiling generated C++ with the host compiler, caching the shared object, loading and running.
 #include "runtime/runtime.h"
 
+#include "runtime/host_tensors.h"
+
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "codegen/cpu/emit_cpu.h"
 #include "core/error.h"
 #include "lower/pipeline.h"
+#include "runtime/build_cache.h"
 
 namespace weft {
 
@@ -36,27 +33,10 @@ const Rt kRt{tbb_parallel_for};
 
 using EntryFn = void (*)(const Rt*, const float* const*, float* const*, float*);
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 std::string cache_directory(const CompileOptions& options) {
-  if (!options.cache_dir.empty()) return options.cache_dir;
-  if (const char* d = std::getenv("WEFT_CACHE_DIR"); d && *d) return d;
-  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/weft";
-  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/weft";
-  return "/tmp/weft-cache";
+  return default_cache_directory(options.cache_dir);
 }
 
 CompiledProgram::~CompiledProgram() {
@@ -96,14 +76,7 @@ std::vector<std::vector<float>> CompiledProgram::run(
 std::vector<Tensor<double>> run_on_cpu(const Graph& graph,
                                        const std::vector<Tensor<double>>& inputs) {
   auto prog = compile_program(graph, target_by_name("cpu"));
-  std::vector<std::vector<float>> in;
-  for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
-  auto outs = prog->run(in);
-  std::vector<Tensor<double>> result;
-  for (size_t i = 0; i < outs.size(); ++i)
-    result.emplace_back(prog->plan().find_tensor(prog->plan().outputs[i])->shape,
-                        std::vector<double>(outs[i].begin(), outs[i].end()));
-  return result;
+  return output_tensors(prog->plan(), prog->run(host_buffers_of(inputs)));
 }
 
 std::unique_ptr<CompiledProgram> compile_program(const Graph& graph, const Target& target,
@@ -118,49 +91,28 @@ std::unique_ptr<CompiledProgram> compile_program(const Graph& graph, const Targe
 
 std::unique_ptr<CompiledProgram> compile_plan(const ProgramPlan& plan,
                                               const CompileOptions& options) {
-  namespace fs = std::filesystem;
   std::unique_ptr<CompiledProgram> prog(new CompiledProgram());
   prog->plan_ = plan;
   prog->source_ = emit_cpu_source(plan);
   std::string command_base = options.compiler + " " + options.flags;
-  std::string key = fmt::format("{:016x}", fnv1a(command_base + "\n" + prog->source_));
-  fs::path dir = cache_directory(options);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec && options.cache_dir.empty()) {
-    // A read-only home (CI sandboxes): fall back to the temp directory.
-    dir = fs::temp_directory_path() / "weft-cache";
-    ec.clear();
-    fs::create_directories(dir, ec);
-  }
-  if (ec)
-    throw UserError(
-        fmt::format("cannot create the cache directory {}: {}", dir.string(), ec.message()));
-  fs::path so = dir / (key + ".so");
-  prog->artifact_ = so.string();
-  prog->from_cache_ = fs::exists(so);
-  if (!prog->from_cache_) {
-    // Compile to a private name and rename, so concurrent compilers never see a partial file.
-    std::string tag = fmt::format("{}.{}", key, getpid());
-    fs::path src = dir / (tag + ".cpp"), tmp = dir / (tag + ".so.tmp"), log = dir / (tag + ".log");
-    std::ofstream(src) << prog->source_;
-    std::string cmd = fmt::format("{} -o '{}' '{}' -lopenblas > '{}' 2>&1", command_base,
-                                  tmp.string(), src.string(), log.string());
-    int rc = std::system(cmd.c_str());
-    if (rc != 0) {
-      std::string msg = read_file(log.string());
-      if (msg.size() > 4000) msg = msg.substr(0, 4000);
-      WEFT_CHECK(false, "the generated C++ did not compile ({}; source kept at {}):\n{}", cmd,
-                 src.string(), msg);
-    }
-    fs::rename(tmp, so);
-    fs::rename(src, dir / (key + ".cpp"), ec);
-    fs::remove(log, ec);
-  }
+  CacheBuild build;
+  build.configured_dir = options.cache_dir;
+  build.key_material = command_base;
+  build.source = prog->source_;
+  build.source_extension = ".cpp";
+  build.command = [&](const std::string& src, const std::string& out) {
+    return fmt::format("{} -o '{}' '{}' -lopenblas", command_base, out, src);
+  };
+  CacheResult built = build_cached(build);
+  WEFT_CHECK(!built.failed, "the generated C++ did not compile ({}; source kept at {}):\n{}",
+             built.command, built.kept_source, built.log);
+  prog->artifact_ = built.artifact;
+  prog->from_cache_ = built.from_cache;
+  const std::string& so = built.artifact;
   prog->handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  WEFT_CHECK(prog->handle_ != nullptr, "cannot load {}: {}", so.string(), dlerror());
+  WEFT_CHECK(prog->handle_ != nullptr, "cannot load {}: {}", so, dlerror());
   prog->entry_ = dlsym(prog->handle_, "weft_main");
-  WEFT_CHECK(prog->entry_ != nullptr, "{} has no weft_main", so.string());
+  WEFT_CHECK(prog->entry_ != nullptr, "{} has no weft_main", so);
   prog->workspace_.assign(static_cast<size_t>(plan.workspace_bytes / 4 + 1), 0.0f);
   return prog;
 }

@@ -17,7 +17,13 @@ Timing time_runs(const std::function<void()>& fn, int warmup, int reps) {
     fn();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  return summarize_times(std::move(t));
+}
+
+Timing summarize_times(std::vector<double> t) {
+  WEFT_CHECK(!t.empty(), "no times to summarize");
   std::sort(t.begin(), t.end());
+  int reps = static_cast<int>(t.size());
   Timing r;
   r.reps = reps;
   r.min_s = t.front();

@@ -13,5 +13,7 @@ struct Timing {
 
 // Runs `fn` `warmup` times untimed, then `reps` times timed with a steady clock.
 Timing time_runs(const std::function<void()>& fn, int warmup, int reps);
+// Median, min and max of measured times (seconds); at least one.
+Timing summarize_times(std::vector<double> times_s);
 
 }  // namespace weft

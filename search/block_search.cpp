@@ -22,14 +22,19 @@ uint64_t make_key(const SketchOp& op) {
          (static_cast<uint64_t>(static_cast<uint16_t>(op.constant + 1)) << 8);
 }
 
-
 class Searcher {
  public:
   Searcher(const BlockSearchInput& in, const BlockSchedule& s, const SearchConfig& config,
            const SearchConstants& constants, ExprOracle& oracle, SearchStats& stats,
            StopSignal& stop, const std::function<void(BlockSketch&&)>& emit)
-      : in_(in), s_(s), config_(config), constants_(constants), oracle_(oracle), stats_(stats),
-        stop_(stop), emit_(emit) {}
+      : in_(in),
+        s_(s),
+        config_(config),
+        constants_(constants),
+        oracle_(oracle),
+        stats_(stats),
+        stop_(stop),
+        emit_(emit) {}
 
   int64_t run() {
     static const DimClasses kNoClasses;
@@ -108,7 +113,8 @@ class Searcher {
     if (--vals_[v].uses == 0) ++open_[static_cast<int>(vals_[v].stage)];
   }
   void push(const SketchOp& op, const SType& type, TermRef term, Stage result_stage) {
-    uint64_t fmask = is_accumulator(op.kind) ? 0 : vals_[op.a].fmask | (op.b >= 0 ? vals_[op.b].fmask : 0);
+    uint64_t fmask =
+        is_accumulator(op.kind) ? 0 : vals_[op.a].fmask | (op.b >= 0 ? vals_[op.b].fmask : 0);
     use(op.a);
     if (op.b >= 0) use(op.b);
     ops_.push_back(op);
@@ -126,7 +132,8 @@ class Searcher {
   // Lower bound on the operators still needed to close every open value (see docs/search.md).
   bool within_bound() const {
     int loop_open = open_[0], post_open = open_[1];
-    int need = loop_open + std::max(0, post_open + (loop_open > 0 ? 1 : 0) - config_.max_block_outputs);
+    int need =
+        loop_open + std::max(0, post_open + (loop_open > 0 ? 1 : 0) - config_.max_block_outputs);
     return static_cast<int>(ops_.size()) + need <= config_.max_block_ops;
   }
   // Counters are kept per searcher and published every 1024 states (and at the end): shared
@@ -344,6 +351,12 @@ class Searcher {
       } else if (tile != kAnyClass && grid != kAnyClass && tile != grid) {
         consistent = false;
         t.cls[d] = kAnyClass;
+        if (dc_->is_reduced(grid) && t.part[d] == 0) {
+          // Partial sums over the cut axis, one tile per block: a later sum to the tile size
+          // combines them (FlashDecoding's split KV, split-K).
+          t.part[d] = t.d[d];
+          t.part_cls[d] = tile;
+        }
       }
       t.d[d] *= s_.grid[g];
     }
@@ -363,7 +376,8 @@ class Searcher {
           int8_t want = in_.classes->output_dims[o][d];
           axes &= t.cls[d] == kAnyClass || want == kAnyClass || t.cls[d] == want;
         }
-      if (axes && oracle_.equivalent(vals_[v].term, static_cast<int>(o))) return static_cast<int>(o);
+      if (axes && oracle_.equivalent(vals_[v].term, static_cast<int>(o)))
+        return static_cast<int>(o);
     }
     return -1;
   }
@@ -387,6 +401,8 @@ class Searcher {
       sk.output_types.push_back(to_tensor_type(t));
       sk.output_terms.push_back(vals_[sv.value].term);
       sk.output_classes.push_back(t.cls);
+      sk.output_parts.push_back(t.part);
+      sk.output_part_classes.push_back(t.part_cls);
     }
     stats_.block_graphs.fetch_add(1, std::memory_order_relaxed);
     emit_(std::move(sk));

@@ -35,6 +35,7 @@ struct SketchOp {
   int8_t dim = -1;        // reductions, accum_concat
   int16_t constant = -1;  // index into factors (scale) or offsets (shift)
   Stage stage = Stage::loop;
+  int64_t to = 1;  // reductions: the size reduced to (> 1 only in split-reduction combines)
   friend bool operator==(const SketchOp&, const SketchOp&) = default;
 };
 
@@ -52,6 +53,8 @@ struct BlockSketch {
   std::vector<TensorType> output_types;
   std::vector<TermRef> output_terms;
   std::vector<DimClassList> output_classes;
+  std::vector<std::array<int64_t, 4>> output_parts;  // SType::part of each output
+  std::vector<DimClassList> output_part_classes;     // SType::part_cls of each output
   friend bool operator==(const BlockSketch& a, const BlockSketch& b) {
     return a.schedule == b.schedule && a.ops == b.ops && a.saves == b.saves;
   }

@@ -30,7 +30,8 @@ struct Enumerator {
   const ScheduleRules& rules;
   std::vector<BlockSchedule> out;
 
-  bool grid_axes_ok(const std::array<int64_t, 3>& grid, const std::vector<std::array<int8_t, 3>>& imaps) {
+  bool grid_axes_ok(const std::array<int64_t, 3>& grid,
+                    const std::vector<std::array<int8_t, 3>>& imaps) {
     if (!rules.classes) return true;
     std::array<int8_t, 3> cls = {kAnyClass, kAnyClass, kAnyClass};
     for (int g = 0; g < 3; ++g) {
@@ -226,7 +227,8 @@ std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& op
   std::vector<std::pair<double, size_t>> order;
   for (size_t i = 0; i < e.out.size(); ++i) {
     const BlockSchedule& s = e.out[i];
-    double busy = static_cast<double>(std::min<int64_t>(s.grid[0] * s.grid[1] * s.grid[2], target.sm_count));
+    double busy =
+        static_cast<double>(std::min<int64_t>(s.grid[0] * s.grid[1] * s.grid[2], target.sm_count));
     order.emplace_back(load_bytes(operands, s) / std::max(1.0, busy), i);
   }
   std::stable_sort(order.begin(), order.end(),

@@ -36,12 +36,20 @@ BlockSchedule schedule_from(const json& j) {
 json sketch_json(const BlockSketch& sk, const ExprOracle& oracle) {
   json ops = json::array(), saves = json::array(), types = json::array(), terms = json::array();
   for (const SketchOp& o : sk.ops)
-    ops.push_back({static_cast<int>(o.kind), o.a, o.b, o.dim, o.constant, static_cast<int>(o.stage)});
-  for (const SketchSave& sv : sk.saves) saves.push_back({sv.value, sv.omap[0], sv.omap[1], sv.omap[2]});
+    ops.push_back(
+        {static_cast<int>(o.kind), o.a, o.b, o.dim, o.constant, static_cast<int>(o.stage), o.to});
+  for (const SketchSave& sv : sk.saves)
+    saves.push_back({sv.value, sv.omap[0], sv.omap[1], sv.omap[2]});
   for (const TensorType& t : sk.output_types) types.push_back({static_cast<int>(t.dtype), t.shape});
   for (TermRef t : sk.output_terms) terms.push_back(oracle.text(t));
-  return {{"schedule", schedule_json(sk.schedule)}, {"ops", ops}, {"saves", saves},
-          {"types", types}, {"terms", terms}, {"classes", sk.output_classes}};
+  return {{"schedule", schedule_json(sk.schedule)},
+          {"ops", ops},
+          {"saves", saves},
+          {"types", types},
+          {"terms", terms},
+          {"classes", sk.output_classes},
+          {"parts", sk.output_parts},
+          {"part_classes", sk.output_part_classes}};
 }
 
 BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
@@ -56,6 +64,7 @@ BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
     op.dim = o.at(3).get<int8_t>();
     op.constant = o.at(4).get<int16_t>();
     op.stage = static_cast<Stage>(o.at(5).get<int>());
+    op.to = o.at(6).get<int64_t>();
     sk.ops.push_back(op);
   }
   for (const json& s : j.at("saves")) {
@@ -65,9 +74,12 @@ BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
     sk.saves.push_back(sv);
   }
   for (const json& t : j.at("types"))
-    sk.output_types.push_back(TensorType{static_cast<DType>(t.at(0).get<int>()), t.at(1).get<Shape>()});
+    sk.output_types.push_back(
+        TensorType{static_cast<DType>(t.at(0).get<int>()), t.at(1).get<Shape>()});
   for (const json& t : j.at("terms")) sk.output_terms.push_back(oracle.parse(t.get<std::string>()));
   sk.output_classes = j.at("classes").get<std::vector<DimClassList>>();
+  sk.output_parts = j.at("parts").get<std::vector<std::array<int64_t, 4>>>();
+  sk.output_part_classes = j.at("part_classes").get<std::vector<DimClassList>>();
   return sk;
 }
 
@@ -83,18 +95,25 @@ void save_checkpoint(const std::string& path, const CheckpointData& data, const 
     for (size_t i = 0; i < results->schedules.size(); ++i) {
       if (!results->done[i]) continue;
       json sketches = json::array();
-      for (const BlockSketch& sk : results->per_schedule[i]) sketches.push_back(sketch_json(sk, oracle));
+      for (const BlockSketch& sk : results->per_schedule[i])
+        sketches.push_back(sketch_json(sk, oracle));
       done.push_back({{"index", i}, {"states", results->states[i]}, {"sketches", sketches}});
     }
     memo_json.push_back({{"key", key}, {"schedules", schedules}, {"done", done}});
   }
   json verified = json::array();
   for (const auto& [text, v] : data.verified)
-    verified.push_back({{"text", text}, {"equivalent", v.equivalent}, {"numerically_ok", v.numerically_ok},
-                        {"bound", v.bound}, {"tests", v.tests}, {"f32_error", v.f32_error},
+    verified.push_back({{"text", text},
+                        {"equivalent", v.equivalent},
+                        {"numerically_ok", v.numerically_ok},
+                        {"bound", v.bound},
+                        {"tests", v.tests},
+                        {"f32_error", v.f32_error},
                         {"detail", v.detail}});
-  json root = {{"format", "weft-checkpoint-1"}, {"fingerprint", data.fingerprint},
-               {"memo", memo_json}, {"verified", verified}};
+  json root = {{"format", "weft-checkpoint-2"},
+               {"fingerprint", data.fingerprint},
+               {"memo", memo_json},
+               {"verified", verified}};
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -113,7 +132,10 @@ bool load_checkpoint(const std::string& path, const std::string& fingerprint, Ch
   json root;
   try {
     root = json::parse(in);
-    if (root.at("format") != "weft-checkpoint-1") throw UserError(SourceLoc{path}, "not a weft checkpoint");
+    if (root.at("format") != "weft-checkpoint-2")
+      throw UserError(SourceLoc{path}, fmt::format("checkpoint format {} (this weft reads "
+                                                   "weft-checkpoint-2); delete it to start afresh",
+                                                   root.at("format").dump()));
     if (root.at("fingerprint") != fingerprint) return false;
     for (const json& e : root.at("memo")) {
       auto r = std::make_shared<BlockResults>();
@@ -123,10 +145,12 @@ bool load_checkpoint(const std::string& path, const std::string& fingerprint, Ch
       r->states.assign(r->schedules.size(), 0);
       for (const json& d : e.at("done")) {
         size_t i = d.at("index").get<size_t>();
-        if (i >= r->schedules.size()) throw UserError(SourceLoc{path}, "corrupt checkpoint (schedule index)");
+        if (i >= r->schedules.size())
+          throw UserError(SourceLoc{path}, "corrupt checkpoint (schedule index)");
         r->done[i] = true;
         r->states[i] = d.at("states").get<int64_t>();
-        for (const json& sk : d.at("sketches")) r->per_schedule[i].push_back(sketch_from(sk, oracle));
+        for (const json& sk : d.at("sketches"))
+          r->per_schedule[i].push_back(sketch_from(sk, oracle));
       }
       memo.restore(e.at("key").get<std::string>(), r);
     }
@@ -141,7 +165,8 @@ bool load_checkpoint(const std::string& path, const std::string& fingerprint, Ch
       data.verified[v.at("text").get<std::string>()] = rec;
     }
   } catch (const json::exception& e) {
-    throw UserError(SourceLoc{path}, fmt::format("corrupt checkpoint ({}); delete it to start afresh", e.what()));
+    throw UserError(SourceLoc{path},
+                    fmt::format("corrupt checkpoint ({}); delete it to start afresh", e.what()));
   }
   data.fingerprint = fingerprint;
   return true;

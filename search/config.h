@@ -18,9 +18,14 @@ struct SearchConfig {
   int max_kernel_ops = 5;             // operators in the kernel graph (graph-defined ones included)
   int max_kernel_operands = 3;        // operands of one graph-defined kernel
   int max_block_ops = 11;             // operators in a block graph, iterators and savers excluded
-  int max_graph_defined_kernels = 1;  // graph-defined kernels per µGraph
+  int max_graph_defined_kernels = 2;  // graph-defined kernels per µGraph
   int max_block_outputs = 2;          // savers per block graph
   int max_grid_dims = 2;              // grid dims in use (1..3)
+  // A kernel whose outputs feed later kernel operators: block graphs with the same outputs
+  // (types, terms, axes) are interchangeable above it, so per schedule only the one with the least
+  // work is kept, and kernel graphs are built above at most this many of them (those of the
+  // schedules with the least estimated traffic).
+  int intermediate_variants = 4;
 
   // Schedules. Grid sizes, for-loop ranges and maps are all divisors derived from the shapes;
   // these bounds only cap them.
@@ -29,20 +34,25 @@ struct SearchConfig {
   int64_t max_loop = 64;
   std::vector<int64_t> threads_per_block = {128, 256};  // code-generation choices kept per kernel
 
-  // Operator sets. Reductions reduce to size 1 unless reduce_to_groups is set.
-  std::vector<OpKind> kernel_ops = {OpKind::matmul, OpKind::add, OpKind::mul, OpKind::div,
-                                    OpKind::exp,    OpKind::sqr, OpKind::sqrt, OpKind::silu,
+  // Operator sets. Reductions reduce to size 1; with reduce_to_groups a kernel-level sum may also
+  // combine per-block partial results (a dim an omap filled with one tile per block of a reduced
+  // axis) to one tile's size: the combine step of split-K and FlashDecoding.
+  std::vector<OpKind> kernel_ops = {OpKind::matmul, OpKind::add,   OpKind::mul,  OpKind::div,
+                                    OpKind::exp,    OpKind::sqr,   OpKind::sqrt, OpKind::silu,
                                     OpKind::sum,    OpKind::scale, OpKind::shift};
-  std::vector<OpKind> block_ops = {OpKind::matmul, OpKind::add, OpKind::mul, OpKind::div,
-                                   OpKind::exp,    OpKind::sqr, OpKind::sqrt, OpKind::silu,
+  std::vector<OpKind> block_ops = {OpKind::matmul, OpKind::add,   OpKind::mul,  OpKind::div,
+                                   OpKind::exp,    OpKind::sqr,   OpKind::sqrt, OpKind::silu,
                                    OpKind::sum,    OpKind::scale, OpKind::shift};
   std::vector<OpKind> accumulators = {OpKind::accum_sum};
-  bool reduce_to_groups = false;
+  bool reduce_to_groups = true;
+  // Also try each final-mode block graph with its for-loop spread over more blocks (a new grid
+  // dim), saving partial accumulators that kernel operators then combine (split_reduction.h).
+  bool split_reductions = true;
 
   // Budgets. 0 means unlimited.
   double time_budget_s = 600;
   int64_t state_budget = 0;
-  int threads = 0;  // 0: all hardware threads
+  int threads = 0;      // 0: all hardware threads
   bool pruning = true;  // abstract-expression pruning (off only to measure what it buys)
 
   // Verification.

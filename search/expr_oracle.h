@@ -19,7 +19,8 @@ class ExprOracle {
   // Term of an operator's result. `a` (and `b` for binary ops) are operand terms; `k` is the
   // number of elements a reduction adds up (sum/mean/max: group size, matmul: the contraction
   // size, accum_sum/accum_max: the loop range), `constant` the scale factor or shift offset.
-  virtual TermRef op_term(OpKind kind, TermRef a, TermRef b, int64_t k, const Rational& constant) = 0;
+  virtual TermRef op_term(OpKind kind, TermRef a, TermRef b, int64_t k,
+                          const Rational& constant) = 0;
   // Is `t` a subexpression of some term A_eq-equivalent to one of the program's outputs?
   virtual bool viable(TermRef t) = 0;
   // Is `t` A_eq-equivalent to the program's output `output`?

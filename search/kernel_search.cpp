@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/parallel.h"
+#include "search/split_reduction.h"
 #include "search/stype.h"
 
 namespace weft {
@@ -57,6 +59,29 @@ SearchConstants constants_of(const Graph& program) {
 
 namespace {
 
+// What the rest of the kernel graph can see of a block graph: its outputs' types, terms, axis
+// classes and partial-result dims. Block graphs with equal signatures are interchangeable in any
+// kernel graph; only their cost differs.
+std::string signature_of(const BlockSketch& sk) {
+  std::string key;
+  for (size_t i = 0; i < sk.output_types.size(); ++i) {
+    key += fmt::format("{}#{}#{}", sk.output_types[i].str(), sk.output_terms[i],
+                       fmt::join(sk.output_classes[i], ","));
+    if (i < sk.output_parts.size())
+      key += fmt::format("#{}#{}", fmt::join(sk.output_parts[i], ","),
+                         fmt::join(sk.output_part_classes[i], ","));
+    key += ';';
+  }
+  return key;
+}
+
+// Work of a block graph under its schedule: loop-stage operators run `loop` times.
+int64_t work_of(const BlockSketch& sk) {
+  int64_t w = 0;
+  for (const SketchOp& op : sk.ops) w += op.stage == Stage::loop ? sk.schedule.loop : 1;
+  return w;
+}
+
 // Lexicographic canonical key of a kernel-level operator.
 using KKey = std::tuple<int, int, int, uint64_t, int, int, int, int64_t>;
 
@@ -71,10 +96,10 @@ struct KOp {
   std::vector<int> inputs;
   int8_t dim = -1;
   int16_t constant = -1;
+  int64_t to = 1;                       // reductions: the size reduced to
   const BlockSketch* sketch = nullptr;  // graph-defined kernels
   std::vector<int> outputs;
 };
-
 
 class KernelSearcher {
  public:
@@ -120,7 +145,8 @@ class KernelSearcher {
     std::vector<std::pair<int, uint64_t>> subsets;
     for (int hi = 0; hi < n; ++hi)
       for (uint64_t rest = 0; rest < (1ULL << hi); ++rest)
-        if (1 + __builtin_popcountll(rest) <= max_operands) subsets.emplace_back(hi, rest | (1ULL << hi));
+        if (1 + __builtin_popcountll(rest) <= max_operands)
+          subsets.emplace_back(hi, rest | (1ULL << hi));
     std::stable_sort(subsets.begin(), subsets.end(), [](const auto& a, const auto& b) {
       return __builtin_popcountll(a.second) > __builtin_popcountll(b.second);
     });
@@ -130,22 +156,181 @@ class KernelSearcher {
         for (int v = 0; v < n; ++v)
           if (mask >> v & 1) operands.push_back(v);
         auto results = block_results(operands, final);
+        if (!final) {
+          expand_intermediate(results, operands, hi, mask, last);
+          if (ctx_.stop.stopped()) return;
+          continue;
+        }
         for (size_t s = 0; s < results->schedules.size(); ++s) {
           ensure_done(results, operands, final, s);
           if (ctx_.stop.stopped()) return;
           const auto& sketches = results->per_schedule[s];
           for (size_t j = 0; j < sketches.size(); ++j) {
-            KKey k{hi, -1, -1, mask, static_cast<int>(OpKind::kernel), -1, -1,
-                   static_cast<int64_t>(s << 24 | j)};
-            if (k <= last) continue;
-            push_graph_defined(operands, sketches[j]);
-            after_push(k);
-            pop();
+            if (!descend_graph_defined(operands, sketches[j], kernel_key(hi, mask, s, j), last))
+              continue;
+            if (final && ctx_.config.split_reductions) expand_splits(operands, sketches[j]);
             if (ctx_.stop.stopped()) return;
           }
         }
       }
     }
+  }
+
+  // The split-reduction variants of a final-mode block graph (split_reduction.h): its kernel
+  // with the loop spread over more blocks, then the operators combining the partials, either as
+  // pre-defined kernel operators or fused into one more graph-defined kernel (FlashDecoding's
+  // combine step). Emitted like any candidate when the outputs match the program's.
+  void expand_splits(const std::vector<int>& operands, const BlockSketch& sk) {
+    BlockSearchInput in = search_input(operands, true);
+    std::vector<SplitVariant> variants = split_reduction_variants(
+        sk, in.operand_types, in.operand_terms, ctx_.config, ctx_.constants, ctx_.oracle);
+    for (const SplitVariant& var : variants) {
+      const size_t mark = ops_.size();
+      push_graph_defined(operands, var.partial);
+      const int base = static_cast<int>(vals_.size() - var.partial.saves.size());
+      if (push_tail(var, base)) {
+        if (static_cast<int>(ops_.size()) <= ctx_.config.max_kernel_ops && check_complete())
+          ctx_.stats.split_candidates.fetch_add(1, std::memory_order_relaxed);
+        if (n_graph_defined_ < ctx_.config.max_graph_defined_kernels &&
+            static_cast<int>(mark) + 2 <= ctx_.config.max_kernel_ops) {
+          BlockSketch combine = combine_kernel(sk, var, base);
+          while (ops_.size() > mark + 1) pop();
+          std::vector<int> partial_outputs;
+          for (size_t i = 0; i < var.partial.saves.size(); ++i)
+            partial_outputs.push_back(base + static_cast<int>(i));
+          push_graph_defined(partial_outputs, combine);
+          if (check_complete()) ctx_.stats.split_candidates.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      while (ops_.size() > mark) pop();
+      if (ctx_.stop.stopped()) return;
+    }
+  }
+
+  // Pushes the tail of a split variant as pre-defined operators after its partial kernel (whose
+  // first output is value `base`). False if an operator does not fit its operands.
+  bool push_tail(const SplitVariant& var, int base) {
+    for (const TailOp& t : var.tail) {
+      const KVal& a = vals_.at(static_cast<size_t>(base + t.inputs.at(0)));
+      const KVal* b =
+          t.inputs.size() > 1 ? &vals_.at(static_cast<size_t>(base + t.inputs[1])) : nullptr;
+      SType type;
+      int64_t k = 0;
+      if (!infer_search_op(t.kind, a.type, b ? &b->type : nullptr, t.dim, 1, ctx_.classes, type, k,
+                           t.to))
+        return false;
+      Rational c;
+      if (t.kind == OpKind::scale) c = ctx_.constants.factors.at(static_cast<size_t>(t.constant));
+      if (t.kind == OpKind::shift) c = ctx_.constants.offsets.at(static_cast<size_t>(t.constant));
+      TermRef term = ctx_.oracle.op_term(t.kind, a.term, b ? b->term : 0, k, c);
+      KOp op;
+      op.kind = t.kind;
+      for (int v : t.inputs) op.inputs.push_back(base + v);
+      op.dim = t.dim;
+      op.constant = t.constant;
+      op.to = t.to;
+      for (int v : op.inputs) ++vals_[static_cast<size_t>(v)].uses;
+      op.outputs.push_back(static_cast<int>(vals_.size()));
+      vals_.push_back(KVal{type, term, 0});
+      ops_.push_back(std::move(op));
+    }
+    return true;
+  }
+
+  // The tail (just pushed, after the partial kernel whose first output is `base`) as one
+  // graph-defined kernel over the partials: the original grid, a loop of one, each block
+  // combining its tiles and applying the post-loop operators, saved as `original` saved them.
+  BlockSketch combine_kernel(const BlockSketch& original, const SplitVariant& var, int base) {
+    const int n_partials = static_cast<int>(var.partial.saves.size());
+    BlockSketch c;
+    c.schedule.grid = original.schedule.grid;
+    c.schedule.loop = 1;
+    for (const SketchSave& sv : var.partial.saves) {
+      IterChoice it;
+      it.post = true;
+      for (int g = 0; g < 3; ++g)
+        if (original.schedule.grid[g] > 1) it.imap[g] = sv.omap[g];
+      c.schedule.iters.push_back(it);
+    }
+    for (const TailOp& t : var.tail) {
+      SketchOp op;
+      op.kind = t.kind;
+      op.a = static_cast<int8_t>(t.inputs.at(0));
+      op.b = t.inputs.size() > 1 ? static_cast<int8_t>(t.inputs[1]) : int8_t{-1};
+      op.dim = t.dim;
+      op.constant = t.constant;
+      op.stage = Stage::post;
+      op.to = t.to;
+      c.ops.push_back(op);
+    }
+    // The block values the original saves hold: in the tail, in the same order.
+    for (const SketchSave& sv : original.saves) {
+      int tail_index = var.kernel_value.at(static_cast<size_t>(sv.value)) - n_partials;
+      SketchSave save;
+      save.value = static_cast<int8_t>(n_partials + tail_index);
+      save.omap = sv.omap;
+      c.saves.push_back(save);
+      const KVal& v = vals_.at(static_cast<size_t>(base + n_partials + tail_index));
+      c.output_types.push_back(to_tensor_type(v.type));
+      c.output_terms.push_back(v.term);
+      c.output_classes.push_back(v.type.cls);
+      c.output_parts.push_back(v.type.part);
+      c.output_part_classes.push_back(v.type.part_cls);
+    }
+    return c;
+  }
+
+  // A graph-defined kernel whose outputs feed later kernel operators. Its block graphs are
+  // searched for every schedule first; then each output signature is expanded for at most
+  // `intermediate_variants` block graphs, those of the schedules with the least estimated traffic
+  // (schedule order): the kernel graphs above them are the same for every variant.
+  void expand_intermediate(const std::shared_ptr<BlockResults>& results,
+                           const std::vector<int>& operands, int hi, uint64_t mask,
+                           const KKey& last) {
+    for (size_t s = 0; s < results->schedules.size(); ++s) {
+      ensure_done(results, operands, false, s);
+      if (ctx_.stop.stopped()) return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(results->mu);
+      if (!results->kept_ready) {
+        std::map<std::string, int> count;
+        int cap = std::max(1, ctx_.config.intermediate_variants);
+        for (size_t s = 0; s < results->schedules.size(); ++s)
+          for (size_t j = 0; j < results->per_schedule[s].size(); ++j)
+            if (++count[signature_of(results->per_schedule[s][j])] <= cap)
+              results->kept.emplace_back(s, j);
+        results->kept_ready = true;
+      }
+    }
+    for (const auto& [s, j] : results->kept) {
+      descend_graph_defined(operands, results->per_schedule[s][j], kernel_key(hi, mask, s, j),
+                            last);
+      if (ctx_.stop.stopped()) return;
+    }
+  }
+
+  // The canonical key of a graph-defined kernel: its largest operand, operand set, and block
+  // graph (schedule s, sketch j).
+  static KKey kernel_key(int hi, uint64_t mask, size_t s, size_t j) {
+    return KKey{hi,
+                -1,
+                -1,
+                mask,
+                static_cast<int>(OpKind::kernel),
+                -1,
+                -1,
+                static_cast<int64_t>(s << 24 | j)};
+  }
+
+  // Adds the kernel and searches on above it, if its key follows `last`; false if it does not.
+  bool descend_graph_defined(const std::vector<int>& operands, const BlockSketch& sk,
+                             const KKey& key, const KKey& last) {
+    if (key <= last) return false;
+    push_graph_defined(operands, sk);
+    after_push(key);
+    pop();
+    return true;
   }
 
   // The memo entry (schedules, and what is known of each) for `operands`.
@@ -206,9 +391,22 @@ class KernelSearcher {
       size_t i = todo[static_cast<size_t>(t)];
       if (ctx_.stop.stopped()) return;
       std::vector<BlockSketch> found;
-      int64_t states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
-                                           ctx_.oracle, ctx_.stats, ctx_.stop,
-                                           [&](BlockSketch&& sk) { found.push_back(std::move(sk)); });
+      // Intermediate mode: signature -> index in `found` of the least-work block graph so far
+      // (the first found on ties), so dominated block graphs are never stored.
+      std::unordered_map<std::string, size_t> best;
+      int64_t states =
+          search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants, ctx_.oracle,
+                              ctx_.stats, ctx_.stop, [&](BlockSketch&& sk) {
+                                if (final) {
+                                  found.push_back(std::move(sk));
+                                  return;
+                                }
+                                auto [it, fresh] = best.emplace(signature_of(sk), found.size());
+                                if (fresh)
+                                  found.push_back(std::move(sk));
+                                else if (work_of(sk) < work_of(found[it->second]))
+                                  found[it->second] = std::move(sk);
+                              });
       if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
       std::lock_guard<std::mutex> lock(results->mu);
       results->per_schedule[i] = std::move(found);
@@ -229,6 +427,10 @@ class KernelSearcher {
       op.outputs.push_back(static_cast<int>(vals_.size()));
       SType t = to_stype(sk.output_types[i]);
       if (i < sk.output_classes.size()) t.cls = sk.output_classes[i];
+      if (i < sk.output_parts.size()) {
+        t.part = sk.output_parts[i];
+        t.part_cls = sk.output_part_classes[i];
+      }
       vals_.push_back(KVal{t, sk.output_terms[i], 0});
     }
     ops_.push_back(std::move(op));
@@ -251,7 +453,8 @@ class KernelSearcher {
 
   bool is_output(const SType& type, TermRef term) {
     for (size_t o = 0; o < output_types_.size(); ++o)
-      if (output_types_[o] == type && ctx_.oracle.equivalent(term, static_cast<int>(o))) return true;
+      if (output_types_[o] == type && ctx_.oracle.equivalent(term, static_cast<int>(o)))
+        return true;
     return false;
   }
 
@@ -261,17 +464,20 @@ class KernelSearcher {
     for (OpKind kind : ctx_.config.kernel_ops) {
       const OpInfo& info = op_info(kind);
       for (int a = 0; a < n; ++a) {
-        auto attempt = [&](int b, int dim, int constant) {
+        // `to` > 1 only for a reduction combining the blocks' partial results (stype.h).
+        auto attempt = [&](int b, int dim, int constant, int64_t to = 1) {
           int hi = std::max(a, b);
-          KKey key{hi, a, b, 0, static_cast<int>(kind), dim, constant, -1};
+          KKey key{hi, a, b, 0, static_cast<int>(kind), dim, constant, to};
           if (key <= last) return;
           if (!canonical(kind, a, b, [this](int v) { return producer_kind(v); })) return;
-          if (kind == OpKind::scale && count_ops(OpKind::scale) >= ctx_.constants.max_scales) return;
-          if (kind == OpKind::shift && count_ops(OpKind::shift) >= ctx_.constants.max_shifts) return;
+          if (kind == OpKind::scale && count_ops(OpKind::scale) >= ctx_.constants.max_scales)
+            return;
+          if (kind == OpKind::shift && count_ops(OpKind::shift) >= ctx_.constants.max_shifts)
+            return;
           SType out;
           int64_t k = 0;
           if (!infer_search_op(kind, vals_[a].type, b >= 0 ? &vals_[b].type : nullptr, dim, 1,
-                               ctx_.classes, out, k))
+                               ctx_.classes, out, k, to))
             return;
           Rational c;
           if (kind == OpKind::scale) c = ctx_.constants.factors[constant];
@@ -287,6 +493,7 @@ class KernelSearcher {
           op.inputs = b >= 0 ? std::vector<int>{a, b} : std::vector<int>{a};
           op.dim = static_cast<int8_t>(dim);
           op.constant = static_cast<int16_t>(constant);
+          op.to = to;
           for (int v : op.inputs) ++vals_[v].uses;
           op.outputs.push_back(static_cast<int>(vals_.size()));
           vals_.push_back(KVal{out, term, 0});
@@ -297,9 +504,11 @@ class KernelSearcher {
         switch (info.op_class) {
           case OpClass::unary:
             if (kind == OpKind::scale)
-              for (size_t c = 0; c < ctx_.constants.factors.size(); ++c) attempt(-1, -1, static_cast<int>(c));
+              for (size_t c = 0; c < ctx_.constants.factors.size(); ++c)
+                attempt(-1, -1, static_cast<int>(c));
             else if (kind == OpKind::shift)
-              for (size_t c = 0; c < ctx_.constants.offsets.size(); ++c) attempt(-1, -1, static_cast<int>(c));
+              for (size_t c = 0; c < ctx_.constants.offsets.size(); ++c)
+                attempt(-1, -1, static_cast<int>(c));
             else
               attempt(-1, -1, -1);
             break;
@@ -310,8 +519,11 @@ class KernelSearcher {
             break;
           }
           case OpClass::reduction:
-            for (int d = 0; d < vals_[a].type.rank; ++d)
+            for (int d = 0; d < vals_[a].type.rank; ++d) {
               if (vals_[a].type.d[d] > 1) attempt(-1, d, -1);
+              if (ctx_.config.reduce_to_groups && vals_[a].type.part[d] > 1)
+                attempt(-1, d, -1, vals_[a].type.part[d]);
+            }
             break;
           default:
             break;
@@ -337,7 +549,8 @@ class KernelSearcher {
       dfs(key);
   }
 
-  void check_complete() {
+  // Emits the current kernel graph if it computes every program output; true if emitted.
+  bool check_complete() {
     const KOp& last = ops_.back();
     std::vector<int> outputs;
     bool uses_last = false;
@@ -347,22 +560,23 @@ class KernelSearcher {
         if (vals_[v].type == output_types_[i] &&
             ctx_.oracle.equivalent(vals_[v].term, static_cast<int>(i)))
           found = v;
-      if (found < 0) return;
+      if (found < 0) return false;
       outputs.push_back(found);
       uses_last |= std::find(last.outputs.begin(), last.outputs.end(), found) != last.outputs.end();
     }
-    if (!uses_last) return;
+    if (!uses_last) return false;
     // Every operator must contribute to an output (else a smaller graph yields the same result).
     std::vector<bool> live(vals_.size(), false);
     for (int o : outputs) live[o] = true;
     for (int i = static_cast<int>(ops_.size()) - 1; i >= 0; --i) {
       bool any = false;
       for (int o : ops_[i].outputs) any |= live[o];
-      if (!any) return;
+      if (!any) return false;
       for (int v : ops_[i].inputs) live[v] = true;
     }
     ctx_.stats.candidates.fetch_add(1, std::memory_order_relaxed);
     emit_(materialize(outputs));
+    return true;
   }
 
   Graph materialize(const std::vector<int>& outputs) {
@@ -387,17 +601,19 @@ class KernelSearcher {
         auto res = kb.add_nested(OpKind::kernel, in, std::move(body), out_names);
         for (size_t i = 0; i < res.size(); ++i) ids[op.outputs[i]] = res[i];
       } else {
-        ids[op.outputs[0]] = kb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant), names[op.outputs[0]]);
+        ids[op.outputs[0]] = kb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to),
+                                    names[op.outputs[0]]);
       }
     }
     for (int o : outputs) kb.add_output(ids[o]);
     return std::move(kb).finish();
   }
 
-  Attrs attrs_of(OpKind kind, int dim, int constant) const {
+  Attrs attrs_of(OpKind kind, int dim, int constant, int64_t to = 1) const {
     Attrs a;
     if (op_info(kind).op_class == OpClass::reduction || kind == OpKind::accum_concat)
       a.set("dim", int64_t{dim});
+    if (op_info(kind).op_class == OpClass::reduction && to != 1) a.set("to", to);
     if (kind == OpKind::scale) a.set("factor", ctx_.constants.factors[constant]);
     if (kind == OpKind::shift) a.set("offset", ctx_.constants.offsets[constant]);
     return a;
@@ -435,8 +651,8 @@ class KernelSearcher {
       std::vector<ValueId> in{ids[op.a]};
       if (op.b >= 0) in.push_back(ids[op.b]);
       size_t v = operands.size() + j;
-      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant), fmt::format("v{}", v), {},
-                      op.stage);
+      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to),
+                      fmt::format("v{}", v), {}, op.stage);
     }
     if (!post_started) add_iters(true);
     for (size_t i = 0; i < sk.saves.size(); ++i) {
@@ -446,7 +662,8 @@ class KernelSearcher {
     }
     Graph g = std::move(bb).finish();
     for (size_t i = 0; i < sk.output_types.size(); ++i)
-      WEFT_CHECK(g.type(g.outputs[i]) == sk.output_types[i], "search type rules disagree with the op table: {} vs {}",
+      WEFT_CHECK(g.type(g.outputs[i]) == sk.output_types[i],
+                 "search type rules disagree with the op table: {} vs {}",
                  g.type(g.outputs[i]).str(), sk.output_types[i].str());
     return g;
   }
@@ -462,7 +679,8 @@ class KernelSearcher {
 
 }  // namespace
 
-void search_kernel_graphs(const KernelSearchContext& ctx, const std::function<void(Graph&&)>& emit) {
+void search_kernel_graphs(const KernelSearchContext& ctx,
+                          const std::function<void(Graph&&)>& emit) {
   KernelSearcher s(ctx, emit);
   s.run();
 }

@@ -27,6 +27,11 @@ struct BlockResults {
   std::vector<std::vector<BlockSketch>> per_schedule;
   std::vector<bool> done;
   std::vector<int64_t> states;
+  // Intermediate mode: the (schedule, sketch) pairs the kernel search expands, at most
+  // config.intermediate_variants per output signature, in schedule order; built once every
+  // schedule is done (not checkpointed: it is recomputed from per_schedule).
+  std::vector<std::pair<size_t, size_t>> kept;
+  bool kept_ready = false;
 };
 
 // Persistent memo of block searches keyed by the operands' types and terms.
@@ -57,8 +62,7 @@ struct KernelSearchContext {
 };
 
 // Runs the search and calls `emit` with each candidate µGraph (deterministic order).
-void search_kernel_graphs(const KernelSearchContext& ctx,
-                          const std::function<void(Graph&&)>& emit);
+void search_kernel_graphs(const KernelSearchContext& ctx, const std::function<void(Graph&&)>& emit);
 
 // The scale factors and shift offsets of a program (after composite expansion).
 SearchConstants constants_of(const Graph& program);

@@ -84,11 +84,12 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   // Step 2: resume from a checkpoint when one matches this program and configuration.
   std::string program_text = print_graph(program, false);
   CheckpointData checkpoint;
-  checkpoint.fingerprint = fmt::format("{:016x}", std::hash<std::string>{}(
-                                                      program_text + config.to_json().dump()));
+  checkpoint.fingerprint =
+      fmt::format("{:016x}", std::hash<std::string>{}(program_text + config.to_json().dump()));
   BlockMemo memo;
   if (!config.checkpoint_path.empty())
-    result.resumed = load_checkpoint(config.checkpoint_path, checkpoint.fingerprint, checkpoint, memo, oracle);
+    result.resumed =
+        load_checkpoint(config.checkpoint_path, checkpoint.fingerprint, checkpoint, memo, oracle);
 
   // Step 3: search; every candidate is checked on the target and costed as it arrives.
   SearchStats stats;
@@ -116,26 +117,32 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   auto progress_line = [&] {
     double t = stop.elapsed_s();
     std::lock_guard<std::mutex> lock(mu);
-    std::cerr << fmt::format("{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {}{}",
-                             options.progress_tty ? "\r" : "", t, si(stats.states.load()), si(stats.states.load() / std::max(t, 1e-9)),
-                             si(stats.pruned_expr.load() + stats.pruned_bound.load()),
-                             si(stats.block_graphs.load()), found.size(),
-                             best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"),
-                             options.progress_tty ? "" : "\n")
-              << std::flush;
+    std::cerr
+        << fmt::format(
+               "{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {}{}",
+               options.progress_tty ? "\r" : "", t, si(stats.states.load()),
+               si(stats.states.load() / std::max(t, 1e-9)),
+               si(stats.pruned_expr.load() + stats.pruned_bound.load()),
+               si(stats.block_graphs.load()), found.size(),
+               best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"),
+               options.progress_tty ? "" : "\n")
+        << std::flush;
   };
   {
     double last_checkpoint = 0;
-    double period = config.checkpoint_path.empty() ? 1.0 : std::min(1.0, config.checkpoint_interval_s);
+    double period =
+        config.checkpoint_path.empty() ? 1.0 : std::min(1.0, config.checkpoint_interval_s);
     Ticker ticker(std::max(period, 0.01), [&] {
       if (options.progress) progress_line();
-      if (!config.checkpoint_path.empty() && stop.elapsed_s() - last_checkpoint >= config.checkpoint_interval_s) {
+      if (!config.checkpoint_path.empty() &&
+          stop.elapsed_s() - last_checkpoint >= config.checkpoint_interval_s) {
         last_checkpoint = stop.elapsed_s();
         save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
       }
     });
     DimClasses classes = analyze_dim_classes(program);
-    KernelSearchContext ctx{program, config, target, constants, classes, oracle, stats, stop, memo, threads};
+    KernelSearchContext ctx{program, config, target, constants, classes,
+                            oracle,  stats,  stop,   memo,      threads};
     search_kernel_graphs(ctx, on_candidate);
   }
   if (options.progress) {
@@ -149,7 +156,9 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.pruned_bound = stats.pruned_bound.load();
   result.block_graphs = stats.block_graphs.load();
   result.candidates = stats.candidates.load();
-  if (!config.checkpoint_path.empty()) save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
+  result.split_candidates = stats.split_candidates.load();
+  if (!config.checkpoint_path.empty())
+    save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
 
   // Step 4: rank by predicted time (ties by text, so the order never depends on timing), then
   // verify in that order until the top-k are proven equivalent and numerically acceptable.
@@ -180,10 +189,13 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
       if (v.floats)
         for (const OutputFloatError& e : v.floats->outputs)
           rec.f32_error = std::max(rec.f32_error, e.f32.scaled_error);
-      rec.detail = v.verdict == Verdict::equivalent ? "" : fmt::format("{}{}", verdict_name(v.verdict),
-                                                                          v.message.empty() ? "" : ": " + v.message);
+      rec.detail = v.verdict == Verdict::equivalent
+                       ? ""
+                       : fmt::format("{}{}", verdict_name(v.verdict),
+                                     v.message.empty() ? "" : ": " + v.message);
       checkpoint.verified[c.text] = rec;
-      if (!config.checkpoint_path.empty()) save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
+      if (!config.checkpoint_path.empty())
+        save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
     }
     result.tests += c.verification.tests;
     if (!c.verification.equivalent) {
@@ -197,7 +209,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     }
     result.top.push_back(c);
   }
-  result.verify_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
+  result.verify_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
   result.wall_s = result.search_s + result.verify_s;
   return result;
 }

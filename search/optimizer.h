@@ -28,13 +28,14 @@ struct OptimizeResult {
 
   // Search figures.
   int64_t states = 0, pruned_expr = 0, pruned_bound = 0, block_graphs = 0;
-  int64_t candidates = 0;          // equivalent by abstract expression
-  int64_t invalid = 0;             // rejected by the checker on the target (e.g. shared memory)
-  int64_t verified = 0;            // passed the finite-field tests
-  int64_t rejected = 0;            // failed them (not equivalent / outside Lax)
+  int64_t candidates = 0;        // equivalent by abstract expression
+  int64_t split_candidates = 0;  // of which split-reduction variants (split_reduction.h)
+  int64_t invalid = 0;           // rejected by the checker on the target (e.g. shared memory)
+  int64_t verified = 0;          // passed the finite-field tests
+  int64_t rejected = 0;          // failed them (not equivalent / outside Lax)
   int64_t numerically_rejected = 0;
-  int64_t tests = 0;               // finite-field tests run
-  int64_t unverified = 0;          // ranked below the top-k, never needed verification
+  int64_t tests = 0;       // finite-field tests run
+  int64_t unverified = 0;  // ranked below the top-k, never needed verification
   bool oracle_complete = true;
   SearchStop stop = SearchStop::completed;
   double search_s = 0, verify_s = 0, wall_s = 0;

@@ -9,21 +9,26 @@
 namespace weft {
 
 struct SearchStats {
-  std::atomic<int64_t> states{0};           // partial graphs visited
-  std::atomic<int64_t> pruned_expr{0};      // rejected by the abstract-expression oracle
-  std::atomic<int64_t> pruned_bound{0};     // rejected: too many open values for the ops left
-  std::atomic<int64_t> block_graphs{0};     // complete block graphs emitted
-  std::atomic<int64_t> candidates{0};       // complete µGraphs equivalent by abstract expression
+  std::atomic<int64_t> states{0};            // partial graphs visited
+  std::atomic<int64_t> pruned_expr{0};       // rejected by the abstract-expression oracle
+  std::atomic<int64_t> pruned_bound{0};      // rejected: too many open values for the ops left
+  std::atomic<int64_t> block_graphs{0};      // complete block graphs emitted
+  std::atomic<int64_t> candidates{0};        // complete µGraphs equivalent by abstract expression
+  std::atomic<int64_t> split_candidates{0};  // of which split-reduction variants
 };
 
 // Why a search stopped.
 enum class SearchStop { completed, time_budget, state_budget, interrupted };
 inline const char* search_stop_name(SearchStop r) {
   switch (r) {
-    case SearchStop::completed: return "completed";
-    case SearchStop::time_budget: return "time budget";
-    case SearchStop::state_budget: return "state budget";
-    case SearchStop::interrupted: return "interrupted";
+    case SearchStop::completed:
+      return "completed";
+    case SearchStop::time_budget:
+      return "time budget";
+    case SearchStop::state_budget:
+      return "state budget";
+    case SearchStop::interrupted:
+      return "interrupted";
   }
   return "?";
 }

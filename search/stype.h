@@ -20,6 +20,11 @@ struct SType {
   int8_t rank = 0;
   std::array<int64_t, kMaxRank> d = {1, 1, 1, 1};
   DimClassList cls = {kAnyClass, kAnyClass, kAnyClass, kAnyClass};  // not part of the type
+  // Dims holding per-block partial results of a reduced axis, laid side by side by a save's omap:
+  // part[d] is one block's tile size along d (0: not such a dim) and part_cls[d] the tile's axis.
+  // Only `sum(x, dim=d, to=part[d])` may reduce such a dim (not part of the type either).
+  std::array<int64_t, kMaxRank> part = {0, 0, 0, 0};
+  DimClassList part_cls = {kAnyClass, kAnyClass, kAnyClass, kAnyClass};
   friend bool operator==(const SType& a, const SType& b) {
     return a.dtype == b.dtype && a.rank == b.rank && a.d == b.d;
   }
@@ -80,7 +85,6 @@ inline bool infer_matmul(const SType& a, const SType& b, SType& out) {
   return true;
 }
 
-
 // Canonical-form rules that lose no computation (docs/search.md):
 // - mul(a, a) is sqr(a); sub(a, a) and div(a, a) are constants;
 // - a scale feeding an operator that is homogeneous in that operand (mul, matmul, sum, mean,
@@ -92,23 +96,61 @@ bool canonical(OpKind kind, int a, int b, ProducerKind&& producer) {
   auto scaled = [&](int v) { return v >= 0 && producer(v) == OpKind::scale; };
   switch (kind) {
     case OpKind::mul:
-    case OpKind::matmul: return !scaled(a) && !scaled(b);
+    case OpKind::matmul:
+      return !scaled(a) && !scaled(b);
     case OpKind::sum:
     case OpKind::mean:
     case OpKind::accum_sum:
     case OpKind::accum_concat:
     case OpKind::scale:
-    case OpKind::div: return !scaled(a);
-    default: return true;
+    case OpKind::div:
+      return !scaled(a);
+    default:
+      return true;
   }
 }
 
+inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, int dim,
+                                  int64_t loop, const DimClasses& dc, SType& out, int64_t& k);
+
 // Result type of a search operator and the element count `k` its abstract term needs. `b` is
-// ignored for unary ops; `dim` is the reduced (or concatenated) dim; `loop` the for-loop range.
-// False when the operands do not fit, or the operator reduces or mixes axes in a way the program
-// never does (see dim_classes.h).
+// ignored for unary ops; `dim` is the reduced (or concatenated) dim; `loop` the for-loop range;
+// `to` the size a reduction reduces to (1, or a partial-result dim's tile size). False when the
+// operands do not fit, or the operator reduces or mixes axes in a way the program never does (see
+// dim_classes.h).
 inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim, int64_t loop,
-                            const DimClasses& dc, SType& out, int64_t& k) {
+                            const DimClasses& dc, SType& out, int64_t& k, int64_t to = 1) {
+  k = 0;
+  if (op_info(kind).op_class != OpClass::reduction) {
+    // Partial results stay partial only up to the reduction that combines them.
+    SType plain = a;
+    plain.part = {0, 0, 0, 0};
+    SType plain_b = b ? *b : SType{};
+    if (b) plain_b.part = {0, 0, 0, 0};
+    return infer_search_op_plain(kind, plain, b ? &plain_b : nullptr, dim, loop, dc, out, k);
+  }
+  if (dim < 0 || dim >= a.rank) return false;
+  out = a;
+  out.part[dim] = 0;
+  out.part_cls[dim] = kAnyClass;
+  if (to == 1) {
+    if (a.part[dim] > 0 || !dc.is_reduced(a.cls[dim])) return false;
+    k = a.d[dim];
+    out.d[dim] = 1;
+    out.cls[dim] = kUnit;
+    return true;
+  }
+  // Combining the blocks' partial results: only over a dim that holds them, to one tile.
+  if (kind != OpKind::sum || a.part[dim] != to || a.d[dim] % to != 0) return false;
+  k = a.d[dim] / to;
+  out.d[dim] = to;
+  out.cls[dim] = a.part_cls[dim];
+  return true;
+}
+
+// infer_search_op for operators other than reductions, on operands without partial-result dims.
+inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, int dim,
+                                  int64_t loop, const DimClasses& dc, SType& out, int64_t& k) {
   k = 0;
   switch (op_info(kind).op_class) {
     case OpClass::unary:
@@ -124,14 +166,6 @@ inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim
       if (ca != kAnyClass && cb != kAnyClass && ca != cb) return false;
       return dc.is_reduced(ca == kAnyClass ? cb : ca);
     }
-    case OpClass::reduction:
-      if (dim < 0 || dim >= a.rank) return false;
-      if (!dc.is_reduced(a.cls[dim])) return false;
-      out = a;
-      k = a.d[dim];
-      out.d[dim] = 1;
-      out.cls[dim] = kUnit;
-      return true;
     case OpClass::structure:  // accumulators
       out = a;
       k = loop;

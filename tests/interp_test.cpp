@@ -152,23 +152,23 @@ TEST(Primitives, MatmulBroadcastsBatchDims) {
   expect_tensor(c2, {2, 2, 2}, {7, 10, 15, 22, 19, 22, 43, 50});
 }
 
-TEST(Primitives, ReductionsOverGroupsOfConsecutiveElements) {
+TEST(Primitives, ReductionsToSizeCombineStridedGroups) {
   T x = iota({2, 4});  // [[1 2 3 4] [5 6 7 8]]
   const std::string head = "input X: f32[2, 4]\n";
   expect_tensor(one(head + "Y = sum(X, dim=1)\noutput Y\n", {x}), {2, 1}, {10, 26});
-  expect_tensor(one(head + "Y = sum(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2}, {3, 7, 11, 15});
+  expect_tensor(one(head + "Y = sum(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2}, {4, 6, 12, 14});
   expect_tensor(one(head + "Y = mean(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2},
-                {1.5, 3.5, 5.5, 7.5});
+                {2, 3, 6, 7});
   expect_tensor(one(head + "Y = sum(X, dim=0)\noutput Y\n", {x}), {1, 4}, {6, 8, 10, 12});
   expect_tensor(one(head + "Y = mean(X, dim=0)\noutput Y\n", {x}), {1, 4}, {3, 4, 5, 6});
   T m({2, 4}, std::vector<double>{3, -1, 9, 2, -5, -7, 0, -2});
   expect_tensor(one(head + "Y = max(X, dim=1)\noutput Y\n", {m}), {2, 1}, {9, 0});
-  expect_tensor(one(head + "Y = max(X, dim=1, to=2)\noutput Y\n", {m}), {2, 2}, {3, 9, -5, 0});
+  expect_tensor(one(head + "Y = max(X, dim=1, to=2)\noutput Y\n", {m}), {2, 2}, {9, 2, 0, -2});
   expect_tensor(one(head + "Y = max(X, dim=0)\noutput Y\n", {m}), {1, 4}, {3, -1, 9, 2});
   // A middle dim of a rank-3 tensor.
   T z = iota({2, 4, 2});
   expect_tensor(one("input Z: f32[2, 4, 2]\nY = sum(Z, dim=1, to=2)\noutput Y\n", {z}), {2, 2, 2},
-                {4, 6, 12, 14, 20, 22, 28, 30});
+                {6, 8, 10, 12, 22, 24, 26, 28});
 }
 
 TEST(Primitives, DataMovement) {
@@ -474,7 +474,7 @@ output Z
   // accum_max: 4 elements, each over 3 iterations; max: 4 groups of 3.
   EXPECT_EQ(groups, (std::vector<size_t>{3, 3, 3, 3, 3, 3, 3, 3}));
   expect_tensor(out[0], {2, 2}, {5, 6, 11, 12});
-  expect_tensor(out[1], {2, 2}, {3, 6, 9, 12});
+  expect_tensor(out[1], {2, 2}, {5, 6, 11, 12});
   Graph h = parse_graph("input X: f32[1, 2]\nY = div(X, X)\noutput Y\n", "t.weft");
   EXPECT_THROW(evaluate(h, {T({1, 2}, std::vector<double>{1, 0})}, d), std::domain_error);
 }

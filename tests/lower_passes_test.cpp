@@ -10,6 +10,7 @@
 
 #include "core/target.h"
 #include "ir/parser.h"
+#include "lower/choose_stages.h"
 #include "lower/lifetimes.h"
 #include "lower/pipeline.h"
 #include "lower/plan_text.h"
@@ -77,7 +78,7 @@ TEST(LowerGolden, EveryPassMatchesItsGoldenFile) {
     }
   }
   if (!update) {
-    EXPECT_EQ(compared, 5 * 8);
+    EXPECT_EQ(compared, 5 * 9);
   }
 }
 
@@ -318,7 +319,34 @@ TEST(DeviceMemory, TempTensorsShareTheWorkspace) {
 
 TEST(Pipeline, RejectsUnknownPassNames) {
   EXPECT_THROW(lower_graph(load("gated_mlp"), target_by_name("cpu"), "no-such-pass"), UserError);
-  EXPECT_EQ(lowering_passes().size(), 6u);
+  EXPECT_EQ(lowering_passes().size(), 7u);
+}
+
+// Pipeline depth: as many stages (up to kMaxStages, at most the loop count) as the target's
+// shared memory holds; a smaller limit gives fewer; CPU plans keep 1.
+TEST(ChooseStages, FitsTheTargetLimitAndKeepsCpuAtOne) {
+  Graph g = load("gated_mlp.fused");
+  EXPECT_EQ(lower_graph(g, target_by_name("cpu")).kernels[0].stages, 1);
+  Target t = target_by_name("h100");
+  ProgramPlan roomy = lower_graph(g, t);
+  ASSERT_EQ(roomy.kernels.size(), 1u);
+  const KernelPlan& k = roomy.kernels[0];
+  EXPECT_EQ(k.stages, std::min(kMaxStages, k.loop));
+  EXPECT_LE(k.smem_bytes, t.smem_per_block_bytes);
+  // Every slot of a pipelined buffer lies inside the planned peak.
+  const PlanBuffer* w1 = k.find_buffer("w1");
+  ASSERT_TRUE(is_pipelined(k, "w1"));
+  EXPECT_LE(w1->offset + k.stages * stage_stride(*w1), k.smem_bytes);
+  // Two stages' worth of memory: at most two stages.
+  KernelPlan single = lower_graph(g, t, "schedule").kernels[0];
+  int64_t one = allocate_intervals(shared_lifetimes(single), 128).peak;
+  single.stages = 2;
+  int64_t two = allocate_intervals(shared_lifetimes(single), 128).peak;
+  ASSERT_GT(two, one);
+  t.smem_per_block_bytes = two;
+  EXPECT_EQ(lower_graph(g, t).kernels[0].stages, 2);
+  t.smem_per_block_bytes = two - 1;
+  EXPECT_EQ(lower_graph(g, t).kernels[0].stages, 1);
 }
 
 }  // namespace

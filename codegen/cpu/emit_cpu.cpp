@@ -201,7 +201,7 @@ class Emitter {
     bool is_max = s.op == OpKind::max;
     line("float acc = {};", is_max ? "-std::numeric_limits<float>::infinity()" : "0.0f");
     std::vector<std::string> ivars = vars;
-    ivars[dim] = fmt::format("({} * {} + j)", vars[dim], group);
+    ivars[dim] = fmt::format("({} + {} * j)", vars[dim], out.shape[dim]);
     Operand in_full = in;
     raw(is_max ? "#pragma omp simd reduction(max:acc)" : "#pragma omp simd reduction(+:acc)");
     line("for (int64_t j = 0; j < {}; ++j) {{", group);

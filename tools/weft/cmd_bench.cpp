@@ -1,10 +1,16 @@
-// `weft bench FILE --backend cpu [--compare INPUT_PROGRAM]`: median run time of a µGraph compiled
-// by a backend, and its speedup over another program (the unfused input) run by the same backend.
+// `weft bench FILE --backend cpu|cuda [--compare INPUT_PROGRAM] [--json]`: median run time of a
+// µGraph compiled by a backend, and its speedup over another program (the unfused input) run by
+// the same backend. On the GPU, each run is timed with CUDA events on device-resident buffers.
 #include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "core/target.h"
 #include "interp/compare.h"
 #include "interp/random_inputs.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
 #include "tools/weft/command.h"
@@ -17,10 +23,15 @@ struct Measured {
   std::vector<std::vector<float>> outputs;
 };
 
-Measured measure(const Graph& g, const Target& t, uint64_t seed, int warmup, int reps) {
-  auto prog = compile_program(g, t);
+std::vector<std::vector<float>> float_inputs(const Graph& g, uint64_t seed) {
   std::vector<std::vector<float>> in;
   for (const auto& x : random_inputs(g, seed)) in.emplace_back(x.data.begin(), x.data.end());
+  return in;
+}
+
+Measured measure_cpu(const Graph& g, uint64_t seed, int warmup, int reps) {
+  auto prog = compile_program(g, target_by_name("cpu"));
+  std::vector<std::vector<float>> in = float_inputs(g, seed);
   std::vector<std::vector<float>> outs;
   for (const std::string& name : prog->plan().outputs)
     outs.emplace_back(static_cast<size_t>(numel(prog->plan().find_tensor(name)->shape)), 0.0f);
@@ -32,8 +43,33 @@ Measured measure(const Graph& g, const Target& t, uint64_t seed, int warmup, int
   return {timing, std::move(outs)};
 }
 
+Measured measure_cuda(const Graph& g, const Target& t, uint64_t seed, int warmup, int reps) {
+  auto prog = compile_cuda_program(g, t);
+  std::vector<std::vector<float>> in = float_inputs(g, seed);
+  Measured m;
+  m.outputs = prog->run(in);
+  m.timing = prog->time(in, warmup, reps);
+  return m;
+}
+
 std::string ms(double s) {
   return fmt::format("{:.3f} ms", s * 1e3);
+}
+
+std::string us(double s) {
+  return fmt::format("{:.2f} us", s * 1e6);
+}
+
+double round_us(double s) {
+  return std::round(s * 1e9) / 1e3;
+}
+
+nlohmann::ordered_json timing_json(const std::string& file, const Graph& g, const Timing& t) {
+  return {{"file", file},
+          {"program", g.name},
+          {"median_us", round_us(t.median_s)},
+          {"min_us", round_us(t.min_s)},
+          {"max_us", round_us(t.max_s)}};
 }
 
 }  // namespace
@@ -42,51 +78,92 @@ static Register reg(
     "bench", "Time a µGraph compiled by a backend (median of repetitions)", [](CLI::App& sub) {
       auto file = std::make_shared<std::string>();
       auto backend = std::make_shared<std::string>("cpu");
+      auto target = std::make_shared<std::string>();
       auto compare = std::make_shared<std::string>();
-      auto warmup = std::make_shared<int>(3);
-      auto reps = std::make_shared<int>(21);
+      auto warmup = std::make_shared<int>(-1);
+      auto reps = std::make_shared<int>(-1);
       auto seed = std::make_shared<uint64_t>(0);
+      auto json = std::make_shared<bool>(false);
       sub.add_option("FILE", *file, "µGraph file")->required();
-      sub.add_option("--backend", *backend, "Backend (cpu)")
-          ->check(CLI::IsMember({"cpu"}))
+      sub.add_option("--backend", *backend, "cpu, or cuda (the GPU, timed with CUDA events)")
+          ->check(CLI::IsMember({"cpu", "cuda"}))
           ->capture_default_str();
+      sub.add_option("--target", *target,
+                     "GPU target to lower for with --backend cuda (default: the device's)");
       sub.add_option("--compare", *compare,
                      "Another program with the same inputs and outputs (e.g. the unfused input "
                      "program): timed by the same backend, outputs checked to agree");
-      sub.add_option("--warmup", *warmup, "Untimed runs first")->capture_default_str();
-      sub.add_option("--reps", *reps, "Timed runs (the median is reported)")
-          ->check(CLI::PositiveNumber)
-          ->capture_default_str();
+      sub.add_option("--warmup", *warmup, "Untimed runs first (default: cpu 3, cuda 10)");
+      sub.add_option("--reps", *reps,
+                     "Timed runs, the median is reported (default: cpu 21, cuda 100)");
       sub.add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
+      sub.add_flag("--json", *json, "Print the result as JSON (times in microseconds)");
       return [=]() -> int {
-        const Target& t = target_by_name(*backend);
-        Graph g = load_graph(*file);
-        Measured a = measure(g, t, *seed, *warmup, *reps);
-        fmt::print("{} [{}]: median {} (min {}, max {}, {} reps after {} warm-up)\n", *file,
-                   *backend, ms(a.timing.median_s), ms(a.timing.min_s), ms(a.timing.max_s),
-                   a.timing.reps, *warmup);
-        if (compare->empty()) return 0;
-        Graph ref = load_graph(*compare);
-        Measured b = measure(ref, t, *seed, *warmup, *reps);
-        fmt::print("{} [{}]: median {} (min {}, max {}, {} reps after {} warm-up)\n", *compare,
-                   *backend, ms(b.timing.median_s), ms(b.timing.min_s), ms(b.timing.max_s),
-                   b.timing.reps, *warmup);
-        if (a.outputs.size() != b.outputs.size())
-          throw UserError(fmt::format("{} has {} outputs but {} has {}", *file, a.outputs.size(),
-                                      *compare, b.outputs.size()));
-        bool agree = true;
-        for (size_t i = 0; i < a.outputs.size(); ++i) {
-          if (a.outputs[i].size() != b.outputs[i].size())
-            throw UserError(fmt::format("output {} differs in size between the programs", i + 1));
-          Shape s{static_cast<int64_t>(a.outputs[i].size())};
-          Tensor<double> x(s, std::vector<double>(a.outputs[i].begin(), a.outputs[i].end()));
-          Tensor<double> y(s, std::vector<double>(b.outputs[i].begin(), b.outputs[i].end()));
-          agree = agree && compare_outputs(x, y, true).ok;
+        bool cuda = *backend == "cuda";
+        int w = *warmup >= 0 ? *warmup : cuda ? 10 : 3;
+        int r = *reps >= 0 ? *reps : cuda ? 100 : 21;
+        if (r < 1) throw UserError("--reps must be at least 1");
+        if (!target->empty() && !cuda)
+          throw UserError("--target chooses the GPU of --backend cuda; the CPU backend has one");
+        const Target* t = &target_by_name("cpu");
+        std::string device = "host CPU";
+        if (cuda) {
+          // Before anything is compiled: without a device there is nothing to time.
+          const CudaDevice& dev = require_cuda_device();
+          t = target->empty() ? &target_for_device(dev) : &target_by_name(*target);
+          device = dev.name;
         }
-        fmt::print("speedup of {} over {}: {:.2f}x (outputs {})\n", *file, *compare,
-                   b.timing.median_s / a.timing.median_s,
-                   agree ? "agree within tolerance" : "DIFFER");
-        return agree ? 0 : 3;
+        auto measure = [&](const Graph& g) {
+          return cuda ? measure_cuda(g, *t, *seed, w, r) : measure_cpu(g, *seed, w, r);
+        };
+        auto report = [&](const std::string& path, const Measured& m) {
+          if (*json) return;
+          std::string label = cuda ? fmt::format("cuda {}", t->name) : *backend;
+          auto fmt_time = cuda ? us : ms;
+          fmt::print("{} [{}]: median {} (min {}, max {}, {} reps after {} warm-up)\n", path, label,
+                     fmt_time(m.timing.median_s), fmt_time(m.timing.min_s),
+                     fmt_time(m.timing.max_s), m.timing.reps, w);
+        };
+        Graph g = load_graph(*file);
+        Measured a = measure(g);
+        report(*file, a);
+        nlohmann::ordered_json out = {{"backend", *backend},
+                                      {"target", t->name},
+                                      {"device", device},
+                                      {"seed", *seed},
+                                      {"warmup", w},
+                                      {"reps", r},
+                                      {"program", timing_json(*file, g, a.timing)}};
+        int rc = 0;
+        if (!compare->empty()) {
+          Graph ref = load_graph(*compare);
+          Measured b = measure(ref);
+          report(*compare, b);
+          if (a.outputs.size() != b.outputs.size())
+            throw UserError(fmt::format("{} has {} outputs but {} has {}", *file, a.outputs.size(),
+                                        *compare, b.outputs.size()));
+          bool agree = true;
+          for (size_t i = 0; i < a.outputs.size(); ++i) {
+            if (a.outputs[i].size() != b.outputs[i].size())
+              throw UserError(fmt::format("output {} differs in size between the programs", i + 1));
+            Shape s{static_cast<int64_t>(a.outputs[i].size())};
+            Tensor<double> x(s, std::vector<double>(a.outputs[i].begin(), a.outputs[i].end()));
+            Tensor<double> y(s, std::vector<double>(b.outputs[i].begin(), b.outputs[i].end()));
+            // The GPU keeps the declared dtypes, so the tolerance is the output's.
+            double tol = cuda ? tolerance_for(g.type(g.outputs[i]).dtype) : tolerance_for(true);
+            agree = agree && compare_outputs(x, y, tol).ok;
+          }
+          double speedup = b.timing.median_s / a.timing.median_s;
+          out["compare"] = timing_json(*compare, ref, b.timing);
+          out["speedup"] = std::round(speedup * 1000) / 1000;
+          out["outputs_agree"] = agree;
+          if (!*json)
+            fmt::print("speedup of {} over {}: {:.2f}x (outputs {})\n", *file, *compare, speedup,
+                       agree ? "agree within tolerance" : "DIFFER");
+          rc = agree ? 0 : 3;
+        }
+        if (*json) std::cout << out.dump(2) << "\n";
+        return rc;
       };
     });
 

@@ -1,14 +1,17 @@
-// `weft compile FILE --target T -o DIR [--stop-after PASS]`: lowers a µGraph to its kernel plan
-// and writes the plan text and, for the CPU, the generated C++ (and the compiled library).
+// `weft compile FILE --target T -o DIR [--stop-after PASS] [--no-build]`: lowers a µGraph to its
+// kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
+// C++ with c++, a GPU's CUDA with nvcc; both cached).
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "codegen/cpu/emit_cpu.h"
+#include "codegen/cuda/emit_cuda.h"
 #include "core/target.h"
 #include "lower/pipeline.h"
 #include "lower/plan_text.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/runtime.h"
 #include "tools/weft/command.h"
 
@@ -19,6 +22,17 @@ void write(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw UserError(fmt::format("cannot write {}", path.string()));
+}
+
+// Builds the plan's CUDA library with nvcc (cached), as `weft run/bench --backend cuda` will load
+// it; needs the toolkit, not a GPU.
+void build_cuda(const ProgramPlan& plan) {
+  if (!cuda_runtime_built()) {
+    fmt::print("(not built with nvcc: this weft was built without the CUDA toolkit)\n");
+    return;
+  }
+  auto prog = compile_cuda_plan(plan);
+  fmt::print("compiled {} with nvcc{}\n", prog->artifact(), prog->from_cache() ? " (cached)" : "");
 }
 
 }  // namespace
@@ -32,9 +46,12 @@ static Register reg(
       auto no_build = std::make_shared<bool>(false);
       sub.add_option("FILE", *file, "µGraph file")->required();
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
-      sub.add_option("-o,--output", *out_dir, "Directory for NAME.plan (and NAME.cpp)")->required();
+      sub.add_option("-o,--output", *out_dir,
+                     "Directory for NAME.plan and NAME.cpp (CPU) or NAME.cu (GPU)")
+          ->required();
       sub.add_option("--stop-after", *stop, "Stop the lowering pipeline after this pass");
-      sub.add_flag("--no-build", *no_build, "CPU: write the C++ without compiling it");
+      sub.add_flag("--no-build", *no_build,
+                   "Write the code without compiling it (CPU: c++, GPU: nvcc)");
       return [=]() -> int {
         Graph g = load_graph(*file);
         const Target& t = target_by_name(*target);
@@ -57,8 +74,10 @@ static Register reg(
         }
         fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
         if (t.kind != TargetKind::cpu) {
-          fmt::print("(code generation for {} belongs to its own backend; the plan is complete)\n",
-                     t.name);
+          if (!stop->empty() && *stop != lowering_passes().back()) return 0;
+          write(dir / (stem + ".cu"), emit_cuda_source(plan));
+          fmt::print("wrote {}\n", (dir / (stem + ".cu")).string());
+          if (!*no_build) build_cuda(plan);
           return 0;
         }
         if (!stop->empty() && *stop != lowering_passes().back()) return 0;

@@ -70,6 +70,7 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
       {"pruned_by_op_budget", r.pruned_bound},
       {"block_graphs", r.block_graphs},
       {"candidates", r.candidates},
+      {"split_candidates", r.split_candidates},
       {"invalid_on_target", r.invalid},
       {"verified", r.verified},
       {"rejected", r.rejected},
@@ -94,9 +95,10 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
   fmt::print("  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n",
              r.states, r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "",
              r.pruned_expr);
-  fmt::print("  candidates: {} equivalent by abstract expression, {} invalid on {}, {} verified, {} "
-             "rejected, {} not needed for the top {}\n",
-             r.candidates, r.invalid, config.target, r.verified, r.rejected, r.unverified, config.top_k);
+  fmt::print("  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
+             "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
+             r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
+             r.unverified, config.top_k);
   fmt::print("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
              r.program_predicted_s * 1e6, r.roofline_s * 1e6);
   if (r.top.empty()) {

@@ -1,6 +1,7 @@
-// `weft run FILE [--seed N] [--dtype f32|f64] [--compare REF]`: runs a µGraph on seeded random
-// inputs with the reference interpreter and summarizes each output, or compares it to another
-// program's outputs on the same inputs (exit 3 when outside the tolerance).
+// `weft run FILE [--seed N] [--dtype f32|f64] [--backend interp|cpu|cuda] [--compare REF]`: runs a
+// µGraph on seeded random inputs with the reference interpreter (or a backend) and summarizes each
+// output, or compares it to another program's outputs on the same inputs (exit 3 when outside the
+// tolerance).
 #include <fmt/format.h>
 
 #include <bit>
@@ -10,6 +11,7 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/runtime.h"
 #include "tools/weft/command.h"
 
@@ -97,24 +99,35 @@ static Register reg(
           ->check(CLI::IsMember({"f32", "f64"}))
           ->capture_default_str();
       auto backend = std::make_shared<std::string>("interp");
+      auto target = std::make_shared<std::string>();
       sub.add_option("--backend", *backend,
-                     "interp: the reference interpreter; cpu: compiled by the CPU backend (f32)")
-          ->check(CLI::IsMember({"interp", "cpu"}))
+                     "interp: the reference interpreter; cpu: compiled by the CPU backend (f32); "
+                     "cuda: compiled by nvcc and run on the GPU (declared dtypes)")
+          ->check(CLI::IsMember({"interp", "cpu", "cuda"}))
           ->capture_default_str();
+      sub.add_option("--target", *target,
+                     "GPU target to lower for with --backend cuda (default: the device's)");
       sub.add_option("--compare", *compare,
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");
       return [=]() -> int {
-        bool f32 = *dtype == "f32" || *backend == "cpu";
+        bool cuda = *backend == "cuda";
+        bool f32 = *dtype == "f32" || *backend == "cpu" || cuda;
         auto evaluate_real = [&](const Graph& graph, const std::vector<Tensor<double>>& in,
                                  bool as_f32) {
+          if (cuda) return run_on_cuda(graph, in, *target);
           return *backend == "cpu" ? run_on_cpu(graph, in) : weft::evaluate_real(graph, in, as_f32);
         };
+        if (!target->empty() && !cuda)
+          throw UserError("--target chooses the GPU of --backend cuda; other backends have one");
+        // Before anything is compiled: without a device there is nothing to run on.
+        if (cuda) require_cuda_device();
         Graph g = load_graph(*file);
         auto inputs = random_inputs(g, *seed);
         if (compare->empty()) {
           fmt::print("{}: {} input{}, seed {}, computed in {}\n", g.name.empty() ? *file : g.name,
-                     inputs.size(), inputs.size() == 1 ? "" : "s", *seed, *dtype);
+                     inputs.size(), inputs.size() == 1 ? "" : "s", *seed,
+                     cuda ? "the declared dtypes on the GPU" : *dtype);
           auto outs = evaluate_real(g, inputs, f32);
           for (size_t i = 0; i < outs.size(); ++i)
             print_summary(g.value(g.outputs[i]).name, g.type(g.outputs[i]), outs[i]);
@@ -124,13 +137,17 @@ static Register reg(
         require_same_signature(g, *file, ref, *compare);
         auto got = evaluate_real(g, inputs, f32);
         auto want = evaluate_real(ref, inputs, f32);
+        // On the GPU both programs keep their declared dtypes: the tolerance is the output's.
+        auto tolerance = [&](size_t i) {
+          return cuda ? tolerance_for(g.type(g.outputs[i]).dtype) : tolerance_for(f32);
+        };
         fmt::print(
             "{} vs {}: seed {}, computed in {}; tolerance: max |error| <= {:g} * max "
             "|reference|\n",
-            *file, *compare, *seed, *dtype, tolerance_for(f32));
+            *file, *compare, *seed, cuda ? "the declared dtypes on the GPU" : *dtype, tolerance(0));
         bool all_ok = true;
         for (size_t i = 0; i < got.size(); ++i) {
-          Comparison c = compare_outputs(got[i], want[i], f32);
+          Comparison c = compare_outputs(got[i], want[i], tolerance(i));
           all_ok = all_ok && c.ok;
           fmt::print(
               "output {} ({}): max abs error {:.3g}, max rel error {:.3g}, max |ref| "

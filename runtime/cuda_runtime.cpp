@@ -1,0 +1,445 @@
+// Building generated CUDA with nvcc, caching and loading the library, running and timing it.
+#include "runtime/cuda_runtime.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "codegen/cuda/emit_cuda.h"
+#include "core/error.h"
+#include "lower/pipeline.h"
+#include "runtime/build_cache.h"
+#include "runtime/host_tensors.h"
+#include "runtime/dtype_convert.h"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace weft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kNoToolkit =
+    "this weft was built without the CUDA toolkit, so it has no CUDA backend; install the toolkit "
+    "(nvcc, cudart) and re-run cmake";
+
+using LaunchFn = int (*)(void* const*, void* const*, void*, void*);
+using NameFn = const char* (*)();
+
+bool is_executable(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+// Runs `command`, returning its exit status and combined output.
+int capture(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
+  return pclose(pipe);
+}
+
+// `nvcc --version`, once per nvcc path: part of the cache key.
+std::string nvcc_version(const std::string& nvcc) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::lock_guard lock(mutex);
+  if (auto it = versions.find(nvcc); it != versions.end()) return it->second;
+  std::string out;
+  if (capture(fmt::format("'{}' --version", nvcc), out) != 0)
+    throw UserError(fmt::format("nvcc at {} does not run:\n{}", nvcc, out));
+  return versions[nvcc] = out;
+}
+
+// The toolkit's library directory next to nvcc's bin/: an rpath, so the loaded library finds
+// cuBLAS even when the loader's paths do not list the toolkit.
+std::string toolkit_library_dir(const std::string& nvcc) {
+  fs::path root = fs::path(nvcc).parent_path().parent_path();
+  std::error_code ec;
+  for (const char* lib : {"lib64", "lib"})
+    if (fs::is_directory(root / lib, ec)) return (root / lib).string();
+  return "";
+}
+
+// "sm_90a" -> 90; 0 when unparsable.
+[[maybe_unused]] int arch_number(const std::string& arch) {
+  int n = 0;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
+  return n;
+}
+
+}  // namespace
+
+bool cuda_runtime_built() {
+#ifdef WEFT_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string find_nvcc(const CudaCompileOptions& options) {
+  if (!options.nvcc.empty()) {
+    if (!is_executable(options.nvcc))
+      throw UserError(fmt::format("nvcc '{}' is not an executable file", options.nvcc));
+    return options.nvcc;
+  }
+  if (const char* env = std::getenv("WEFT_NVCC"); env && *env) {
+    if (!is_executable(env))
+      throw UserError(fmt::format("$WEFT_NVCC is '{}', which is not an executable file", env));
+    return env;
+  }
+  if (is_executable("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    std::string dir;
+    while (std::getline(dirs, dir, ':'))
+      if (!dir.empty() && is_executable(dir + "/nvcc")) return dir + "/nvcc";
+  }
+#ifdef WEFT_CONFIGURED_NVCC
+  if (is_executable(WEFT_CONFIGURED_NVCC)) return WEFT_CONFIGURED_NVCC;
+#endif
+  throw UserError(
+      "nvcc not found: set $WEFT_NVCC to its path, install the CUDA toolkit in /usr/local/cuda, "
+      "or put nvcc on PATH");
+}
+
+const Target& target_for_device(const CudaDevice& device) {
+  for (const char* name : {"H200", "H100", "A100"})
+    if (device.name.find(name) != std::string::npos) {
+      std::string lower = name;
+      lower[0] = static_cast<char>(std::tolower(lower[0]));
+      return target_by_name(lower);
+    }
+  return target_by_name(device.major == 8 ? "a100" : "h100");
+}
+
+std::string cuda_unavailable_reason() {
+  try {
+    require_cuda_device();
+    return "";
+  } catch (const UserError& e) {
+    return e.message();
+  }
+}
+
+#ifdef WEFT_HAVE_CUDA
+
+namespace {
+
+// Errors of the environment (driver, device, memory) are the user's to fix; any other CUDA error
+// after a launch is a bug in the generated code or this runtime.
+[[noreturn]] void cuda_failed(cudaError_t e, const std::string& what) {
+  std::string msg = fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  switch (e) {
+    case cudaErrorMemoryAllocation:
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorCallRequiresNewerDriver:
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorUnsupportedPtxVersion:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorSystemNotReady:
+    case cudaErrorInitializationError:
+      throw UserError(msg);
+    default:
+      WEFT_CHECK(false, "{}", msg);
+  }
+}
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) cuda_failed(e, what);
+}
+
+CudaDevice query_device() {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: leave no error behind for later calls
+    throw UserError(fmt::format(
+        "no usable CUDA device: cudaGetDeviceCount failed: {} ({}); is the NVIDIA driver "
+        "installed and a GPU visible to this process?",
+        cudaGetErrorString(e), cudaGetErrorName(e)));
+  }
+  if (count == 0) throw UserError("no CUDA device: cudaGetDeviceCount found none");
+  CudaDevice d;
+  check(cudaGetDevice(&d.ordinal), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, d.ordinal), "cudaGetDeviceProperties");
+  d.name = prop.name;
+  d.major = prop.major;
+  d.minor = prop.minor;
+  int smem = 0;
+  check(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, d.ordinal),
+        "cudaDeviceGetAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)");
+  d.max_smem_per_block = smem;
+  cudaDriverGetVersion(&d.driver_version);
+  cudaRuntimeGetVersion(&d.runtime_version);
+  return d;
+}
+
+}  // namespace
+
+const CudaDevice& require_cuda_device() {
+  static std::mutex mutex;
+  static std::unique_ptr<CudaDevice> device;
+  std::lock_guard lock(mutex);
+  if (!device) device = std::make_unique<CudaDevice>(query_device());
+  return *device;
+}
+
+struct CudaProgram::DeviceState {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::vector<void*> inputs, outputs;
+  void* workspace = nullptr;
+
+  ~DeviceState() {
+    // Teardown errors (e.g. after a failed kernel) are ignored: nothing can be done about them.
+    for (void* p : inputs) cudaFree(p);
+    for (void* p : outputs) cudaFree(p);
+    if (workspace) cudaFree(workspace);
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+CudaProgram::DeviceState& CudaProgram::device_state() const {
+  if (state_) return *state_;
+  const CudaDevice& dev = require_cuda_device();
+  const Target* target = nullptr;
+  for (const Target& t : all_targets())
+    if (t.name == plan_.target) target = &t;
+  if (target && target->kind == TargetKind::gpu) {
+    int want = arch_number(target->arch), have = dev.major * 10 + dev.minor;
+    bool arch_specific = !target->arch.empty() && target->arch.back() == 'a';
+    if (arch_specific ? want != have : want > have)
+      throw UserError(fmt::format(
+          "{} was compiled for {} ({}), but the device {} has compute capability {}.{}; "
+          "choose its target with --target",
+          plan_.name, target->arch, target->name, dev.name, dev.major, dev.minor));
+  }
+  for (const KernelPlan& k : plan_.kernels)
+    if (!k.library && k.smem_bytes > dev.max_smem_per_block)
+      throw UserError(fmt::format(
+          "kernel {} of {} needs {} bytes of shared memory per block, but the device {} allows "
+          "at most {} (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
+          k.name, plan_.name, k.smem_bytes, dev.name, dev.max_smem_per_block));
+  auto state = std::make_unique<DeviceState>();
+  check(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreate(&state->start), "cudaEventCreate");
+  check(cudaEventCreate(&state->stop), "cudaEventCreate");
+  auto allocate = [&](const std::string& name) {
+    const PlanBuffer* t = plan_.find_tensor(name);
+    WEFT_CHECK(t != nullptr, "plan {} has no tensor {}", plan_.name, name);
+    void* p = nullptr;
+    check(cudaMalloc(&p, static_cast<size_t>(t->bytes())),
+          fmt::format("cudaMalloc of {} ({} bytes)", name, t->bytes()));
+    return p;
+  };
+  for (const std::string& name : plan_.inputs) state->inputs.push_back(allocate(name));
+  for (const std::string& name : plan_.outputs) state->outputs.push_back(allocate(name));
+  if (plan_.workspace_bytes > 0) {
+    check(cudaMalloc(&state->workspace, static_cast<size_t>(plan_.workspace_bytes)),
+          fmt::format("cudaMalloc of the workspace ({} bytes)", plan_.workspace_bytes));
+    // NaN bytes: a temp read before it is written shows up in the results.
+    check(cudaMemset(state->workspace, 0xFF, static_cast<size_t>(plan_.workspace_bytes)),
+          "cudaMemset");
+  }
+  state_ = std::move(state);
+  return *state_;
+}
+
+void CudaProgram::upload(const std::vector<std::vector<float>>& inputs) const {
+  if (inputs.size() != plan_.inputs.size())
+    throw UserError(fmt::format("the program takes {} inputs, {} were given", plan_.inputs.size(),
+                                inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const PlanBuffer* t = plan_.find_tensor(plan_.inputs[i]);
+    if (static_cast<int64_t>(inputs[i].size()) != numel(t->shape))
+      throw UserError(fmt::format("input {} needs {} values, {} were given", plan_.inputs[i],
+                                  numel(t->shape), inputs[i].size()));
+  }
+  DeviceState& s = device_state();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const PlanBuffer* t = plan_.find_tensor(plan_.inputs[i]);
+    std::vector<uint8_t> bytes = encode_as(inputs[i].data(), inputs[i].size(), t->dtype);
+    check(cudaMemcpy(s.inputs[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+          fmt::format("copying input {} to the device", plan_.inputs[i]));
+  }
+}
+
+void CudaProgram::launch() const {
+  DeviceState& s = *state_;
+  int rc =
+      reinterpret_cast<LaunchFn>(launch_)(s.inputs.data(), s.outputs.data(), s.workspace, s.stream);
+  if (rc != 0)
+    cuda_failed(static_cast<cudaError_t>(rc), fmt::format("weft_cuda_launch of {}", plan_.name));
+  check(cudaGetLastError(), fmt::format("launching {}", plan_.name));
+}
+
+std::vector<std::vector<float>> CudaProgram::run(
+    const std::vector<std::vector<float>>& inputs) const {
+  upload(inputs);
+  DeviceState& s = *state_;
+  // NaN bytes: an output element the program never writes cannot pass a comparison.
+  for (size_t j = 0; j < plan_.outputs.size(); ++j)
+    check(cudaMemsetAsync(s.outputs[j], 0xFF,
+                          static_cast<size_t>(plan_.find_tensor(plan_.outputs[j])->bytes()),
+                          s.stream),
+          "cudaMemsetAsync");
+  launch();
+  check(cudaStreamSynchronize(s.stream), fmt::format("running {}", plan_.name));
+  std::vector<std::vector<float>> outs;
+  for (size_t j = 0; j < plan_.outputs.size(); ++j) {
+    const PlanBuffer* t = plan_.find_tensor(plan_.outputs[j]);
+    std::vector<uint8_t> bytes(static_cast<size_t>(t->bytes()));
+    check(cudaMemcpy(bytes.data(), s.outputs[j], bytes.size(), cudaMemcpyDeviceToHost),
+          fmt::format("copying output {} to the host", plan_.outputs[j]));
+    std::vector<float> out(static_cast<size_t>(numel(t->shape)));
+    decode_from(bytes.data(), out.size(), t->dtype, out.data());
+    outs.push_back(std::move(out));
+  }
+  return outs;
+}
+
+Timing CudaProgram::time(const std::vector<std::vector<float>>& inputs, int warmup,
+                         int reps) const {
+  WEFT_CHECK(reps >= 1 && warmup >= 0, "bad timing parameters");
+  upload(inputs);
+  DeviceState& s = *state_;
+  for (int i = 0; i < warmup; ++i) launch();
+  check(cudaStreamSynchronize(s.stream), fmt::format("warm-up runs of {}", plan_.name));
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(s.start, s.stream), "cudaEventRecord");
+    launch();
+    check(cudaEventRecord(s.stop, s.stream), "cudaEventRecord");
+    check(cudaEventSynchronize(s.stop), fmt::format("timed run of {}", plan_.name));
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, s.start, s.stop), "cudaEventElapsedTime");
+    times.push_back(ms * 1e-3);
+  }
+  return summarize_times(std::move(times));
+}
+
+#else  // no CUDA toolkit at build time
+
+const CudaDevice& require_cuda_device() {
+  throw UserError(kNoToolkit);
+}
+
+struct CudaProgram::DeviceState {};
+
+CudaProgram::DeviceState& CudaProgram::device_state() const {
+  throw UserError(kNoToolkit);
+}
+void CudaProgram::upload(const std::vector<std::vector<float>>&) const {
+  throw UserError(kNoToolkit);
+}
+void CudaProgram::launch() const {
+  throw UserError(kNoToolkit);
+}
+std::vector<std::vector<float>> CudaProgram::run(const std::vector<std::vector<float>>&) const {
+  throw UserError(kNoToolkit);
+}
+Timing CudaProgram::time(const std::vector<std::vector<float>>&, int, int) const {
+  throw UserError(kNoToolkit);
+}
+
+#endif  // WEFT_HAVE_CUDA
+
+CudaProgram::~CudaProgram() {
+  state_.reset();  // device buffers first: the library may hold state they depend on
+  if (handle_) dlclose(handle_);
+}
+
+std::string CudaProgram::plan_name() const {
+  return name_ ? reinterpret_cast<NameFn>(name_)() : "";
+}
+
+std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan& plan, const std::string& source,
+                                                 const CudaCompileOptions& options) {
+  if (!cuda_runtime_built()) throw UserError(kNoToolkit);
+  std::string arch = options.arch;
+  if (arch.empty()) {
+    const Target& t = target_by_name(plan.target);
+    if (t.kind != TargetKind::gpu)
+      throw UserError(fmt::format(
+          "plan {} is for target '{}', which is not a GPU; lower it for a GPU target (h100, h200, "
+          "a100)",
+          plan.name, plan.target));
+    arch = t.arch;
+  }
+  std::string nvcc = find_nvcc(options);
+  std::string libdir = toolkit_library_dir(nvcc);
+  std::string flags = fmt::format("{} -arch={}", options.flags, arch);
+  std::string libs = options.libraries;
+  if (!libdir.empty()) libs += fmt::format(" -Xlinker -rpath,{}", libdir);
+
+  std::unique_ptr<CudaProgram> prog(new CudaProgram());
+  prog->plan_ = plan;
+  prog->source_ = source;
+  CacheBuild build;
+  build.configured_dir = options.cache_dir;
+  build.key_material = fmt::format("nvcc {}\n{}\n{}\n{}", nvcc, flags, libs, nvcc_version(nvcc));
+  build.source = source;
+  build.source_extension = ".cu";
+  build.command = [&](const std::string& src, const std::string& out) {
+    return fmt::format("'{}' {} -o '{}' '{}' {}", nvcc, flags, out, src, libs);
+  };
+  CacheResult built = build_cached(build);
+  if (built.failed)
+    throw UserError(fmt::format("nvcc failed to build {} (source kept at {}):\n$ {}\n{}", plan.name,
+                                built.kept_source, built.command, built.log));
+  prog->artifact_ = built.artifact;
+  prog->from_cache_ = built.from_cache;
+  prog->handle_ = dlopen(built.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!prog->handle_) throw UserError(fmt::format("cannot load {}: {}", built.artifact, dlerror()));
+  prog->launch_ = dlsym(prog->handle_, "weft_cuda_launch");
+  prog->name_ = dlsym(prog->handle_, "weft_cuda_plan_name");
+  if (!prog->launch_)
+    throw UserError(fmt::format("{} does not export weft_cuda_launch", built.artifact));
+  return prog;
+}
+
+std::unique_ptr<CudaProgram> compile_cuda_plan(const ProgramPlan& plan,
+                                               const CudaCompileOptions& options) {
+  return compile_cuda_source(plan, emit_cuda_source(plan), options);
+}
+
+std::unique_ptr<CudaProgram> compile_cuda_program(const Graph& graph, const Target& target,
+                                                  const CudaCompileOptions& options) {
+  if (target.kind != TargetKind::gpu)
+    throw UserError(
+        fmt::format("target '{}' is not a GPU; the CUDA backend needs h100, h200 or "
+                    "a100 (or the device's own, the default)",
+                    target.name));
+  return compile_cuda_plan(lower_graph(graph, target), options);
+}
+
+std::vector<Tensor<double>> run_on_cuda(const Graph& graph,
+                                        const std::vector<Tensor<double>>& inputs,
+                                        const std::string& target) {
+  // Fail before nvcc runs when there is nothing to run on.
+  const CudaDevice& dev = require_cuda_device();
+  const Target& t = target.empty() ? target_for_device(dev) : target_by_name(target);
+  auto prog = compile_cuda_program(graph, t);
+  return output_tensors(prog->plan(), prog->run(host_buffers_of(inputs)));
+}
+
+}  // namespace weft

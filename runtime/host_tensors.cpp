@@ -1,0 +1,21 @@
+// Host-buffer conversions shared by the CPU and CUDA runtimes.
+#include "runtime/host_tensors.h"
+
+namespace weft {
+
+std::vector<std::vector<float>> host_buffers_of(const std::vector<Tensor<double>>& tensors) {
+  std::vector<std::vector<float>> out;
+  for (const auto& t : tensors) out.emplace_back(t.data.begin(), t.data.end());
+  return out;
+}
+
+std::vector<Tensor<double>> output_tensors(const ProgramPlan& plan,
+                                           const std::vector<std::vector<float>>& outputs) {
+  std::vector<Tensor<double>> result;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    result.emplace_back(plan.find_tensor(plan.outputs.at(i))->shape,
+                        std::vector<double>(outputs[i].begin(), outputs[i].end()));
+  return result;
+}
+
+}  // namespace weft

@@ -1,0 +1,18 @@
+// Conversions between the interpreter's tensors (f64) and the flat f32 host buffers every backend
+// runs on, in a plan's input and output order.
+#pragma once
+
+#include <vector>
+
+#include "interp/tensor.h"
+#include "lower/plan.h"
+
+namespace weft {
+
+std::vector<std::vector<float>> host_buffers_of(const std::vector<Tensor<double>>& tensors);
+
+// The backend's outputs as tensors shaped like the plan's outputs.
+std::vector<Tensor<double>> output_tensors(const ProgramPlan& plan,
+                                           const std::vector<std::vector<float>>& outputs);
+
+}  // namespace weft

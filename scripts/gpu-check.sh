@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# `make gpu-check`: the one command for a GPU machine (~20 min on an H100 with 16 cores). Builds
+# Release in build-gpu, runs the GPU tests, compute-sanitizer (memcheck, racecheck) on every
+# example at test size, weft vs PyTorch peers, and the cost model's rank correlation on the top-k
+# of `weft optimize`. Every step logs to $OUT (default ./gpu-out); a failing step does not stop
+# the others, but the script exits non-zero at the end, after a summary.
+#
+# Environment: OUT, WEFT_GPU_BUILD (build-gpu), JOBS (nproc), GPU_CHECK_SEARCH_BUDGET (seconds of
+# search per example, 40), GPU_CHECK_TOP_K (8), GPU_CHECK_REPS (200),
+# GPU_CHECK_WITHOUT_GPU=1 (run the steps anyway without a GPU: a dry run of the script),
+# GPU_CHECK_SKIP_BUILD=1 (use the existing build directory as it is).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+root=$(pwd)
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+build=${WEFT_GPU_BUILD:-build-gpu}
+jobs=${JOBS:-$(nproc)}
+budget=${GPU_CHECK_SEARCH_BUDGET:-40}
+top_k=${GPU_CHECK_TOP_K:-8}
+reps=${GPU_CHECK_REPS:-200}
+weft=$root/$build/weft
+# One nvcc cache for the whole run: the parallel prebuild below fills it for the later steps.
+export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-$root/$build/weft-cache}
+export WEFT_BINARY=$weft
+examples=(rms_norm_linear gated_mlp gqa_attention)
+started=$SECONDS
+
+names=() results=() durations=()
+# step NAME COMMAND...: runs COMMAND with its output in $out/NAME.log and records the result.
+step() {
+  local name=$1 t0=$SECONDS rc
+  shift
+  printf '== %-22s ' "$name"
+  "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  names+=("$name") durations+=($((SECONDS - t0)))
+  if [ $rc -eq 0 ]; then results+=(ok); else results+=("FAILED (exit $rc)"); fi
+  printf '%s in %ds (log: %s)\n' "${results[-1]}" $((SECONDS - t0)) "$out/$name.log"
+  [ $rc -eq 0 ] || tail -n 15 "$out/$name.log" | sed 's/^/   | /'
+  return 0
+}
+
+summary() {
+  {
+    echo "# gpu-check on ${gpu:-no GPU}"
+    echo
+    echo "driver ${driver:-none}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, total $((SECONDS - started)) s"
+    echo
+    echo "| step | result | seconds |"
+    echo "| --- | --- | --- |"
+    for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${durations[$i]} |"; done
+  } >"$out/summary.md"
+  echo
+  cat "$out/summary.md"
+}
+
+# ---- the GPU ----
+gpu="" driver=""
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
+elif ls /proc/driver/nvidia/gpus/*/information >/dev/null 2>&1; then
+  gpu=$(grep -h -m1 '^Model:' /proc/driver/nvidia/gpus/*/information | head -n 1 | cut -d: -f2 | xargs)
+  driver=$(sed -n 's/.*Kernel Module *\([0-9.]*\).*/\1/p' /proc/driver/nvidia/version | head -n 1)
+fi
+if [ -z "$gpu" ]; then
+  echo "gpu-check: NO GPU on this machine: nvidia-smi finds no NVIDIA GPU and there is no"
+  echo "gpu-check: /proc/driver/nvidia. Run \`make gpu-check\` on a machine with an NVIDIA GPU."
+  if [ "${GPU_CHECK_WITHOUT_GPU:-0}" != 1 ]; then
+    names+=(gpu) results+=("FAILED: no GPU") durations+=(0)
+    summary
+    exit 1
+  fi
+  echo "gpu-check: GPU_CHECK_WITHOUT_GPU=1: running the steps anyway (the GPU ones will fail)"
+fi
+case "$gpu" in
+  *H200*) target=h200 ;;
+  *A100*) target=a100 ;;
+  *) target=h100 ;;
+esac
+echo "gpu-check: ${gpu:-no GPU} (driver ${driver:-none}), weft target $target, $jobs jobs, logs in $out"
+
+# ---- (a) build ----
+build_weft() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=ON \
+    -DWEFT_BUILD_BENCH=OFF | tee "$out/cmake.txt" || return 1
+  if ! grep -q "CUDA runtime enabled" "$out/cmake.txt"; then
+    echo "gpu-check: cmake did not find the CUDA toolkit: the CUDA backend would be disabled"
+    return 1
+  fi
+  ninja -C "$build" -j"$jobs"
+}
+if [ "${GPU_CHECK_SKIP_BUILD:-0}" = 1 ]; then
+  echo "gpu-check: GPU_CHECK_SKIP_BUILD=1: using the existing $build"
+else
+  step build build_weft
+fi
+if [ ! -x "$weft" ]; then
+  echo "gpu-check: no weft binary, nothing else can run"
+  summary
+  exit 1
+fi
+
+# Builds every CUDA library the later steps load, in parallel (nvcc is the slow part of each).
+prebuild() {
+  [ $# -gt 0 ] || { echo "nothing to build"; return 1; }
+  # shellcheck disable=SC2016  # the inner script expands its own variables
+  printf '%s\n' "$@" | xargs -P "$jobs" -I{} sh -c \
+    'd=$(mktemp -d) && "$0" compile "{}" --target "$1" -o "$d" >"$d/log" 2>&1 || { cat "$d/log"; echo "FAILED: {}"; exit 1; }; tail -n 1 "$d/log"; rm -rf "$d"' \
+    "$weft" "$target"
+}
+small=(tests/golden/lower/*.weft)
+step prebuild prebuild examples/*.weft "${small[@]}"
+
+# ---- (b) tests ----
+gpu_tests() {
+  "$build/weft_tests" --gtest_filter='GpuBackend.*:CudaRuntime.*:CudaCompile.*' \
+    --gtest_output="xml:$out/gpu-tests.xml"
+  local rc=$?
+  if [ -n "$gpu" ] && grep -q '^\[  SKIPPED \] GpuBackend' "$out/gpu-tests.log"; then
+    echo
+    echo "gpu-check: ERROR: GpuBackend tests were SKIPPED although a GPU ($gpu) is present:"
+    grep -A1 'Skipped$' "$out/gpu-tests.log" | grep -v -e '^--$' -e 'Skipped$' | sort -u
+    return 1
+  fi
+  return $rc
+}
+step gpu-tests gpu_tests
+
+# ---- (c) compute-sanitizer ----
+sanitizer=$(command -v compute-sanitizer)
+for s in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  [ -n "$sanitizer" ] || { [ -x "$s" ] && sanitizer=$s; }
+done
+sanitize() {
+  local tool=$1 f rc=0
+  if [ -z "$sanitizer" ]; then
+    echo "compute-sanitizer not found (PATH, /usr/local/cuda/bin, /usr/local/cuda/compute-sanitizer)"
+    return 1
+  fi
+  for f in "${small[@]}"; do
+    echo "== compute-sanitizer --tool $tool weft run $f --backend cuda"
+    "$sanitizer" --tool "$tool" --error-exitcode 97 --target-processes application-only \
+      "$weft" run "$f" --backend cuda --target "$target" || { echo "FAILED: $f"; rc=1; }
+  done
+  return $rc
+}
+step memcheck sanitize memcheck
+step racecheck sanitize racecheck
+
+# ---- (d), (e) search, peers, ranking ----
+optimize_all() {
+  local ex rc=0
+  for ex in "${examples[@]}"; do
+    "$weft" optimize "examples/$ex.weft" -o "$out/optimize/$ex" --target "$target" \
+      --time-budget "$budget" --top-k "$top_k" --quiet || rc=1
+    head -n 5 "$out/optimize/$ex/summary.json" 2>/dev/null
+  done
+  return $rc
+}
+step optimize optimize_all
+shopt -s nullglob
+candidates=("$out"/optimize/*/top-*.weft)
+shopt -u nullglob
+step prebuild-candidates prebuild "${candidates[@]}"
+peer_args=(--weft "$weft" --out "$out" --optimized "$out/optimize" --target "$target"
+  --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps "$reps")
+step peers python3 bench/gpu_peers.py peers "${peer_args[@]}"
+step ranking python3 bench/gpu_peers.py ranking "${peer_args[@]}"
+
+summary
+failed=0
+for r in "${results[@]}"; do [ "$r" = ok ] || failed=1; done
+if [ $failed -ne 0 ]; then
+  echo "gpu-check: FAILED (see the logs above); results in $out"
+  exit 1
+fi
+echo "gpu-check: all steps passed; results in $out (peers.md, ranking.md, summary.md)"
