@@ -20,6 +20,8 @@ for p in "" "--no-pruning"; do
   "$build/weft" optimize tests/data/silu_linear_tiny.weft --config "$out/tiny.json" $p -o "$out/tiny$p" --quiet
   cat "$out/tiny$p/timing.json"
 done
+echo "== pruning on vs off per example (bench/pruning_small.json)"
+scripts/pruning-comparison.sh "$build" "${WEFT_PRUNING_BUDGET:-120}"
 for ex in rms_norm_linear gated_mlp; do
   "$build/weft" bench "examples/$ex.fused.weft" --backend cpu --compare "examples/$ex.weft"
 done
