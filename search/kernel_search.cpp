@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 
 #include "core/parallel.h"
 #include "search/split_reduction.h"
@@ -62,15 +61,22 @@ namespace {
 // What the rest of the kernel graph can see of a block graph: its outputs' types, terms, axis
 // classes and partial-result dims. Block graphs with equal signatures are interchangeable in any
 // kernel graph; only their cost differs.
-std::string signature_of(const BlockSketch& sk) {
-  std::string key;
+using Signature = std::vector<int64_t>;
+
+Signature signature_of(const BlockSketch& sk) {
+  Signature key;
+  key.reserve(sk.output_types.size() * 20);
   for (size_t i = 0; i < sk.output_types.size(); ++i) {
-    key += fmt::format("{}#{}#{}", sk.output_types[i].str(), sk.output_terms[i],
-                       fmt::join(sk.output_classes[i], ","));
-    if (i < sk.output_parts.size())
-      key += fmt::format("#{}#{}", fmt::join(sk.output_parts[i], ","),
-                         fmt::join(sk.output_part_classes[i], ","));
-    key += ';';
+    const TensorType& t = sk.output_types[i];
+    key.push_back(static_cast<int64_t>(t.dtype));
+    key.push_back(static_cast<int64_t>(t.shape.size()));
+    key.insert(key.end(), t.shape.begin(), t.shape.end());
+    key.push_back(sk.output_terms[i]);  // hash-consed: equal terms have equal ids
+    key.insert(key.end(), sk.output_classes[i].begin(), sk.output_classes[i].end());
+    if (i < sk.output_parts.size()) {
+      key.insert(key.end(), sk.output_parts[i].begin(), sk.output_parts[i].end());
+      key.insert(key.end(), sk.output_part_classes[i].begin(), sk.output_part_classes[i].end());
+    }
   }
   return key;
 }
@@ -294,7 +300,7 @@ class KernelSearcher {
     {
       std::lock_guard<std::mutex> lock(results->mu);
       if (!results->kept_ready) {
-        std::map<std::string, int> count;
+        std::map<Signature, int> count;
         int cap = std::max(1, ctx_.config.intermediate_variants);
         for (size_t s = 0; s < results->schedules.size(); ++s)
           for (size_t j = 0; j < results->per_schedule[s].size(); ++j)
@@ -393,7 +399,7 @@ class KernelSearcher {
       std::vector<BlockSketch> found;
       // Intermediate mode: signature -> index in `found` of the least-work block graph so far
       // (the first found on ties), so dominated block graphs are never stored.
-      std::unordered_map<std::string, size_t> best;
+      std::map<Signature, size_t> best;
       int64_t states =
           search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants, ctx_.oracle,
                               ctx_.stats, ctx_.stop, [&](BlockSketch&& sk) {

@@ -123,11 +123,10 @@ inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim
   k = 0;
   if (op_info(kind).op_class != OpClass::reduction) {
     // Partial results stay partial only up to the reduction that combines them.
-    SType plain = a;
-    plain.part = {0, 0, 0, 0};
-    SType plain_b = b ? *b : SType{};
-    if (b) plain_b.part = {0, 0, 0, 0};
-    return infer_search_op_plain(kind, plain, b ? &plain_b : nullptr, dim, loop, dc, out, k);
+    if (!infer_search_op_plain(kind, a, b, dim, loop, dc, out, k)) return false;
+    out.part = {0, 0, 0, 0};
+    out.part_cls = {kAnyClass, kAnyClass, kAnyClass, kAnyClass};
+    return true;
   }
   if (dim < 0 || dim >= a.rank) return false;
   out = a;
@@ -148,7 +147,8 @@ inline bool infer_search_op(OpKind kind, const SType& a, const SType* b, int dim
   return true;
 }
 
-// infer_search_op for operators other than reductions, on operands without partial-result dims.
+// infer_search_op for operators other than reductions (partial-result dims of the result are
+// cleared by the caller).
 inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, int dim,
                                   int64_t loop, const DimClasses& dc, SType& out, int64_t& k) {
   k = 0;

@@ -6,29 +6,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include "tests/test_util.h"
 
 namespace {
 
-std::string weft_binary() {
-  const char* env = std::getenv("WEFT_BINARY");
-  return env && *env ? env : WEFT_BINARY;
-}
+using weft::test::example_path;
+using Cli = std::pair<int, std::string>;
 
-// Runs `weft ARGS` and returns (exit code, stdout + stderr).
-std::pair<int, std::string> run(const std::string& args) {
-  std::string cmd = weft_binary() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (p && fgets(buf, sizeof buf, p)) out += buf;
-  int rc = p ? pclose(p) : -1;
-  return {WEXITSTATUS(rc), out};
-}
+Cli run(const std::string& args) { return weft::test::run_weft(args); }
 
-std::string example(const char* name) {
-  return std::string(WEFT_SOURCE_DIR) + "/examples/" + name;
-}
+std::string example(const char* name) { return example_path(name); }
 
 TEST(AbsexprCli, PrintsEachOutputsExpression) {
   auto [rc, out] = run("absexpr " + example("gated_mlp.fused.weft"));

@@ -12,17 +12,13 @@
 #include "absexpr/of_graph.h"
 #include "absexpr/oracle.h"
 #include "ir/parser.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 Graph load_example(const std::string& name) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/" + name;
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_graph(text.str(), path);
+  return test::load_graph_file(test::example_path(name));
 }
 
 // Calls `visit` with every set of `g`'s ops closed under predecessors (as a mask over g.ops): the

@@ -10,17 +10,13 @@
 #include "absexpr/term.h"
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 Graph load_example(const std::string& name) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/" + name;
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_graph(text.str(), path);
+  return test::load_graph_file(test::example_path(name));
 }
 
 TEST(AbsexprTermStore, HashConsesAndNormalizesSingleElementReductions) {

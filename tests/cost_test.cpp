@@ -14,6 +14,7 @@
 #include "cost/cost_json.h"
 #include "cost/cost_model.h"
 #include "ir/parser.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
@@ -23,12 +24,7 @@ const Target& h100() {
 }
 
 Graph load_example(const std::string& name) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/" + name;
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_graph(ss.str(), path);
+  return test::load_graph_file(test::example_path(name));
 }
 
 // matmul(X, W) for X [m, k], W [k, n] as one graph-defined kernel: the grid cuts W's columns,
@@ -312,13 +308,8 @@ TEST(CostModel, JsonCarriesTheReport) {
 }
 
 std::string run_cli(const std::string& args, int* exit_code) {
-  std::string cmd = std::string(WEFT_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (p && fgets(buf, sizeof buf, p)) out += buf;
-  *exit_code = p ? WEXITSTATUS(pclose(p)) : -1;
+  auto [rc, out] = test::run_weft(args);
+  *exit_code = rc;
   return out;
 }
 

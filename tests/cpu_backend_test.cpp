@@ -15,17 +15,12 @@
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
 #include "search/optimizer.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
-Graph load(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_graph(ss.str(), path);
-}
+Graph load(const std::string& path) { return test::load_graph_file(path); }
 
 std::string small(const std::string& name) {
   return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/" + name;

@@ -21,21 +21,14 @@
 #include "ir/parser.h"
 #include "lower/pipeline.h"
 #include "runtime/dtype_convert.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
-Graph load(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_graph(ss.str(), path);
-}
+Graph load(const std::string& path) { return test::load_graph_file(path); }
 
-std::string source_path(const std::string& rel) {
-  return std::string(WEFT_SOURCE_DIR) + "/" + rel;
-}
+using test::source_path;
 
 int count(const std::string& text, const std::string& what) {
   int n = 0;
@@ -208,10 +201,7 @@ TEST(CudaCompile, EveryExampleCompilesForSm80AndSm90a) {
         "-Xcompiler -Wall,-Wextra,-Werror '{}' > '{}' 2>&1",
         nvcc, cu, log);
     int rc = std::system(cmd.c_str());
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    EXPECT_EQ(rc, 0) << cmd << "\n" << ss.str().substr(0, 4000);
+    EXPECT_EQ(rc, 0) << cmd << "\n" << test::read_text(log).substr(0, 4000);
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

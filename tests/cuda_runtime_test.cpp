@@ -20,6 +20,7 @@
 #include "ir/parser.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
+#include "tests/test_util.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_bf16.h>
@@ -33,13 +34,7 @@ namespace fs = std::filesystem;
 
 // ---- helpers ----
 
-Graph load(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_graph(ss.str(), path);
-}
+Graph load(const std::string& path) { return test::load_graph_file(path); }
 
 std::vector<std::string> weft_files(const std::string& dir) {
   std::vector<std::string> files;
@@ -49,22 +44,8 @@ std::vector<std::string> weft_files(const std::string& dir) {
   return files;
 }
 
-std::string weft_binary() {
-  const char* env = std::getenv("WEFT_BINARY");
-  return env && *env ? env : WEFT_BINARY;
-}
-
-// Runs `weft ARGS` and returns (exit code, stdout + stderr).
-std::pair<int, std::string> run_cli(const std::string& args) {
-  std::string cmd = weft_binary() + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  std::string out;
-  char buf[512];
-  while (p && fgets(buf, sizeof buf, p)) out += buf;
-  int rc = p ? pclose(p) : -1;
-  return {WEXITSTATUS(rc), out};
-}
+using Cli = std::pair<int, std::string>;
+Cli run_cli(const std::string& args) { return test::run_weft(args); }
 
 // A cache directory of this process only, removed with it: builds in it are never cache hits
 // from another test.

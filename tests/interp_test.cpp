@@ -20,6 +20,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/validate.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
@@ -65,16 +66,10 @@ void expect_tensor(const T& got, const Shape& shape, const std::vector<double>& 
     EXPECT_NEAR(got.data[i], want[i], 1e-12 * std::max(1.0, std::fabs(want[i]))) << "element " << i;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using test::read_text;
 
-std::string example(const std::string& name) {
-  return std::string(WEFT_SOURCE_DIR) + "/examples/" + name;
-}
+std::string read_file(const std::string& path) { return read_text(path); }
+std::string example(const std::string& name) { return test::example_path(name); }
 
 // ---- Tensor helpers
 

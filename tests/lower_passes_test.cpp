@@ -15,6 +15,7 @@
 #include "lower/pipeline.h"
 #include "lower/plan_text.h"
 #include "lower/select_layouts.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
@@ -23,12 +24,7 @@ std::string golden_dir() {
   return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/";
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read(const std::string& path) { return test::read_text(path); }
 
 Graph load(const std::string& name) {
   std::string text = read(golden_dir() + name + ".weft");

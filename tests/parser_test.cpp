@@ -8,16 +8,12 @@
 
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const std::filesystem::path& p) { return test::read_text(p.string()); }
 
 std::vector<std::filesystem::path> example_files() {
   std::vector<std::filesystem::path> files;

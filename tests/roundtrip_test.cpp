@@ -10,6 +10,7 @@
 #include "ir/printer.h"
 #include "ir/random_graph.h"
 #include "ir/validate.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
@@ -34,10 +35,7 @@ TEST(RoundTrip, Examples) {
   for (const auto& e :
        std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples")) {
     if (e.path().extension() != ".weft") continue;
-    std::ifstream in(e.path());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    Graph g = parse_graph(ss.str(), e.path().string());
+    Graph g = test::load_graph_file(e.path().string());
     expect_round_trip(g, e.path().string());
     ++n;
   }

@@ -20,22 +20,18 @@
 #include "search/block_space.h"
 #include "search/dim_classes.h"
 #include "search/optimizer.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_file(const fs::path& p) { return test::read_text(p.string()); }
 
-std::string data(const std::string& name) { return std::string(WEFT_SOURCE_DIR) + "/tests/data/" + name; }
+std::string data(const std::string& name) { return test::source_path("tests/data/" + name); }
 
-Graph load(const std::string& path) { return parse_graph(read_file(path), path); }
+Graph load(const std::string& path) { return test::load_graph_file(path); }
 
 SearchConfig small_config() { return SearchConfig::load(data("search_small.json")); }
 

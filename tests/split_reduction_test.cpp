@@ -14,16 +14,13 @@
 #include "search/absexpr_oracle.h"
 #include "search/kernel_search.h"
 #include "verify/equivalence.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 Graph load_data(const std::string& name) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/tests/data/" + name;
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_graph(ss.str(), path);
+  return test::load_graph_file(test::source_path("tests/data/" + name));
 }
 
 int count_kernels(const Graph& g) {

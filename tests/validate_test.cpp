@@ -12,6 +12,7 @@
 
 #include "ir/parser.h"
 #include "ir/validate.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
@@ -520,10 +521,7 @@ TEST(Validate, AllViolationsInProgramOrderAndValidateThrowsTheFirst) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_file(const std::string& path) { return test::read_text(path); }
 
 TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
   int count = 0;
@@ -541,16 +539,7 @@ TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
 }
 
 // Runs the CLI; returns the exit code and stdout + stderr.
-std::pair<int, std::string> run_cli(const std::string& args) {
-  const char* env = std::getenv("WEFT_BINARY");
-  std::string bin = env && *env ? env : WEFT_BINARY;
-  // One file per call and process: ctest runs tests in parallel processes.
-  static int calls = 0;
-  std::string out_path = testing::TempDir() + "/weft_validate_cli." + std::to_string(getpid()) +
-                         "." + std::to_string(calls++) + ".txt";
-  int status = std::system(("'" + bin + "' " + args + " >'" + out_path + "' 2>&1").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out_path)};
-}
+std::pair<int, std::string> run_cli(const std::string& args) { return test::run_weft(args); }
 
 TEST(CheckCommand, PrintsASummaryOrEveryViolation) {
   std::string dir = testing::TempDir();

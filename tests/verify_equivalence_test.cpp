@@ -9,16 +9,15 @@
 
 #include "ir/parser.h"
 #include "verify/equivalence.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 std::string read_example(const std::string& name) {
-  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/examples/" + name);
-  EXPECT_TRUE(in.good()) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text = test::read_text(test::example_path(name));
+  EXPECT_FALSE(text.empty()) << name;
+  return text;
 }
 
 Graph example(const std::string& name) {
@@ -164,13 +163,9 @@ TEST(Verify, DeterministicForASeedAndTheCacheIsShared) {
 }
 
 int run_cli(const std::string& args, std::string* out) {
-  std::string cmd = std::string(WEFT_BINARY) + " " + args + " > verify_cli_out.txt 2>&1";
-  int status = std::system(cmd.c_str());
-  std::ifstream in("verify_cli_out.txt");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return WEXITSTATUS(status);
+  int rc = 0;
+  std::tie(rc, *out) = test::run_weft(args);
+  return rc;
 }
 
 TEST(VerifyCli, ExitCodesAndMessages) {

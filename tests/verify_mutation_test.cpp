@@ -10,15 +10,15 @@
 #include "ir/printer.h"
 #include "verify/equivalence.h"
 #include "verify/mutate.h"
+#include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
 std::string read_example(const std::string& name) {
-  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/examples/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text = test::read_text(test::example_path(name));
+  EXPECT_FALSE(text.empty()) << name;
+  return text;
 }
 
 // The examples with their long dims shrunk (rms_norm_linear and gated_mlp: 4096 -> 256, 6144 ->

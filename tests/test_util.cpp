@@ -1,0 +1,47 @@
+// Shared test helpers (see test_util.h).
+#include "tests/test_util.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "ir/parser.h"
+
+namespace weft::test {
+
+std::string source_path(const std::string& relative) {
+  return std::string(WEFT_SOURCE_DIR) + "/" + relative;
+}
+
+std::string example_path(const std::string& name) {
+  return source_path("examples/" + name);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+Graph load_graph_file(const std::string& path) {
+  EXPECT_TRUE(std::ifstream(path).good()) << "cannot read " << path;
+  return parse_graph(read_text(path), path);
+}
+
+std::pair<int, std::string> run_weft(const std::string& args) {
+  const char* env = std::getenv("WEFT_BINARY");
+  std::string cmd = std::string(env && *env ? env : WEFT_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr) << cmd;
+  if (!p) return {-1, ""};
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace weft::test

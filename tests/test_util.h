@@ -1,0 +1,25 @@
+// Helpers shared by the test files: paths in the source tree, reading files, running the CLI.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "ir/graph.h"
+
+namespace weft::test {
+
+// WEFT_SOURCE_DIR/relative, and examples/NAME in particular.
+std::string source_path(const std::string& relative);
+std::string example_path(const std::string& name);
+
+// The whole file, byte for byte; empty when it cannot be read (callers that need it say so).
+std::string read_text(const std::string& path);
+
+// Reads and parses a µGraph file; a missing file is a test failure.
+Graph load_graph_file(const std::string& path);
+
+// Runs the weft binary ($WEFT_BINARY, else the one built with the tests) with `args` through the
+// shell; returns its exit code (-1 if it did not exit) and its stdout and stderr, interleaved.
+std::pair<int, std::string> run_weft(const std::string& args);
+
+}  // namespace weft::test
