@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test test-unit test-asan test-tsan test-fuzz bench format gpu-check clean
+.PHONY: all deps build demo test test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
 
 all: build
 
@@ -64,10 +64,16 @@ bench: build
 	scripts/run-benchmarks.sh $(BUILD)
 
 # The one command for a GPU machine (scripts/gpu-check.sh): Release build in build-gpu, the GPU
-# tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; results in $$OUT
-# (default gpu-out). Without a GPU it says so and fails.
+# tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; logs in gpu-out, results
+# copied to $$OUT when set. GPU_CHECK_PART=1 or 2 runs half (each under 10 minutes on an H100
+# machine). Without a GPU it says so and fails.
 gpu-check:
 	JOBS=$(JOBS) scripts/gpu-check.sh
+
+# The build dependencies as Debian packages in .gpu-deps/, for a GPU machine with no package
+# registry (gpu-check unpacks them there into a private prefix).
+gpu-deps:
+	scripts/gpu-deps.sh fetch
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
