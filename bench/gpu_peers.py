@@ -136,16 +136,19 @@ def peer_programs(torch, name, shapes):
     if name == "gqa_attention":
         Q, K, V = rand(shapes["Q"]), rand(shapes["K"]), rand(shapes["V"])
 
+        scale = 1.0 / math.sqrt(shapes["Q"][-1])
+
         def eager():
-            E = torch.exp(torch.bmm(Q, K))
+            E = torch.exp(torch.bmm(Q, K) * scale)
             return torch.bmm(E / E.sum(dim=2, keepdim=True), V)
 
-        # softmax(Q K) V with K given as [B, D, S]: SDPA wants [B, H, S, D] and no 1/sqrt(D).
+        # softmax(Q K / sqrt(D)) V with K given as [B, D, S]: SDPA wants [B, H, S, D] (its default
+        # scale is the same 1/sqrt(D); SDPA subtracts the row max, which the program does not).
         Kt = K.transpose(1, 2).contiguous()
         return {"eager": eager, "torch.compile": torch.compile(eager),
                 "cuBLAS only": lambda: torch.bmm(torch.bmm(Q, K), V),
                 "SDPA": lambda: F.scaled_dot_product_attention(
-                    Q.unsqueeze(1), Kt.unsqueeze(1), V.unsqueeze(1), scale=1.0)}
+                    Q.unsqueeze(1), Kt.unsqueeze(1), V.unsqueeze(1), scale=scale)}
     return {}
 
 
