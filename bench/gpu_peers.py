@@ -47,16 +47,23 @@ def run_weft(weft, args, timeout=600):
 
 
 def weft_bench(weft, path, target, warmup, reps):
-    args = ["bench", path, "--backend", "cuda", "--json", "--warmup", str(warmup),
+    """Times a program on the GPU and checks its outputs against the reference interpreter: a
+    program whose outputs differ gets an "error" (its time would mean nothing)."""
+    args = ["bench", path, "--backend", "cuda", "--json", "--check", "--warmup", str(warmup),
             "--reps", str(reps)]
     if target:
         args += ["--target", target]
     j, err = run_weft(weft, args)
     if err:
         return {"file": rel(path), "error": err}
-    p = j["program"]
+    p, check = j["program"], j.get("check", {})
+    if not check.get("matches_interpreter", False):
+        return {"file": rel(path), "median_us_wrong_output": p["median_us"],
+                "error": f"outputs differ from the reference interpreter (scaled error "
+                         f"{check.get('scaled_error')} > tolerance {check.get('tolerance')})"}
     return {"file": rel(path), "median_us": p["median_us"], "min_us": p["min_us"],
-            "max_us": p["max_us"], "device": j.get("device"), "target": j.get("target")}
+            "max_us": p["max_us"], "device": j.get("device"), "target": j.get("target"),
+            "scaled_error": check.get("scaled_error")}
 
 
 def weft_cost(weft, path, target):
@@ -344,7 +351,9 @@ def run_ranking(a, header):
         json.dump(doc, f, indent=2)
     lines = [f"# Cost model vs measured time on {header['gpu']}", "",
              f"Driver {header['driver']}, {header['date']}. Top-k verified µGraphs of "
-             f"`weft optimize`, each timed by `weft bench --backend cuda` (median of {a.reps}).", "",
+             f"`weft optimize`, each timed by `weft bench --backend cuda --check` (median of "
+             f"{a.reps}; a candidate whose outputs differ from the reference interpreter is "
+             f"counted as failed and left out of ρ).", "",
              "| example | candidates measured | Spearman ρ (predicted vs measured) | "
              "best predicted → measured | fastest measured |", "| --- | --- | --- | --- | --- |"]
     if not results:

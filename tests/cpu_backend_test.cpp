@@ -107,6 +107,16 @@ TEST(CpuBackend, MatchesInterpreterOnSearchResults) {
   EXPECT_GE(checked, 1);
 }
 
+// `weft bench --check` compares the backend's outputs with the reference interpreter and says so
+// in its JSON (the GPU path runs the same code with the dtype tolerance, in gpu-check).
+TEST(CpuBackend, BenchChecksOutputsAgainstTheInterpreter) {
+  auto [rc, out] = test::run_weft("bench " + small("gated_mlp.fused.weft") +
+                                  " --backend cpu --check --json --reps 1 --warmup 0");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"matches_interpreter\": true"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"tolerance\": 0.0001"), std::string::npos) << out;
+}
+
 TEST(CpuBackend, CachesCompiledArtifactsByContent) {
   Graph g = load(small("gated_mlp.fused.weft"));
   auto a = compile_program(g, target_by_name("cpu"));

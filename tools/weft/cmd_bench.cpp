@@ -1,6 +1,7 @@
-// `weft bench FILE --backend cpu|cuda [--compare INPUT_PROGRAM] [--json]`: median run time of a
-// µGraph compiled by a backend, and its speedup over another program (the unfused input) run by
-// the same backend. On the GPU, each run is timed with CUDA events on device-resident buffers.
+// `weft bench FILE --backend cpu|cuda [--compare INPUT_PROGRAM] [--check] [--json]`: median run
+// time of a µGraph compiled by a backend, its speedup over another program (the unfused input) run
+// by the same backend, and (--check) whether its outputs match the reference interpreter. On the
+// GPU, each run is timed with CUDA events on device-resident buffers.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,7 +10,9 @@
 
 #include "core/target.h"
 #include "interp/compare.h"
+#include "interp/interpreter.h"
 #include "interp/random_inputs.h"
+#include "runtime/dtype_convert.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
@@ -72,6 +75,32 @@ nlohmann::ordered_json timing_json(const std::string& file, const Graph& g, cons
           {"max_us", round_us(t.max_s)}};
 }
 
+// The backend's outputs against the reference interpreter (f64) on the same inputs. The GPU
+// stores inputs in their declared dtypes, so the interpreter sees them rounded the same way and
+// the tolerance is the output dtype's; the CPU backend computes in f32 on the unrounded inputs.
+nlohmann::ordered_json check_against_interpreter(const Graph& g, const Measured& m, uint64_t seed,
+                                                 bool cuda) {
+  auto inputs = random_inputs(g, seed);
+  if (cuda)
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (double& v : inputs[i].data)
+        v = round_to_dtype(static_cast<float>(v), g.type(g.inputs[i]).dtype);
+  auto want = evaluate_real(g, inputs, /*f32=*/false);
+  WEFT_CHECK(want.size() == m.outputs.size(), "backend and interpreter disagree on output count");
+  bool ok = true;
+  double worst = 0, tolerance = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    WEFT_CHECK(want[i].data.size() == m.outputs[i].size(), "output size differs from interpreter");
+    Tensor<double> got(want[i].shape, std::vector<double>(m.outputs[i].begin(), m.outputs[i].end()));
+    double tol = cuda ? tolerance_for(g.type(g.outputs[i]).dtype) : tolerance_for(true);
+    Comparison c = compare_outputs(got, want[i], tol);
+    ok = ok && c.ok;
+    if (!(c.scaled_error <= worst)) worst = c.scaled_error;  // NaN propagates
+    tolerance = std::max(tolerance, tol);
+  }
+  return {{"matches_interpreter", ok}, {"scaled_error", worst}, {"tolerance", tolerance}};
+}
+
 }  // namespace
 
 static Register reg(
@@ -84,6 +113,7 @@ static Register reg(
       auto reps = std::make_shared<int>(-1);
       auto seed = std::make_shared<uint64_t>(0);
       auto json = std::make_shared<bool>(false);
+      auto check = std::make_shared<bool>(false);
       sub.add_option("FILE", *file, "µGraph file")->required();
       sub.add_option("--backend", *backend, "cpu, or cuda (the GPU, timed with CUDA events)")
           ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -98,6 +128,9 @@ static Register reg(
                      "Timed runs, the median is reported (default: cpu 21, cuda 100)");
       sub.add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
       sub.add_flag("--json", *json, "Print the result as JSON (times in microseconds)");
+      sub.add_flag("--check", *check,
+                   "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
+                   "within the output dtype's tolerance (exit 3 when outside)");
       return [=]() -> int {
         bool cuda = *backend == "cuda";
         int w = *warmup >= 0 ? *warmup : cuda ? 10 : 3;
@@ -135,6 +168,16 @@ static Register reg(
                                       {"reps", r},
                                       {"program", timing_json(*file, g, a.timing)}};
         int rc = 0;
+        if (*check) {
+          nlohmann::ordered_json c = check_against_interpreter(g, a, *seed, cuda);
+          bool ok = c["matches_interpreter"].get<bool>();
+          if (!*json)
+            fmt::print("{} vs the reference interpreter: {} (scaled error {:.3g}, tolerance {:.3g})\n",
+                       *file, ok ? "matches" : "DIFFERS", c["scaled_error"].get<double>(),
+                       c["tolerance"].get<double>());
+          out["check"] = std::move(c);
+          if (!ok) rc = 3;
+        }
         if (!compare->empty()) {
           Graph ref = load_graph(*compare);
           Measured b = measure(ref);
@@ -160,7 +203,7 @@ static Register reg(
           if (!*json)
             fmt::print("speedup of {} over {}: {:.2f}x (outputs {})\n", *file, *compare, speedup,
                        agree ? "agree within tolerance" : "DIFFER");
-          rc = agree ? 0 : 3;
+          if (!agree) rc = 3;
         }
         if (*json) std::cout << out.dump(2) << "\n";
         return rc;
