@@ -11,10 +11,10 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "search/absexpr_oracle.h"
 #include "search/kernel_search.h"
-#include "verify/equivalence.h"
+#include "tests/search_test_util.h"
 #include "tests/test_util.h"
+#include "verify/equivalence.h"
 
 namespace weft {
 namespace {
@@ -23,51 +23,9 @@ Graph load_data(const std::string& name) {
   return test::load_graph_file(test::source_path("tests/data/" + name));
 }
 
-int count_kernels(const Graph& g) {
-  int n = 0;
-  for (const Op& op : g.ops) n += op.kind == OpKind::kernel;
-  return n;
-}
-
-// A kernel op reading Q, K, V whose grid cuts the KV axis (K's dim 2) while its for-loop walks
-// the rest of it: the partial-sum kernel of a split-KV µGraph.
-bool cuts_kv_axis(const Graph& g) {
-  for (const Op& op : g.ops) {
-    if (op.kind != OpKind::kernel || op.inputs.size() != 3) continue;
-    const Graph& block = *op.body;
-    for (const Op& b : block.ops)
-      if (b.kind == OpKind::iter && b.inputs[0] == block.inputs[1]) {
-        std::vector<int64_t> imap = b.attrs.get_list("imap");
-        for (int64_t d : imap)
-          if (d == 2 && b.attrs.get_int("fmap") == 2) return true;
-      }
-  }
-  return false;
-}
-
-// Runs the kernel search on `program` with `config`, passing each candidate to `take`, which
-// returns true to stop the search.
-void search(const Graph& program, const SearchConfig& config,
-            const std::function<bool(Graph&&)>& take, SearchStats& stats) {
-  const Target& target = target_by_name(config.target);
-  AbsExprOracle oracle(program);
-  StopSignal stop(120);  // a safety net: the candidates come within seconds
-  SearchConstants constants = constants_of(program);
-  DimClasses classes = analyze_dim_classes(program);
-  BlockMemo memo;
-  KernelSearchContext ctx{program, config, target, constants, classes,
-                          oracle,  stats,  stop,   memo,      2};
-  search_kernel_graphs(ctx, [&](Graph&& g) {
-    if (take(std::move(g))) stop.stop(SearchStop::state_budget);
-  });
-}
-
-SearchConfig small_split_config() {
-  SearchConfig config;
-  config.max_block_ops = 7;
-  config.max_grid_dims = 1;
-  return config;
-}
+using test::count_kernels;
+using test::cuts_kv_axis;
+using test::small_split_config;
 
 TEST(SplitReduction, SearchEmitsVerifiedFlashDecodingCandidates) {
   Graph program = expand_composites(load_data("decode_attention_small.weft"));
@@ -76,7 +34,7 @@ TEST(SplitReduction, SearchEmitsVerifiedFlashDecodingCandidates) {
   config.max_graph_defined_kernels = 2;
   SearchStats stats;
   std::vector<Graph> fused_combine, predefined_combine;
-  search(
+  test::search_candidates(
       program, config,
       [&](Graph&& g) {
         if (!cuts_kv_axis(g)) return false;
@@ -102,7 +60,7 @@ TEST(SplitReduction, PredefinedCombineVerifiesToo) {
   config.max_graph_defined_kernels = 1;
   SearchStats stats;
   std::vector<Graph> found;
-  search(
+  test::search_candidates(
       program, config,
       [&](Graph&& g) {
         if (cuts_kv_axis(g)) found.push_back(std::move(g));
