@@ -27,7 +27,10 @@ std::vector<LiveBuffer> shared_lifetimes(const KernelPlan& k) {
     for (const Step& s : stage == 0 ? k.loop_steps : k.post_steps) {
       for (const std::string& in : s.inputs) touch(in, base + s.depth, false);
       for (const std::string& out : s.outputs) {
-        if (s.kind == StepKind::accum) {
+        if (s.kind == StepKind::accum && s.in_registers) {
+          // Written from registers once the loop is over (after its last barrier).
+          touch(out, loop_levels, true);
+        } else if (s.kind == StepKind::accum) {
           touch(out, -1, true);
           touch(out, loop_levels - 1, false);
         } else {

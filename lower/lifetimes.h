@@ -12,7 +12,9 @@ namespace weft {
 
 // Shared buffers of a scheduled kernel with their live intervals in schedule levels: loop-stage
 // levels first (one iteration; every iteration reuses the same memory), then post-stage levels.
-// Accumulators are live from before the loop (they are initialized there) to their last use.
+// Accumulators are live from before the loop (they are initialized there) to their last use;
+// register accumulators (Step::in_registers) only from the first post level, where the emitter
+// writes their fragments after the loop's final barrier.
 // A buffer is live from the level that writes it through the last level that reads it; buffers
 // written at the level where another is last read conflict (no barrier between them).
 // Pipelined load buffers (KernelPlan::stages > 1) take all their slots and live through the whole

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "lower/build_plan.h"
 #include "lower/choose_stages.h"
+#include "lower/fuse_accumulators.h"
 #include "lower/fuse_threads.h"
 #include "lower/plan_device_memory.h"
 #include "lower/plan_shared_memory.h"
@@ -16,8 +17,8 @@ namespace weft {
 
 const std::vector<std::string>& lowering_passes() {
   static const std::vector<std::string> names = {
-      "build",         "fuse-threads",       "select-layouts",    "schedule",
-      "choose-stages", "plan-shared-memory", "plan-device-memory"};
+      "build",    "fuse-threads",  "select-layouts",     "fuse-accumulators",
+      "schedule", "choose-stages", "plan-shared-memory", "plan-device-memory"};
   return names;
 }
 
@@ -29,6 +30,7 @@ ProgramPlan lower_graph(const Graph& graph, const Target& target, const std::str
   const std::vector<PassFn> passes = {
       [](const ProgramPlan& p) { return fuse_thread_graphs(p); },
       [&](const ProgramPlan& p) { return select_layouts(p, target); },
+      [&](const ProgramPlan& p) { return fuse_accumulators(p, target); },
       [](const ProgramPlan& p) { return schedule_by_depth(p); },
       [&](const ProgramPlan& p) { return choose_stages(p, target); },
       [&](const ProgramPlan& p) { return plan_shared_memory(p, target); },

@@ -5,7 +5,8 @@
 // grid x y x z blocks of `threads` threads; each block runs `loop` iterations of `loop_steps`
 // (loads of device tiles into shared memory, body ops, accumulation), then `post_steps` (post-loop
 // ops and stores back to device memory). Block buffers live in shared memory (with a byte offset
-// and a layout) or in registers (thread-graph values); barriers separate dependent schedule levels.
+// and a layout) or in registers (thread-graph values, matmul results fused into an accumulator);
+// barriers separate dependent schedule levels.
 #pragma once
 
 #include <array>
@@ -54,6 +55,10 @@ struct Step {
   Attrs attrs;
   int depth = 0;           // schedule level within its stage
   std::vector<Step> body;  // thread: compute steps over register buffers
+  // accum (GPU, lower/fuse_accumulators.h): the sum stays in the fused matmul's mma fragments
+  // during the loop and is written to its shared buffer once after it, so that buffer is live only
+  // in the post stage. Printed as the word `registers`.
+  bool in_registers = false;
 
   friend bool operator==(const Step&, const Step&) = default;
 };

@@ -47,6 +47,7 @@ void print_step(std::string& out, const Step& s, int indent) {
   if (has_op_token(s.kind)) out += fmt::format(" {}", op_info(s.op).name);
   out += fmt::format(" {} = {} @{}", join(s.outputs), join(s.inputs), s.depth);
   for (const auto& [k, v] : s.attrs.entries()) out += fmt::format(" {}={}", k, attr_str(v));
+  if (s.in_registers) out += " registers";
   if (s.kind == StepKind::thread) {
     out += " {\n";
     for (const Step& b : s.body) print_step(out, b, indent + 2);
@@ -289,6 +290,10 @@ class Parser {
       if (t[j] == "{" && j + 1 == t.size() && s.kind == StepKind::thread) {
         open = true;
         break;
+      }
+      if (t[j] == "registers" && s.kind == StepKind::accum && j + 1 == t.size()) {
+        s.in_registers = true;
+        continue;
       }
       size_t eq = t[j].find('=');
       expect(eq != std::string::npos, fmt::format("expected 'key=value', got '{}'", t[j]));

@@ -19,6 +19,7 @@
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
+#include "lower/lifetimes.h"
 #include "lower/pipeline.h"
 #include "runtime/dtype_convert.h"
 #include "tests/test_util.h"
@@ -99,6 +100,30 @@ TEST(CudaEmulation, WideGatedMlpUsesTensorCoresSwizzleAndPipeline) {
   EXPECT_GE(count(src, "weft_swz<2>"), 2);
   EXPECT_GE(count(src, "weft_cp_async16("), 3);
   EXPECT_EQ(count(src, fmt::format("weft_cp_async_wait<{}>", plan.kernels[0].stages - 1)), 1);
+}
+
+// The emitter takes the register-accumulator decision from the plan (lower/fuse_accumulators.h)
+// and refuses a plan that disagrees with the lowering's analysis instead of guessing.
+TEST(CudaEmulation, EmitterFollowsThePlansAccumulatorFusion) {
+  Graph g = load(source_path("tests/data/cuda/gated_mlp_wide.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  KernelPlan& k = plan.kernels.at(0);
+  // The register accumulators' shared buffers reuse memory of the loop's pipelined tiles (they
+  // are written after the loop), so the emulation run above checks that ordering too.
+  std::vector<LiveBuffer> live = shared_lifetimes(k);
+  bool reused = false;
+  for (const LiveBuffer& acc : live)
+    for (const LiveBuffer& tile : live)
+      if ((acc.name == "aa" || acc.name == "ba") && is_pipelined(k, tile.name))
+        reused = reused ||
+                 (acc.offset < tile.offset + tile.bytes && tile.offset < acc.offset + acc.bytes);
+  EXPECT_TRUE(reused);
+  ProgramPlan unmarked = plan;
+  for (Step& s : unmarked.kernels[0].loop_steps) s.in_registers = false;
+  EXPECT_THROW(emit_cuda_source(unmarked), InternalError);
+  ProgramPlan unfused = plan;
+  unfused.kernels[0].find_buffer("a")->space = MemSpace::shared;
+  EXPECT_THROW(emit_cuda_source(unfused), InternalError);
 }
 
 TEST(CudaEmulation, Bf16MatmulUsesBf16TensorCoresAndOptsIntoLargeSharedMemory) {

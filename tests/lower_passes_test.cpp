@@ -1,8 +1,11 @@
 // Golden tests of every lowering pass, plus the properties each pass promises.
 // WEFT_UPDATE_GOLDEN=1 rewrites the golden files in tests/golden/lower/ instead of comparing.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -11,9 +14,12 @@
 #include "core/target.h"
 #include "ir/parser.h"
 #include "lower/choose_stages.h"
+#include "lower/fuse_accumulators.h"
 #include "lower/lifetimes.h"
 #include "lower/pipeline.h"
+#include "lower/plan_shared_memory.h"
 #include "lower/plan_text.h"
+#include "lower/schedule.h"
 #include "lower/select_layouts.h"
 #include "tests/test_util.h"
 
@@ -58,7 +64,8 @@ TEST(LowerGolden, EveryPassMatchesItsGoldenFile) {
     for (const char* t : {"cpu", "h100"}) {
       for (const std::string& pass : lowering_passes()) {
         // The GPU target is recorded after the passes whose result depends on the target.
-        if (std::string(t) == "h100" && pass != "select-layouts" && pass != "plan-device-memory")
+        if (std::string(t) == "h100" && pass != "select-layouts" && pass != "fuse-accumulators" &&
+            pass != "plan-device-memory")
           continue;
         std::string path = golden_dir() + p + "." + t + "." + pass + ".plan";
         std::string got = print_plan(lower_graph(g, target_by_name(t), pass));
@@ -74,7 +81,7 @@ TEST(LowerGolden, EveryPassMatchesItsGoldenFile) {
     }
   }
   if (!update) {
-    EXPECT_EQ(compared, 5 * 9);
+    EXPECT_EQ(compared, 5 * 11);
   }
 }
 
@@ -315,7 +322,7 @@ TEST(DeviceMemory, TempTensorsShareTheWorkspace) {
 
 TEST(Pipeline, RejectsUnknownPassNames) {
   EXPECT_THROW(lower_graph(load("gated_mlp"), target_by_name("cpu"), "no-such-pass"), UserError);
-  EXPECT_EQ(lowering_passes().size(), 7u);
+  EXPECT_EQ(lowering_passes().size(), 8u);
 }
 
 // Pipeline depth: as many stages (up to kMaxStages, at most the loop count) as the target's
@@ -343,6 +350,111 @@ TEST(ChooseStages, FitsTheTargetLimitAndKeepsCpuAtOne) {
   EXPECT_EQ(lower_graph(g, t).kernels[0].stages, 2);
   t.smem_per_block_bytes = two - 1;
   EXPECT_EQ(lower_graph(g, t).kernels[0].stages, 1);
+}
+
+// The plan without accumulator fusion: every pass but fuse-accumulators, in pipeline order.
+ProgramPlan lower_without_fusion(const Graph& g, const Target& t) {
+  ProgramPlan p = lower_graph(g, t, "select-layouts");
+  return plan_shared_memory(choose_stages(schedule_by_depth(p), t), t);
+}
+
+// On the full-size fused examples (all tensor-core matmuls feeding accum_sum), the fused products
+// get no shared memory, the accumulators live in registers through the loop, the peak drops and
+// the pipeline is at least as deep. Prints the before/after figures docs/cuda-backend.md quotes.
+TEST(FuseAccumulators, RegisterFusedBuffersLeaveSharedMemoryOnTheFusedExamples) {
+  const Target& t = target_by_name("h100");
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_path("examples"))) {
+    std::string f = e.path().filename().string();
+    if (f.size() > 11 && f.substr(f.size() - 11) == ".fused.weft")
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 3u);
+  int fused_kernels = 0;
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    Graph g = test::load_graph_file(f);
+    ProgramPlan before = lower_without_fusion(g, t), after = lower_graph(g, t);
+    ASSERT_EQ(before.kernels.size(), after.kernels.size());
+    for (size_t i = 0; i < after.kernels.size(); ++i) {
+      const KernelPlan &b = before.kernels[i], &a = after.kernels[i];
+      if (a.library) continue;
+      auto fusions = accumulator_fusions(a);
+      // The analysis sees the same fusions before and after: the pass only marks them.
+      EXPECT_EQ(fusions, accumulator_fusions(b));
+      if (fusions.empty()) continue;
+      ++fused_kernels;
+      for (const AccumulatorFusion& fu : fusions) {
+        EXPECT_TRUE(fu.registers) << fu.product << ": every example matmul fits tensor cores";
+        EXPECT_EQ(b.find_buffer(fu.product)->space, MemSpace::shared);
+        EXPECT_EQ(a.find_buffer(fu.product)->space, MemSpace::reg) << fu.product;
+        EXPECT_EQ(a.find_buffer(fu.product)->offset, -1) << fu.product;
+        EXPECT_EQ(a.find_buffer(fu.accumulator)->space, MemSpace::shared) << fu.accumulator;
+      }
+      EXPECT_LT(a.smem_bytes, b.smem_bytes) << a.name;
+      EXPECT_GE(a.stages, b.stages) << a.name;
+      EXPECT_TRUE(check_shared_memory(a).empty());
+      fmt::print("{} {}: smem {} -> {} bytes, stages {} -> {}\n",
+                 std::filesystem::path(f).filename().string(), a.name, b.smem_bytes, a.smem_bytes,
+                 b.stages, a.stages);
+    }
+  }
+  EXPECT_GE(fused_kernels, 3);
+}
+
+// A register accumulator's shared buffer is live only in the post stage, where the emitter writes
+// the fragments; the products are gone from the lifetimes altogether.
+TEST(FuseAccumulators, RegisterAccumulatorsAreLiveOnlyAfterTheLoop) {
+  KernelPlan k = lower_graph(load("gated_mlp.fused"), target_by_name("h100")).kernels.at(0);
+  int loop_levels = 0;
+  for (const Step& s : k.loop_steps) loop_levels = std::max(loop_levels, s.depth + 1);
+  int marked = 0;
+  for (const Step& s : k.loop_steps) marked += s.in_registers;
+  EXPECT_EQ(marked, 2);
+  std::map<std::string, LiveBuffer> live;
+  for (const LiveBuffer& b : shared_lifetimes(k)) live[b.name] = b;
+  EXPECT_EQ(live.count("a"), 0u);
+  EXPECT_EQ(live.count("b"), 0u);
+  for (const char* acc : {"aa", "ba"}) {
+    ASSERT_EQ(live.count(acc), 1u) << acc;
+    EXPECT_EQ(live[acc].begin, loop_levels) << acc;
+  }
+  // So an accumulator may reuse a loaded tile's memory; the checker still proves the plan.
+  EXPECT_TRUE(check_shared_memory(k).empty());
+  // Dropping the mark makes the accumulator live through the loop again.
+  for (Step& s : k.loop_steps) s.in_registers = false;
+  live.clear();
+  for (const LiveBuffer& b : shared_lifetimes(k)) live[b.name] = b;
+  EXPECT_EQ(live.at("aa").begin, -1);
+}
+
+// f32 matmuls have no tensor-core path: the product is still fused (the emitter adds into the
+// shared accumulator) but the accumulator stays in shared memory. CPU plans are unchanged.
+TEST(FuseAccumulators, ScalarMatmulsFuseIntoSharedAccumulatorsAndCpuPlansAreUnchanged) {
+  Graph g = test::load_graph_file(test::source_path("tests/data/cuda/attention_f32.fused.weft"));
+  KernelPlan k = lower_graph(g, target_by_name("h100")).kernels.at(0);
+  EXPECT_EQ(k.find_buffer("o")->space, MemSpace::reg);
+  EXPECT_EQ(k.find_buffer("s")->space, MemSpace::shared);  // read by exp, not an accumulator
+  EXPECT_EQ(k.find_buffer("oa")->space, MemSpace::shared);
+  for (const Step& s : k.loop_steps) EXPECT_FALSE(s.in_registers);
+  for (const std::string& p : kPrograms) {
+    Graph pg = load(p);
+    const Target& cpu = target_by_name("cpu");
+    EXPECT_TRUE(lower_graph(pg, cpu, "fuse-accumulators") == lower_graph(pg, cpu, "select-layouts"))
+        << p;
+  }
+}
+
+// The text form carries the register mark and rejects it where it means nothing.
+TEST(PlanText, RegisterAccumulatorMarkRoundTrips) {
+  ProgramPlan p = lower_graph(load("gated_mlp.fused"), target_by_name("h100"));
+  std::string text = print_plan(p);
+  EXPECT_NE(text.find("accum accum_sum aa = a @2 registers\n"), std::string::npos) << text;
+  EXPECT_TRUE(parse_plan(text) == p);
+  std::string bad = text;
+  bad.replace(bad.find("store O = y @1"), 14, "store O = y @1 registers");
+  EXPECT_THROW(parse_plan(bad), UserError);
 }
 
 }  // namespace

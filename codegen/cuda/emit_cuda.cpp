@@ -13,6 +13,8 @@
 
 #include "codegen/cuda/prelude.h"
 #include "core/error.h"
+#include "lower/fuse_accumulators.h"
+#include "lower/mma_tiling.h"
 
 namespace weft {
 
@@ -138,12 +140,6 @@ struct Workers {
   std::string first;  // this thread's first unit
   std::string step;   // number of threads
   const char* itype;  // index type
-};
-
-// Tensor-core tiling of one block matmul: output tiles of 16 x 8, a grid of wm x wn warps each
-// owning pm x pn tiles.
-struct MmaTiling {
-  int64_t nb = 1, m = 0, n = 0, k = 0, wm = 1, wn = 1, pm = 1, pn = 1;
 };
 
 class Emitter {
@@ -413,40 +409,6 @@ class Emitter {
 
   // ---------------------------------------------------------------- graph-defined kernels
 
-  std::optional<MmaTiling> mma_tiling(const KernelPlan& k, const Step& s) const {
-    const PlanBuffer *a = k.find_buffer(s.inputs[0]), *b = k.find_buffer(s.inputs[1]),
-                     *c = k.find_buffer(s.outputs[0]);
-    if (!a || !b || !c || a->space != MemSpace::shared || b->space != MemSpace::shared)
-      return std::nullopt;
-    if (a->dtype != b->dtype || a->dtype == DType::f32 || k.threads % 32 != 0) return std::nullopt;
-    int r = static_cast<int>(c->shape.size());
-    if (a->contiguous_dim != r - 1 || b->contiguous_dim != r - 1) return std::nullopt;
-    MmaTiling t;
-    t.m = c->shape[r - 2];
-    t.n = c->shape[r - 1];
-    t.k = a->shape[r - 1];
-    if (t.k % 16 != 0 || t.n % 8 != 0) return std::nullopt;
-    for (int d = 0; d + 2 < r; ++d) t.nb *= c->shape[d];
-    int64_t mt = (t.m + 15) / 16, nt = t.n / 8, warps = k.threads / 32;
-    int64_t best_used = 0, best_load = 0;
-    for (int64_t wm = 1; wm <= std::min(mt, warps); ++wm)
-      for (int64_t wn = 1; wm * wn <= warps && wn <= nt; ++wn) {
-        if (mt % wm || nt % wn) continue;
-        int64_t used = wm * wn, load = mt / wm + nt / wn;
-        if (used > best_used || (used == best_used && load < best_load)) {
-          best_used = used;
-          best_load = load;
-          t.wm = wm;
-          t.wn = wn;
-        }
-      }
-    t.pm = mt / t.wm;
-    t.pn = nt / t.wn;
-    // Keep the fragments in registers: at most 64 accumulator floats per thread.
-    if (t.nb * t.pm * t.pn * 4 > 64) return std::nullopt;
-    return t;
-  }
-
   // Index expressions of batch element `bb` (row-major over C's batch dims), then row, col.
   static std::vector<std::string> mm_index(const Shape& c_shape, const std::string& row,
                                            const std::string& col) {
@@ -677,10 +639,9 @@ class Emitter {
         if (s.op == OpKind::matmul) {
           auto f = fused_.find(s.outputs[0]);
           std::string into = f == fused_.end() ? "" : f->second;
-          auto t = mma_tiling(k, s);
-          if (t && !into.empty())
-            mma_matmul(k, s, *t, reg_acc_.at(into));
-          else if (t)
+          if (!into.empty() && reg_acc_.count(into))
+            mma_matmul(k, s, *mma_tiling(k, s), reg_acc_.at(into));
+          else if (auto t = mma_tiling(k, s); t && into.empty())
             mma_matmul(k, s, *t, "");
           else
             scalar_matmul(k, s, into);
@@ -712,28 +673,49 @@ class Emitter {
     WEFT_CHECK(k.threads % 32 == 0, "kernel {}: {} threads is not a whole number of warps", k.name,
                k.threads);
     block_workers_ = Workers{"tid", std::to_string(k.threads), "int"};
-    // A matmul whose only reader is an accum_sum adds straight into the accumulator; on tensor
-    // cores the sum stays in registers across iterations and is written once after the loop.
-    std::map<std::string, int> readers;
-    for (const auto* steps : {&k.loop_steps, &k.post_steps})
-      for (const Step& s : *steps)
-        for (const std::string& in : s.inputs) ++readers[in];
+    // The plan decides (lower/fuse_accumulators.h): a matmul whose result is a reg buffer adds
+    // straight into the accum_sum reading it; an accumulator marked in_registers keeps its sum in
+    // the matmul's mma fragments across iterations and is written to shared memory after the loop.
     fused_.clear();
     skipped_accums_.clear();
     reg_acc_.clear();
     std::vector<std::pair<std::string, MmaTiling>> reg_accs;  // accumulator, tiling
-    for (const Step& acc : k.loop_steps)
-      if (acc.kind == StepKind::accum && acc.op == OpKind::accum_sum && readers[acc.inputs[0]] == 1)
-        for (const Step& mm : k.loop_steps)
-          if (mm.kind == StepKind::compute && mm.op == OpKind::matmul &&
-              mm.outputs[0] == acc.inputs[0]) {
-            fused_[mm.outputs[0]] = acc.outputs[0];
-            skipped_accums_.insert(acc.outputs[0]);
-            if (auto t = mma_tiling(k, mm)) {
-              reg_acc_[acc.outputs[0]] = fmt::format("racc{}", reg_accs.size());
-              reg_accs.emplace_back(acc.outputs[0], *t);
-            }
-          }
+    std::vector<AccumulatorFusion> planned;
+    for (const Step& acc : k.loop_steps) {
+      if (acc.kind != StepKind::accum) continue;
+      const PlanBuffer* x = k.find_buffer(acc.inputs.at(0));
+      bool fused = x != nullptr && x->space == MemSpace::reg;
+      WEFT_CHECK(!acc.in_registers || fused, "kernel {}: {} in registers without a fused matmul",
+                 k.name, acc.outputs[0]);
+      if (!fused) continue;
+      const Step* mm = nullptr;
+      for (const Step& s : k.loop_steps)
+        if (s.kind == StepKind::compute && s.op == OpKind::matmul && s.outputs[0] == acc.inputs[0])
+          mm = &s;
+      WEFT_CHECK(mm != nullptr && acc.op == OpKind::accum_sum,
+                 "kernel {}: {} reads the register value {}, not a fused matmul", k.name,
+                 acc.outputs[0], acc.inputs[0]);
+      planned.push_back({mm->outputs[0], acc.outputs[0], acc.in_registers});
+      fused_[mm->outputs[0]] = acc.outputs[0];
+      skipped_accums_.insert(acc.outputs[0]);
+      if (acc.in_registers) {
+        auto t = mma_tiling(k, *mm);
+        WEFT_CHECK(t.has_value(), "kernel {}: {} in registers but {} has no tensor-core tiling",
+                   k.name, acc.outputs[0], mm->outputs[0]);
+        reg_acc_[acc.outputs[0]] = fmt::format("racc{}", reg_accs.size());
+        reg_accs.emplace_back(acc.outputs[0], *t);
+      }
+    }
+    // One source of truth: what the plan says is exactly what the lowering's analysis admits.
+    WEFT_CHECK(planned == accumulator_fusions(k),
+               "kernel {}: the plan's accumulator fusions disagree with lower/fuse_accumulators "
+               "(was the plan lowered for a GPU target?)",
+               k.name);
+    // The fragments are written after the loop into memory the loop's buffers may have used:
+    // the loop's final barrier orders those reads first.
+    WEFT_CHECK(reg_accs.empty() ||
+                   (!k.loop_steps.empty() && k.loop_steps.back().kind == StepKind::barrier),
+               "kernel {}: register accumulators need a barrier ending the loop", k.name);
 
     line(
         "// kernel {}: grid [{}, {}, {}], {} threads, loop {}, {} stage{}, {} bytes of shared "

@@ -69,8 +69,10 @@ static Register reg(
             fmt::print("  {}: library {}\n", k.name, op_info(k.loop_steps.at(0).op).name);
           else
             fmt::print(
-                "  {}: grid [{}, {}, {}], {} threads, loop {}, shared memory peak {} bytes\n",
-                k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.smem_bytes);
+                "  {}: grid [{}, {}, {}], {} threads, loop {}, {} stage{}, shared memory peak {} "
+                "bytes\n",
+                k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.stages,
+                k.stages == 1 ? "" : "s", k.smem_bytes);
         }
         fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
         if (t.kind != TargetKind::cpu) {
