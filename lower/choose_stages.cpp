@@ -14,8 +14,10 @@ ProgramPlan choose_stages(const ProgramPlan& plan, const Target& target) {
     if (k.library) continue;
     k.stages = 1;
     if (target.kind != TargetKind::gpu) continue;
-    bool has_loads = std::any_of(k.loop_steps.begin(), k.loop_steps.end(),
-                                 [](const Step& s) { return s.kind == StepKind::load; });
+    // Hoisted loads run once before the loop: nothing to overlap, one buffer.
+    bool has_loads = std::any_of(k.loop_steps.begin(), k.loop_steps.end(), [](const Step& s) {
+      return s.kind == StepKind::load && !s.hoisted;
+    });
     if (!has_loads) continue;
     for (int64_t s = std::min(kMaxStages, k.loop); s > 1; --s) {
       KernelPlan trial = k;

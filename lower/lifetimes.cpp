@@ -30,7 +30,8 @@ std::vector<LiveBuffer> shared_lifetimes(const KernelPlan& k) {
         if (s.kind == StepKind::accum && s.in_registers) {
           // Written from registers once the loop is over (after its last barrier).
           touch(out, loop_levels, true);
-        } else if (s.kind == StepKind::accum) {
+        } else if (s.kind == StepKind::accum || (s.kind == StepKind::load && s.hoisted)) {
+          // Written before the loop (initialized, or loaded once) and read by every iteration.
           touch(out, -1, true);
           touch(out, loop_levels - 1, false);
         } else {

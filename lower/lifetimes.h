@@ -12,7 +12,8 @@ namespace weft {
 
 // Shared buffers of a scheduled kernel with their live intervals in schedule levels: loop-stage
 // levels first (one iteration; every iteration reuses the same memory), then post-stage levels.
-// Accumulators are live from before the loop (they are initialized there) to their last use;
+// Accumulators and hoisted loads (Step::hoisted) are live from before the loop (they are
+// initialized or loaded there) through the whole loop to their last use;
 // register accumulators (Step::in_registers) only from the first post level, where the emitter
 // writes their fragments after the loop's final barrier.
 // A buffer is live from the level that writes it through the last level that reads it; buffers

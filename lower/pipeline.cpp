@@ -8,6 +8,7 @@
 #include "lower/choose_stages.h"
 #include "lower/fuse_accumulators.h"
 #include "lower/fuse_threads.h"
+#include "lower/hoist_loads.h"
 #include "lower/plan_device_memory.h"
 #include "lower/plan_shared_memory.h"
 #include "lower/schedule.h"
@@ -17,8 +18,8 @@ namespace weft {
 
 const std::vector<std::string>& lowering_passes() {
   static const std::vector<std::string> names = {
-      "build",    "fuse-threads",  "select-layouts",     "fuse-accumulators",
-      "schedule", "choose-stages", "plan-shared-memory", "plan-device-memory"};
+      "build",       "fuse-threads",  "select-layouts",     "fuse-accumulators", "schedule",
+      "hoist-loads", "choose-stages", "plan-shared-memory", "plan-device-memory"};
   return names;
 }
 
@@ -32,6 +33,7 @@ ProgramPlan lower_graph(const Graph& graph, const Target& target, const std::str
       [&](const ProgramPlan& p) { return select_layouts(p, target); },
       [&](const ProgramPlan& p) { return fuse_accumulators(p, target); },
       [](const ProgramPlan& p) { return schedule_by_depth(p); },
+      [](const ProgramPlan& p) { return hoist_invariant_loads(p); },
       [&](const ProgramPlan& p) { return choose_stages(p, target); },
       [&](const ProgramPlan& p) { return plan_shared_memory(p, target); },
       [](const ProgramPlan& p) { return plan_device_memory(p); },

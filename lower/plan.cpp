@@ -71,7 +71,7 @@ int64_t stage_stride(const PlanBuffer& b) {
 bool is_pipelined(const KernelPlan& k, const std::string& name) {
   if (k.library || k.stages <= 1) return false;
   for (const Step& s : k.loop_steps)
-    if (s.kind == StepKind::load && s.outputs.at(0) == name) return true;
+    if (s.kind == StepKind::load && !s.hoisted && s.outputs.at(0) == name) return true;
   return false;
 }
 

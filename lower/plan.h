@@ -4,7 +4,8 @@
 // kernel is one `call` of a pre-defined operator on device tensors. A graph-defined kernel runs
 // grid x y x z blocks of `threads` threads; each block runs `loop` iterations of `loop_steps`
 // (loads of device tiles into shared memory, body ops, accumulation), then `post_steps` (post-loop
-// ops and stores back to device memory). Block buffers live in shared memory (with a byte offset
+// ops and stores back to device memory). Loads of loop-invariant tiles are marked `hoisted` and
+// issued once before the loop. Block buffers live in shared memory (with a byte offset
 // and a layout) or in registers (thread-graph values, matmul results fused into an accumulator);
 // barriers separate dependent schedule levels.
 #pragma once
@@ -59,6 +60,10 @@ struct Step {
   // during the loop and is written to its shared buffer once after it, so that buffer is live only
   // in the post stage. Printed as the word `registers`.
   bool in_registers = false;
+  // load (lower/hoist_loads.h): the tile is the same every iteration (no fmap), so it is loaded
+  // once before the loop into a single buffer that stays live through the whole loop (never
+  // pipelined). Printed as the word `hoisted`.
+  bool hoisted = false;
 
   friend bool operator==(const Step&, const Step&) = default;
 };
@@ -69,9 +74,10 @@ struct KernelPlan {
   std::array<int64_t, 3> grid = {1, 1, 1};
   int64_t threads = 128;
   int64_t loop = 1;
-  // Pipeline depth of the loop's loads: with stages > 1 every buffer a loop-stage load writes has
-  // `stages` slots of stage_stride() bytes from its offset, iteration `it` using slot it % stages,
-  // so the loads of the next stages - 1 iterations run while this one computes (GPU; CPU: 1).
+  // Pipeline depth of the loop's loads: with stages > 1 every buffer a loop-stage load (not
+  // hoisted) writes has `stages` slots of stage_stride() bytes from its offset, iteration `it`
+  // using slot it % stages, so the loads of the next stages - 1 iterations run while this one
+  // computes (GPU; CPU: 1).
   int64_t stages = 1;
   std::vector<PlanBuffer> buffers;  // shared and register buffers of one block
   std::vector<Step> loop_steps;     // library: the single call step
@@ -87,7 +93,7 @@ struct KernelPlan {
 // Bytes between the pipeline slots of a loaded buffer: its size rounded up to 128 bytes (a
 // swizzle row), so every slot keeps the buffer's alignment.
 int64_t stage_stride(const PlanBuffer& b);
-// True when `name` is written by a loop-stage load of a kernel with stages > 1.
+// True when `name` is written by a loop-stage load, not hoisted, of a kernel with stages > 1.
 bool is_pipelined(const KernelPlan& k, const std::string& name);
 // Shared-memory footprint of a buffer: stages x stage_stride for pipelined buffers, else bytes().
 int64_t footprint_bytes(const KernelPlan& k, const PlanBuffer& b);

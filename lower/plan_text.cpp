@@ -48,6 +48,7 @@ void print_step(std::string& out, const Step& s, int indent) {
   out += fmt::format(" {} = {} @{}", join(s.outputs), join(s.inputs), s.depth);
   for (const auto& [k, v] : s.attrs.entries()) out += fmt::format(" {}={}", k, attr_str(v));
   if (s.in_registers) out += " registers";
+  if (s.hoisted) out += " hoisted";
   if (s.kind == StepKind::thread) {
     out += " {\n";
     for (const Step& b : s.body) print_step(out, b, indent + 2);
@@ -295,6 +296,10 @@ class Parser {
         s.in_registers = true;
         continue;
       }
+      if (t[j] == "hoisted" && s.kind == StepKind::load && j + 1 == t.size()) {
+        s.hoisted = true;
+        continue;
+      }
       size_t eq = t[j].find('=');
       expect(eq != std::string::npos, fmt::format("expected 'key=value', got '{}'", t[j]));
       std::string key = t[j].substr(0, eq), val = t[j].substr(eq + 1);
@@ -319,6 +324,8 @@ class Parser {
         }
       }
     }
+    // A tile that moves with the iteration cannot be loaded once.
+    expect(!s.hoisted || s.attrs.get_int_or("fmap", -1) < 0, "a hoisted load has an fmap");
     if (s.kind == StepKind::thread) {
       expect(open, "a thread step ends with '{'");
       std::vector<std::string> b;

@@ -1,7 +1,6 @@
 // The CUDA code generator without a GPU: generated units run in host emulation against the
 // reference interpreter (CudaEmulation), and compile with nvcc for sm_80 and sm_90a when the
 // toolkit is installed (CudaCompile).
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -37,11 +36,11 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Lowers `g` for `target`, runs the emulated CUDA on seeded inputs rounded to their plan dtypes
-// and compares every output with the interpreter (f64, same rounded inputs) within the output
-// dtype's tolerance. Returns the generated source.
-std::string expect_emulation_matches(const Graph& g, const std::string& target = "h100") {
-  ProgramPlan plan = lower_graph(g, target_by_name(target));
+// Runs `prog` (a unit of `plan`, lowered from `g`) in emulation on seeded inputs rounded to
+// their plan dtypes and compares every output with the interpreter (f64, same rounded inputs)
+// within the output dtype's tolerance.
+std::vector<Comparison> compare_emulation(const Graph& g, const ProgramPlan& plan,
+                                          const EmulatedProgram& prog) {
   auto inputs = random_inputs(g, 7);
   std::vector<std::vector<float>> in;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -55,19 +54,37 @@ std::string expect_emulation_matches(const Graph& g, const std::string& target =
     EXPECT_LT(*lo, *hi) << "constant input " << plan.inputs[i];
     in.push_back(std::move(v));
   }
-  auto prog = compile_emulated(plan);
-  auto got = prog->run(in);
+  auto got = prog.run(in);
   auto want = evaluate_real(g, inputs, /*f32=*/false);
   EXPECT_EQ(got.size(), want.size());
+  std::vector<Comparison> out;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
     DType d = plan.find_tensor(plan.outputs[i])->dtype;
     Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
-    Comparison c = compare_outputs(gt, want[i], tolerance_for(d));
-    EXPECT_GT(c.max_ref, 0) << "trivial reference output " << i;
-    EXPECT_TRUE(c.ok) << g.name << " output " << plan.outputs[i] << ": scaled error "
-                      << c.scaled_error << " > " << c.tolerance;
+    out.push_back(compare_outputs(gt, want[i], tolerance_for(d)));
+    EXPECT_GT(out.back().max_ref, 0) << "trivial reference output " << i;
   }
+  return out;
+}
+
+// Lowers `g` for `target`, runs the emulated CUDA and expects every output to match the
+// interpreter. Returns the generated source.
+std::string expect_emulation_matches(const Graph& g, const std::string& target = "h100") {
+  ProgramPlan plan = lower_graph(g, target_by_name(target));
+  auto prog = compile_emulated(plan);
+  auto cmp = compare_emulation(g, plan, *prog);
+  for (size_t i = 0; i < cmp.size(); ++i)
+    EXPECT_TRUE(cmp[i].ok) << g.name << " output " << plan.outputs[i] << ": scaled error "
+                           << cmp[i].scaled_error << " > " << cmp[i].tolerance;
   return prog->source();
+}
+
+// True when an edited unit of `plan` still computes `g` in emulation (every output within
+// tolerance): mutants must not.
+bool edited_unit_matches(const Graph& g, const ProgramPlan& plan, const std::string& source) {
+  auto cmp = compare_emulation(g, plan, *compile_emulated_source(plan, source));
+  return !cmp.empty() &&
+         std::all_of(cmp.begin(), cmp.end(), [](const Comparison& c) { return c.ok; });
 }
 
 class CudaSmallProgram : public testing::TestWithParam<const char*> {};
@@ -86,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(CudaEmulation, CudaSmallProgram,
                                          "tests/golden/lower/movement.fused.weft",
                                          "tests/data/cuda/gated_mlp_wide.fused.weft",
                                          "tests/data/cuda/rms_norm_linear_bf16.fused.weft",
-                                         "tests/data/cuda/attention_f32.fused.weft"));
+                                         "tests/data/cuda/attention_f32.fused.weft",
+                                         "tests/data/cuda/attention_hoisted_q.fused.weft"));
 
 // The fast paths are really taken by the programs above, so their results check them.
 TEST(CudaEmulation, WideGatedMlpUsesTensorCoresSwizzleAndPipeline) {
@@ -152,43 +170,86 @@ TEST(CudaEmulation, EmulationDetectsAWrongFragmentLayout) {
   std::string src = emit_cuda_source(plan);
   std::string good = "weft_ldmatrix(r, p, 2, true)";
   ASSERT_NE(src.find(good), std::string::npos);
+  ASSERT_TRUE(edited_unit_matches(g, plan, src));
   src.replace(src.find(good), good.size(), "weft_ldmatrix(r, p, 2, false)");
-  std::string dir = testing::TempDir() + "/weft_cuda_mutant_" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/m.cu") << src;
-  std::string cmd = fmt::format(
-      "g++ -std=c++20 -O1 -x c++ -DWEFT_HOST_EMULATION -shared -fPIC -pthread -o '{0}/m.so' "
-      "'{0}/m.cu'",
-      dir);
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  // Loading and comparing goes through the same run path as the real programs.
-  void* h = dlopen((dir + "/m.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(h, nullptr);
-  using LaunchFn = int (*)(void* const*, void* const*, void*, void*);
-  auto launch = reinterpret_cast<LaunchFn>(dlsym(h, "weft_cuda_launch"));
-  ASSERT_NE(launch, nullptr);
-  auto inputs = random_inputs(g, 7);
-  std::vector<std::vector<uint8_t>> bytes;
-  std::vector<void*> ptrs;
-  for (auto& t : inputs) {
-    std::vector<float> v;
-    for (double& x : t.data)
-      v.push_back(static_cast<float>(x = round_to_dtype(float(x), DType::f16)));
-    bytes.push_back(encode_as(v.data(), v.size(), DType::f16));
+  EXPECT_FALSE(edited_unit_matches(g, plan, src));
+}
+
+// A loop-invariant tile (the query) is loaded once, before the loop and before the prologue of
+// the K/V pipeline, in its own cp.async group; the loop waits for the same group counts as
+// without it. The emulated cp.async lands only at the wait that retires its group, so the
+// bookkeeping is checked: waiting for one group fewer, or committing the query's group after
+// the prologue's (then iteration 0's wait leaves it in flight), gives wrong results.
+TEST(CudaEmulation, HoistedLoadIsIssuedOnceAheadOfThePipeline) {
+  Graph g = load(source_path("tests/data/cuda/attention_hoisted_q.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  const KernelPlan& k = plan.kernels.at(0);
+  ASSERT_EQ(k.stages, 4);
+  for (const Step& s : k.loop_steps) {
+    if (s.kind == StepKind::load) {
+      EXPECT_EQ(s.hoisted, s.outputs[0] == "q") << s.outputs[0];
+    }
   }
-  for (auto& b : bytes) ptrs.push_back(b.data());
-  const PlanBuffer* o = plan.find_tensor("O");
-  std::vector<uint8_t> out(static_cast<size_t>(o->bytes()));
-  void* outs[] = {out.data()};
-  ASSERT_EQ(launch(ptrs.data(), outs, nullptr, nullptr), 0);
-  std::vector<float> got(static_cast<size_t>(numel(o->shape)));
-  decode_from(out.data(), got.size(), DType::f16, got.data());
-  auto want = evaluate_real(g, inputs, false);
-  Tensor<double> gt(want[0].shape, std::vector<double>(got.begin(), got.end()));
-  EXPECT_FALSE(compare_outputs(gt, want[0], tolerance_for(DType::f16)).ok);
-  dlclose(h);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  EXPECT_FALSE(is_pipelined(k, "q"));
+  EXPECT_TRUE(is_pipelined(k, "k") && is_pipelined(k, "v"));
+  std::string src = emit_cuda_source(plan);
+  EXPECT_EQ(count(src, "// load q <- Q"), 1);
+  EXPECT_EQ(count(src, "// load k <- K"), 2);  // the prologue and the loop's issue
+  const std::string hoisted = "// loop-invariant tiles, loaded once";
+  size_t q = src.find(hoisted), prologue = src.find("for (int f = 0;"),
+         loop = src.find("for (int it = 0;");
+  ASSERT_NE(q, std::string::npos);
+  ASSERT_NE(prologue, std::string::npos);
+  EXPECT_LT(q, prologue);
+  EXPECT_LT(prologue, loop);
+  EXPECT_EQ(count(src, "weft_cp_async_wait<3>()"), 1);
+  EXPECT_EQ(count(src, "weft_cp_async_wait<0>()"), 0);  // no extra wait for the query
+  ASSERT_TRUE(edited_unit_matches(g, plan, src));
+
+  std::string fewer = src;
+  fewer.replace(fewer.find("weft_cp_async_wait<3>()"), 23, "weft_cp_async_wait<4>()");
+  EXPECT_FALSE(edited_unit_matches(g, plan, fewer));
+
+  // Move the query's load and commit from before the prologue to just before the loop.
+  std::string late = src;
+  size_t line_start = late.rfind('\n', q) + 1;
+  const std::string commit = "weft_cp_async_commit();\n";
+  size_t end = late.find(commit, q) + commit.size();
+  std::string block = late.substr(line_start, end - line_start);
+  late.erase(line_start, end - line_start);
+  size_t at = late.rfind('\n', late.find("for (int it = 0;")) + 1;
+  late.insert(at, block);
+  ASSERT_EQ(count(late, "// load q <- Q"), 1);
+  EXPECT_FALSE(edited_unit_matches(g, plan, late));
+}
+
+// A kernel whose only load is hoisted has no wait in its loop: the emitter waits for the tile
+// before the loop, and without that wait the tile never lands.
+TEST(CudaEmulation, OnlyHoistedLoadsWaitBeforeTheLoop) {
+  Graph g = parse_graph(R"(program invariant_only
+input X: f16[4, 16]
+O = kernel(X, grid=[4], block=64, loop=4) {
+  x = iter(X, imap=[0])
+  e = exp(x)
+  a = accum_sum(e)
+after:
+  O = save(a, omap=[0])
+}
+output O
+)",
+                        "invariant_only.weft");
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  const KernelPlan& k = plan.kernels.at(0);
+  EXPECT_EQ(k.stages, 1);
+  ASSERT_EQ(k.loop_steps.at(0).kind, StepKind::load);
+  EXPECT_TRUE(k.loop_steps.at(0).hoisted);
+  std::string src = expect_emulation_matches(g);
+  const std::string wait = "weft_cp_async_wait<0>();\n";
+  ASSERT_EQ(count(src, wait), 1);
+  EXPECT_LT(src.find(wait), src.find("for (int it = 0;"));
+  std::string unwaited = src;
+  unwaited.erase(unwaited.find(wait), wait.size());
+  EXPECT_FALSE(edited_unit_matches(g, plan, unwaited));
 }
 
 // ---------------------------------------------------------------- nvcc

@@ -439,6 +439,9 @@ class Emitter {
       line("}}");
     };
     phase([&] {
+      // Loop-invariant tiles (lower/hoist_loads.h): the arena keeps them across the loop.
+      for (const Step& s : k.loop_steps)
+        if (s.kind == StepKind::load && s.hoisted) block_step(k, s);
       for (const Step& s : k.loop_steps) {
         if (s.kind != StepKind::accum) continue;
         Operand acc = buffer(k, s.outputs[0]);
@@ -451,9 +454,11 @@ class Emitter {
     });
     line("for (int64_t it = 0; it < {}; ++it) {{", k.loop);
     ++ind_;
+    in_loop_ = true;
     phase([&] {
       for (const Step& s : k.loop_steps) block_step(k, s);
     });
+    in_loop_ = false;
     --ind_;
     line("}}");
     phase([&] {
@@ -490,6 +495,7 @@ class Emitter {
         line("// barrier (level {})", s.depth);
         return;
       case StepKind::load: {
+        if (s.hoisted && in_loop_) return;  // loaded once before the loop
         Operand src = device(s.inputs[0]), dst = buffer(k, s.outputs[0]);
         auto imap = s.attrs.get_list("imap");
         int64_t fmap = s.attrs.get_int("fmap");
@@ -498,6 +504,7 @@ class Emitter {
         for (int g = 0; g < 3; ++g)
           if (imap[g] >= 0)
             off[imap[g]] = fmt::format("{}*{}", bvar[g], src.shape[imap[g]] / k.grid[g]);
+        WEFT_CHECK(!s.hoisted || fmap < 0, "hoisted load {} has an fmap", s.outputs[0]);
         if (fmap >= 0)
           off[fmap] = off[fmap].empty() ? fmt::format("it*{}", dst.shape[fmap])
                                         : fmt::format("{} + it*{}", off[fmap], dst.shape[fmap]);
@@ -596,6 +603,7 @@ class Emitter {
   std::map<std::string, std::string> buf_var_;
   std::map<std::string, std::string> fused_into_;
   std::set<std::string> skipped_;
+  bool in_loop_ = false;  // emitting the for-loop body (hoisted loads are not re-issued there)
 };
 
 }  // namespace

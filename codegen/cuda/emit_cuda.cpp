@@ -610,7 +610,8 @@ class Emitter {
         line("weft_sync();");
         return;
       case StepKind::load:
-        if (in_loop_ && k.stages > 1) return;  // issued ahead by the pipeline
+        // Issued before the loop: once (hoisted) or ahead by the pipeline.
+        if (in_loop_ && (s.hoisted || k.stages > 1)) return;
         emit_load(k, s, in_loop_ ? "it" : "0", "");
         loads_in_flight_ = true;
         return;
@@ -752,7 +753,29 @@ class Emitter {
            acc.ptr, combine_form(s.op).identity);
       inits = true;
     }
-    if (inits) line("weft_sync();");
+    // Loop-invariant tiles (lower/hoist_loads.h), in one cp.async group committed before the
+    // pipeline's: groups complete in order, so the wait of iteration 0 (stages > 1: wait_group
+    // S-1; else wait_group 0 at the level-0 barrier) covers it too, and the level-0 barrier
+    // publishes it. Without loop loads there is no such wait: wait here.
+    bool sync = inits, loop_loads = false, hoisted = false;
+    for (const Step& s : k.loop_steps) {
+      if (s.kind != StepKind::load) continue;
+      loop_loads = loop_loads || !s.hoisted;
+      if (!s.hoisted) continue;
+      WEFT_CHECK(s.attrs.get_int_or("fmap", -1) < 0, "kernel {}: hoisted load {} has an fmap",
+                 k.name, s.outputs[0]);
+      if (!hoisted) line("// loop-invariant tiles, loaded once");
+      hoisted = true;
+      emit_load(k, s, "0", "");
+    }
+    if (hoisted) {
+      line("weft_cp_async_commit();");
+      if (!loop_loads) {
+        line("weft_cp_async_wait<0>();");
+        sync = true;
+      }
+    }
+    if (sync) line("weft_sync();");
 
     in_loop_ = true;
     loads_in_flight_ = false;
@@ -800,7 +823,8 @@ class Emitter {
   void issue_loads(const KernelPlan& k, const std::string& f) {
     open(fmt::format("if ({} < {}) {{", f, k.loop));
     for (const Step& s : k.loop_steps)
-      if (s.kind == StepKind::load) emit_load(k, s, f, fmt::format("{} % {}", f, k.stages));
+      if (s.kind == StepKind::load && !s.hoisted)
+        emit_load(k, s, f, fmt::format("{} % {}", f, k.stages));
     close();
     line("weft_cp_async_commit();");
   }

@@ -55,9 +55,15 @@ std::vector<std::vector<float>> EmulatedProgram::run(
 
 std::unique_ptr<EmulatedProgram> compile_emulated(const ProgramPlan& plan,
                                                   const EmulationOptions& options) {
+  return compile_emulated_source(plan, emit_cuda_source(plan), options);
+}
+
+std::unique_ptr<EmulatedProgram> compile_emulated_source(const ProgramPlan& plan,
+                                                         const std::string& source,
+                                                         const EmulationOptions& options) {
   std::unique_ptr<EmulatedProgram> prog(new EmulatedProgram());
   prog->plan_ = plan;
-  prog->source_ = emit_cuda_source(plan);
+  prog->source_ = source;
   CacheBuild build;
   build.configured_dir = options.cache_dir;
   build.key_material = options.compiler + " " + options.flags + " (host emulation)";

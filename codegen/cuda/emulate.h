@@ -34,8 +34,9 @@ class EmulatedProgram {
   std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs) const;
 
  private:
-  friend std::unique_ptr<EmulatedProgram> compile_emulated(const ProgramPlan&,
-                                                           const EmulationOptions&);
+  friend std::unique_ptr<EmulatedProgram> compile_emulated_source(const ProgramPlan&,
+                                                                  const std::string&,
+                                                                  const EmulationOptions&);
   EmulatedProgram() = default;
   ProgramPlan plan_;
   std::string source_, artifact_;
@@ -48,5 +49,10 @@ class EmulatedProgram {
 // hash of the command and the source) and loads it.
 std::unique_ptr<EmulatedProgram> compile_emulated(const ProgramPlan& plan,
                                                   const EmulationOptions& options = {});
+// The same for a given unit of that plan (tests run edited units to show the emulation catches
+// the edit).
+std::unique_ptr<EmulatedProgram> compile_emulated_source(const ProgramPlan& plan,
+                                                         const std::string& source,
+                                                         const EmulationOptions& options = {});
 
 }  // namespace weft

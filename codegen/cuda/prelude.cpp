@@ -140,6 +140,7 @@ WEFT_DEV void weft_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
 // A block's threads are real std::threads meeting at a std::barrier; blocks run one after
 // another; warp collectives exchange values through per-warp scratch between two warp barriers.
 #include <barrier>
+#include <deque>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -197,11 +198,18 @@ struct weft_emu_block {
   std::vector<uint32_t> scratch;    // 8 words per thread for warp collectives
   std::vector<const unsigned char*> ptrs;
 };
+// An issued cp.async: the 16 source bytes, written to dst only when a wait retires its group.
+struct weft_emu_copy {
+  unsigned char* dst;
+  unsigned char bytes[16];
+};
 struct weft_emu_thread {
   int tid = 0, bx = 0, by = 0, bz = 0;
   int64_t gtid = 0, gthreads = 1;
   unsigned char* smem = nullptr;
   weft_emu_block* block = nullptr;
+  std::vector<weft_emu_copy> open_copies;              // issued, not yet committed
+  std::deque<std::vector<weft_emu_copy>> copy_groups;  // committed, not landed; oldest first
 };
 static thread_local weft_emu_thread weft_emu;
 
@@ -225,12 +233,25 @@ static inline float weft_shfl_xor(float v, int mask) {
   return r;
 }
 static inline void weft_copy16(void* dst, const void* src) { memcpy(dst, src, 16); }
+// cp.async lands only at the wait_group that retires its commit group, so a wrong group count
+// or a read before the wait reads stale shared memory, as it may on a GPU.
 static inline void weft_cp_async16(void* smem_dst, const void* gmem_src) {
-  memcpy(smem_dst, gmem_src, 16);
+  weft_emu_copy c;
+  c.dst = static_cast<unsigned char*>(smem_dst);
+  memcpy(c.bytes, gmem_src, 16);
+  weft_emu.open_copies.push_back(c);
 }
-static inline void weft_cp_async_commit() {}
+static inline void weft_cp_async_commit() {
+  weft_emu.copy_groups.push_back(std::move(weft_emu.open_copies));
+  weft_emu.open_copies.clear();
+}
 template <int N>
-static inline void weft_cp_async_wait() {}
+static inline void weft_cp_async_wait() {
+  while (weft_emu.copy_groups.size() > static_cast<size_t>(N)) {
+    for (const weft_emu_copy& c : weft_emu.copy_groups.front()) memcpy(c.dst, c.bytes, 16);
+    weft_emu.copy_groups.pop_front();
+  }
+}
 
 // ldmatrix .m8n8 .b16: lanes 8i..8i+7 give the row addresses of matrix i; lane l receives row
 // l/4, elements 2(l%4) and 2(l%4)+1 of each matrix (.trans: column l/4, rows 2(l%4), 2(l%4)+1).
@@ -329,6 +350,9 @@ static void weft_emu_launch(int gx, int gy, int gz, int threads, size_t smem, F 
         weft_emu.bz = b / (gx * gy);
         weft_emu.gtid = static_cast<int64_t>(weft_emu.bx) * threads + t;
         body();
+        // Copies never waited for never land: the block's code must not rely on them.
+        weft_emu.open_copies.clear();
+        weft_emu.copy_groups.clear();
         block.bar.arrive_and_wait();  // the next block reuses the same shared memory
       }
     });
