@@ -3,6 +3,7 @@
 
 #include "absexpr/of_graph.h"
 #include "core/error.h"
+#include "search/memory_account.h"
 
 namespace weft {
 
@@ -63,6 +64,15 @@ bool AbsExprOracle::viable(TermRef t) {
 
 bool AbsExprOracle::equivalent(TermRef t, int output) {
   return oracles_.at(static_cast<size_t>(output))->is_equivalent(t);
+}
+
+int64_t AbsExprOracle::memory_bytes() const {
+  // Per term: its node in the store's chunks, its hash-index entry (node with the cached hash,
+  // plus a bucket pointer) and one cached answer per output's oracle.
+  constexpr int64_t per_term =
+      sizeof(TermNode) + heap_chunk(16 + sizeof(std::pair<const TermNode, TermId>)) + 8;
+  int64_t per_oracle = 4 * static_cast<int64_t>(oracles_.size());
+  return static_cast<int64_t>(store_.size()) * (per_term + per_oracle);
 }
 
 bool AbsExprOracle::complete() const {

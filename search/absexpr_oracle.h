@@ -27,6 +27,7 @@ class AbsExprOracle : public ExprOracle {
   bool complete() const;
   std::string text(TermRef t) const override { return store_.str(t); }
   TermRef parse(const std::string& text) override { return store_.parse(text); }
+  int64_t memory_bytes() const override;
   TermRef output_term(int output) const { return outputs_.at(static_cast<size_t>(output)); }
 
  private:

@@ -26,7 +26,7 @@ class Searcher {
  public:
   Searcher(const BlockSearchInput& in, const BlockSchedule& s, const SearchConfig& config,
            const SearchConstants& constants, ExprOracle& oracle, SearchStats& stats,
-           StopSignal& stop, const std::function<void(BlockSketch&&)>& emit)
+           StopSignal& stop, const std::function<bool(BlockSketch&&)>& emit)
       : in_(in),
         s_(s),
         config_(config),
@@ -141,9 +141,9 @@ class Searcher {
   bool visit() {
     if ((++states_ & 1023) == 0) {
       flush_counters();
-      return !stop_.should_stop();
+      return !stop_.should_stop() && !enough_;
     }
-    return !stop_.stopped();
+    return !stop_.stopped() && !enough_;
   }
 
   void flush_counters() {
@@ -405,7 +405,7 @@ class Searcher {
       sk.output_part_classes.push_back(t.part_cls);
     }
     stats_.block_graphs.fetch_add(1, std::memory_order_relaxed);
-    emit_(std::move(sk));
+    if (!emit_(std::move(sk))) enough_ = true;
   }
 
   const BlockSearchInput& in_;
@@ -415,7 +415,7 @@ class Searcher {
   ExprOracle& oracle_;
   SearchStats& stats_;
   StopSignal& stop_;
-  const std::function<void(BlockSketch&&)>& emit_;
+  const std::function<bool(BlockSketch&&)>& emit_;
 
   std::vector<Val> vals_;
   const DimClasses* dc_ = nullptr;
@@ -425,6 +425,7 @@ class Searcher {
   int open_[2] = {0, 0};  // unconsumed values per stage
   int n_iters_ = 0;
   int64_t states_ = 0, flushed_states_ = 0, pruned_expr_ = 0, pruned_bound_ = 0;
+  bool enough_ = false;  // `emit` asked for no more block graphs
 };
 
 }  // namespace
@@ -432,7 +433,7 @@ class Searcher {
 int64_t search_block_graphs(const BlockSearchInput& in, const BlockSchedule& s,
                             const SearchConfig& config, const SearchConstants& constants,
                             ExprOracle& oracle, SearchStats& stats, StopSignal& stop,
-                            const std::function<void(BlockSketch&&)>& emit) {
+                            const std::function<bool(BlockSketch&&)>& emit) {
   Searcher searcher(in, s, config, constants, oracle, stats, stop, emit);
   return searcher.run();
 }

@@ -73,10 +73,11 @@ struct BlockSearchInput {
 };
 
 // Enumerates every block graph for `in` under schedule `s` and calls `emit` for each, in a
-// deterministic order. Returns the number of states visited.
+// deterministic order, until `emit` returns false (the caller wants no more: the kernel search
+// when the memo is full). Returns the number of states visited.
 int64_t search_block_graphs(const BlockSearchInput& in, const BlockSchedule& s,
                             const SearchConfig& config, const SearchConstants& constants,
                             ExprOracle& oracle, SearchStats& stats, StopSignal& stop,
-                            const std::function<void(BlockSketch&&)>& emit);
+                            const std::function<bool(BlockSketch&&)>& emit);
 
 }  // namespace weft

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/error.h"
 
@@ -87,38 +88,47 @@ BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
 
 void save_checkpoint(const std::string& path, const CheckpointData& data, const BlockMemo& memo,
                      const ExprOracle& oracle) {
-  json memo_json = json::array();
-  for (const auto& [key, results] : memo.snapshot()) {
-    std::lock_guard<std::mutex> lock(results->mu);
-    json schedules = json::array(), done = json::array();
-    for (const BlockSchedule& s : results->schedules) schedules.push_back(schedule_json(s));
-    for (size_t i = 0; i < results->schedules.size(); ++i) {
-      if (!results->done[i]) continue;
-      json sketches = json::array();
-      for (const BlockSketch& sk : results->per_schedule[i])
-        sketches.push_back(sketch_json(sk, oracle));
-      done.push_back({{"index", i}, {"states", results->states[i]}, {"sketches", sketches}});
-    }
-    memo_json.push_back({{"key", key}, {"schedules", schedules}, {"done", done}});
-  }
-  json verified = json::array();
-  for (const auto& [text, v] : data.verified)
-    verified.push_back({{"text", text},
-                        {"equivalent", v.equivalent},
-                        {"numerically_ok", v.numerically_ok},
-                        {"bound", v.bound},
-                        {"tests", v.tests},
-                        {"f32_error", v.f32_error},
-                        {"detail", v.detail}});
-  json root = {{"format", "weft-checkpoint-2"},
-               {"fingerprint", data.fingerprint},
-               {"memo", memo_json},
-               {"verified", verified}};
+  // Written piece by piece, one block graph at a time: a JSON document of the whole memo would
+  // take several times the memo's own memory, which may be most of the memory budget. The text is
+  // what json::dump of the whole document gives (keys in order).
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw UserError(SourceLoc{path}, "cannot write the checkpoint file");
-    out << root.dump() << "\n";
+    out << "{\"fingerprint\":" << json(data.fingerprint).dump()
+        << ",\"format\":\"weft-checkpoint-2\",\"memo\":[";
+    bool first_entry = true;
+    for (const auto& [key, results] : memo.snapshot()) {
+      std::lock_guard<std::mutex> lock(results->mu);
+      out << (first_entry ? "" : ",") << "{\"done\":[";
+      first_entry = false;
+      bool first_done = true;
+      for (size_t i = 0; i < results->schedules.size(); ++i) {
+        // A truncated schedule (memory budget) is redone on resume, like an unfinished one.
+        if (!results->done[i] || results->truncated[i]) continue;
+        out << (first_done ? "" : ",") << "{\"index\":" << i << ",\"sketches\":[";
+        first_done = false;
+        bool first_sketch = true;
+        for (const BlockSketch& sk : results->per_schedule[i]) {
+          out << (first_sketch ? "" : ",") << sketch_json(sk, oracle).dump();
+          first_sketch = false;
+        }
+        out << "],\"states\":" << results->states[i] << "}";
+      }
+      json schedules = json::array();
+      for (const BlockSchedule& s : results->schedules) schedules.push_back(schedule_json(s));
+      out << "],\"key\":" << json(key).dump() << ",\"schedules\":" << schedules.dump() << "}";
+    }
+    json verified = json::array();
+    for (const auto& [text, v] : data.verified)
+      verified.push_back({{"text", text},
+                          {"equivalent", v.equivalent},
+                          {"numerically_ok", v.numerically_ok},
+                          {"bound", v.bound},
+                          {"tests", v.tests},
+                          {"f32_error", v.f32_error},
+                          {"detail", v.detail}});
+    out << "],\"verified\":" << verified.dump() << "}\n";
     out.flush();
     if (!out) throw UserError(SourceLoc{path}, "writing the checkpoint failed (disk full?)");
   }
@@ -129,31 +139,79 @@ bool load_checkpoint(const std::string& path, const std::string& fingerprint, Ch
                      BlockMemo& memo, ExprOracle& oracle) {
   std::ifstream in(path);
   if (!in) return false;
-  json root;
-  try {
-    root = json::parse(in);
-    if (root.at("format") != "weft-checkpoint-2")
-      throw UserError(SourceLoc{path}, fmt::format("checkpoint format {} (this weft reads "
-                                                   "weft-checkpoint-2); delete it to start afresh",
-                                                   root.at("format").dump()));
-    if (root.at("fingerprint") != fingerprint) return false;
-    for (const json& e : root.at("memo")) {
+  // Parsed with a callback that turns each block graph, finished schedule and memo entry into the
+  // search's compact form as soon as it is read and drops its JSON, so the document is never held
+  // whole (it can be several times the memory of the memo it describes). Depths: root 0, memo 1,
+  // entry 2, done 3, one done schedule 4, its sketches 5, one sketch 6.
+  std::vector<std::string> keys(8);  // the key being read at each depth
+  std::optional<std::string> format, file_fingerprint;
+  bool skip = false;  // another program or configuration: read nothing more into the oracle
+  std::vector<std::pair<size_t, int64_t>> done;  // (schedule index, states) of the entry being read
+  std::vector<std::vector<BlockSketch>> done_sketches;
+  std::vector<BlockSketch> sketches;  // of the schedule being read
+  std::vector<std::pair<std::string, std::shared_ptr<BlockResults>>> entries;
+  auto in_memo = [&](int depth) { return depth >= 2 && keys[1] == "memo"; };
+  auto callback = [&](int depth, json::parse_event_t event, json& parsed) -> bool {
+    using E = json::parse_event_t;
+    if (event == E::key) {
+      if (depth < static_cast<int>(keys.size()))
+        keys[static_cast<size_t>(depth)] = parsed.get<std::string>();
+      return true;
+    }
+    if (event == E::value && depth == 1 && keys[1] == "format") {
+      format = parsed.get<std::string>();
+      if (*format != "weft-checkpoint-2")
+        throw UserError(SourceLoc{path},
+                        fmt::format("checkpoint format {} (this weft reads "
+                                    "weft-checkpoint-2); delete it to start afresh",
+                                    parsed.dump()));
+    }
+    if (event == E::value && depth == 1 && keys[1] == "fingerprint") {
+      file_fingerprint = parsed.get<std::string>();
+      skip = *file_fingerprint != fingerprint;
+    }
+    if (event != E::object_end || !in_memo(depth)) return true;
+    if (depth == 6 && keys[3] == "done" && keys[5] == "sketches") {
+      if (!skip) sketches.push_back(sketch_from(parsed, oracle));
+      return false;
+    }
+    if (depth == 4 && keys[3] == "done") {
+      done.emplace_back(parsed.at("index").get<size_t>(), parsed.at("states").get<int64_t>());
+      done_sketches.push_back(std::move(sketches));
+      sketches.clear();
+      return false;
+    }
+    if (depth == 2) {
       auto r = std::make_shared<BlockResults>();
-      for (const json& s : e.at("schedules")) r->schedules.push_back(schedule_from(s));
+      for (const json& s : parsed.at("schedules")) r->schedules.push_back(schedule_from(s));
       r->per_schedule.resize(r->schedules.size());
       r->done.assign(r->schedules.size(), false);
       r->states.assign(r->schedules.size(), 0);
-      for (const json& d : e.at("done")) {
-        size_t i = d.at("index").get<size_t>();
+      r->truncated.assign(r->schedules.size(), false);
+      for (size_t d = 0; d < done.size(); ++d) {
+        size_t i = done[d].first;
         if (i >= r->schedules.size())
           throw UserError(SourceLoc{path}, "corrupt checkpoint (schedule index)");
         r->done[i] = true;
-        r->states[i] = d.at("states").get<int64_t>();
-        for (const json& sk : d.at("sketches"))
-          r->per_schedule[i].push_back(sketch_from(sk, oracle));
+        r->states[i] = done[d].second;
+        r->per_schedule[i] = std::move(done_sketches[d]);
+        r->per_schedule[i].shrink_to_fit();
       }
-      memo.restore(e.at("key").get<std::string>(), r);
+      done.clear();
+      done_sketches.clear();
+      if (!skip) entries.emplace_back(parsed.at("key").get<std::string>(), std::move(r));
+      return false;
     }
+    return true;
+  };
+  json root;
+  try {
+    root = json::parse(in, callback);
+    if (!format || !file_fingerprint || !root.contains("verified"))
+      throw UserError(SourceLoc{path},
+                      "corrupt checkpoint (missing fields); delete it to start afresh");
+    if (*file_fingerprint != fingerprint) return false;
+    for (auto& [key, r] : entries) memo.restore(key, std::move(r));
     for (const json& v : root.at("verified")) {
       VerifiedRecord rec;
       rec.equivalent = v.at("equivalent").get<bool>();

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/system_memory.h"
 
 namespace weft {
 
@@ -29,6 +31,13 @@ static std::vector<OpKind> ops_from_json(const nlohmann::json& j, const std::str
   return out;
 }
 
+int64_t SearchConfig::default_memory_budget_mb() {
+  // Half: the rest is for the verifier, the operating system and whatever else runs (the
+  // estimate counts the search's structures, not the allocator's slack).
+  int64_t bytes = physical_memory_bytes();
+  return bytes > 0 ? std::max<int64_t>(1, bytes / 2 / (int64_t{1} << 20)) : 4096;
+}
+
 nlohmann::json SearchConfig::to_json() const {
   return {{"target", target},
           {"max_kernel_ops", max_kernel_ops},
@@ -49,6 +58,7 @@ nlohmann::json SearchConfig::to_json() const {
           {"split_reductions", split_reductions},
           {"time_budget_s", time_budget_s},
           {"state_budget", state_budget},
+          {"memory_budget_mb", memory_budget_mb},
           {"threads", threads},
           {"pruning", pruning},
           {"target_error", target_error},
@@ -123,6 +133,8 @@ void SearchConfig::merge_json(const nlohmann::json& j, const std::string& origin
       number(time_budget_s);
     else if (key == "state_budget")
       positive_int(state_budget);
+    else if (key == "memory_budget_mb")
+      positive_int(memory_budget_mb);
     else if (key == "threads")
       positive_int(threads);
     else if (key == "pruning")

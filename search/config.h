@@ -52,6 +52,10 @@ struct SearchConfig {
   // Budgets. 0 means unlimited.
   double time_budget_s = 600;
   int64_t state_budget = 0;
+  // Megabytes the search may hold in what grows with it (memo of block graphs, candidates,
+  // abstract-expression terms; search/memory_account.h). At 80% the memo stops taking new
+  // intermediate-mode block graphs; past 100% the search stops ("memory budget").
+  int64_t memory_budget_mb = default_memory_budget_mb();
   int threads = 0;      // 0: all hardware threads
   bool pruning = true;  // abstract-expression pruning (off only to measure what it buys)
 
@@ -63,6 +67,10 @@ struct SearchConfig {
   // Checkpointing.
   std::string checkpoint_path;
   double checkpoint_interval_s = 10;
+
+  // Half the physical memory available to this process (core/system_memory.h), in megabytes;
+  // 4096 where it cannot be read.
+  static int64_t default_memory_budget_mb();
 
   nlohmann::json to_json() const;
   // Overrides fields present in `j`; unknown keys or bad values are UserErrors naming the key.

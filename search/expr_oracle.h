@@ -28,6 +28,9 @@ class ExprOracle {
   // Printable form, and back: checkpoints store terms as text since ids depend on timing.
   virtual std::string text(TermRef t) const = 0;
   virtual TermRef parse(const std::string& text) = 0;
+  // Estimated bytes of the terms made so far and their cached answers (the part that grows with
+  // the search; search/memory_account.h). Stand-ins that hold little may leave it at 0.
+  virtual int64_t memory_bytes() const { return 0; }
 };
 
 }  // namespace weft

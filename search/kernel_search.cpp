@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/parallel.h"
+#include "search/signature.h"
 #include "search/split_reduction.h"
 #include "search/stype.h"
 
@@ -36,6 +37,34 @@ void BlockMemo::restore(const std::string& key, std::shared_ptr<BlockResults> r)
   map_[key] = std::move(r);
 }
 
+int64_t BlockMemo::entry_bytes(const std::string& key, const BlockResults& r) {
+  using Node = std::pair<const std::string, std::shared_ptr<BlockResults>>;
+  auto bits = [](const std::vector<bool>& v) {
+    return heap_chunk(static_cast<int64_t>(v.capacity() / 8));
+  };
+  // The map node, its copy of the key (as long as the key: not the capacity of the string it was
+  // built in), and make_shared's one allocation (control block + results).
+  int64_t key_bytes = key.size() > 15 ? heap_chunk(static_cast<int64_t>(key.size() + 1)) : 0;
+  int64_t n = map_node_bytes(sizeof(Node)) + key_bytes + heap_chunk(16 + sizeof(BlockResults));
+  n += heap_bytes(r.schedules) + heap_bytes(r.per_schedule) + bits(r.done) + bits(r.truncated) +
+       heap_bytes(r.states) + heap_bytes(r.kept);
+  for (const BlockSchedule& s : r.schedules) n += heap_bytes(s);
+  for (const std::vector<BlockSketch>& sketches : r.per_schedule) {
+    n += heap_bytes(sketches);
+    for (const BlockSketch& sk : sketches) n += heap_bytes(sk);
+  }
+  return n;
+}
+
+int64_t BlockMemo::bytes() const {
+  int64_t n = 0;
+  for (const auto& [key, results] : snapshot()) {
+    std::lock_guard<std::mutex> lock(results->mu);
+    n += entry_bytes(key, *results);
+  }
+  return n;
+}
+
 SearchConstants constants_of(const Graph& program) {
   std::set<Rational> factors, offsets;
   for (const Op& op : program.ops) {
@@ -57,29 +86,6 @@ SearchConstants constants_of(const Graph& program) {
 }
 
 namespace {
-
-// What the rest of the kernel graph can see of a block graph: its outputs' types, terms, axis
-// classes and partial-result dims. Block graphs with equal signatures are interchangeable in any
-// kernel graph; only their cost differs.
-using Signature = std::vector<int64_t>;
-
-Signature signature_of(const BlockSketch& sk) {
-  Signature key;
-  key.reserve(sk.output_types.size() * 20);
-  for (size_t i = 0; i < sk.output_types.size(); ++i) {
-    const TensorType& t = sk.output_types[i];
-    key.push_back(static_cast<int64_t>(t.dtype));
-    key.push_back(static_cast<int64_t>(t.shape.size()));
-    key.insert(key.end(), t.shape.begin(), t.shape.end());
-    key.push_back(sk.output_terms[i]);  // hash-consed: equal terms have equal ids
-    key.insert(key.end(), sk.output_classes[i].begin(), sk.output_classes[i].end());
-    if (i < sk.output_parts.size()) {
-      key.insert(key.end(), sk.output_parts[i].begin(), sk.output_parts[i].end());
-      key.insert(key.end(), sk.output_part_classes[i].begin(), sk.output_part_classes[i].end());
-    }
-  }
-  return key;
-}
 
 // Work of a block graph under its schedule: loop-stage operators run `loop` times.
 int64_t work_of(const BlockSketch& sk) {
@@ -110,7 +116,10 @@ struct KOp {
 class KernelSearcher {
  public:
   KernelSearcher(const KernelSearchContext& ctx, const std::function<void(Graph&&)>& emit)
-      : ctx_(ctx), emit_(emit) {}
+      : ctx_(ctx),
+        emit_(emit),
+        own_memory_(0, ctx.stop),
+        memory_(ctx.memory ? ctx.memory : &own_memory_) {}
 
   void run() {
     const Graph& p = ctx_.program;
@@ -124,6 +133,7 @@ class KernelSearcher {
     // emits only graphs of exactly that size, so nothing is emitted twice.
     for (depth_ = 1; depth_ <= ctx_.config.max_kernel_ops && !ctx_.stop.stopped(); ++depth_)
       dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
+    track_memory();
   }
 
  private:
@@ -131,7 +141,18 @@ class KernelSearcher {
     ctx_.stats.states.fetch_add(1, std::memory_order_relaxed);
     if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
       ctx_.stop.stop(SearchStop::state_budget);
+    if ((++visits_ & 1023) == 0) track_memory();
     return !ctx_.stop.should_stop();
+  }
+
+  // Brings the account up to date with the oracle's terms (which the block searches create as
+  // they go) and samples it. Called on this thread only while no block search runs, so both the
+  // figure and any budget decision it triggers are the same every run.
+  void track_memory() {
+    int64_t now = ctx_.oracle.memory_bytes();
+    memory_->add(now - oracle_bytes_);
+    oracle_bytes_ = now;
+    memory_->sample();
   }
 
   void dfs(const KKey& last) {
@@ -300,13 +321,24 @@ class KernelSearcher {
     {
       std::lock_guard<std::mutex> lock(results->mu);
       if (!results->kept_ready) {
-        std::map<Signature, int> count;
+        // Schedule order; `value` counts the block graphs kept per signature.
+        SignatureTable count;
+        auto at = [&](uint64_t ref) -> const BlockSketch& {
+          return results->per_schedule[ref >> 32][ref & 0xffffffff];
+        };
         int cap = std::max(1, ctx_.config.intermediate_variants);
         for (size_t s = 0; s < results->schedules.size(); ++s)
-          for (size_t j = 0; j < results->per_schedule[s].size(); ++j)
-            if (++count[signature_of(results->per_schedule[s][j])] <= cap)
-              results->kept.emplace_back(s, j);
+          for (size_t j = 0; j < results->per_schedule[s].size(); ++j) {
+            const BlockSketch& sk = results->per_schedule[s][j];
+            uint64_t hash = signature_hash(sk);
+            SignatureTable::Entry* e = count.find(sk, hash, at);
+            if (!e) e = &count.insert(hash, uint64_t{s} << 32 | j, 0);
+            if (++e->value <= cap) results->kept.emplace_back(s, j);
+          }
         results->kept_ready = true;
+        // The table was held while `kept` grew: both count towards the peak.
+        memory_->add(count.bytes() + heap_bytes(results->kept));
+        memory_->add(-count.bytes());
       }
     }
     for (const auto& [s, j] : results->kept) {
@@ -360,6 +392,8 @@ class KernelSearcher {
       r.per_schedule.resize(r.schedules.size());
       r.done.assign(r.schedules.size(), false);
       r.states.assign(r.schedules.size(), 0);
+      r.truncated.assign(r.schedules.size(), false);
+      memory_->add(BlockMemo::entry_bytes(key, r));
     });
     return results;
   }
@@ -396,31 +430,60 @@ class KernelSearcher {
     parallel_for_index(static_cast<int64_t>(todo.size()), ctx_.threads, [&](int64_t t) {
       size_t i = todo[static_cast<size_t>(t)];
       if (ctx_.stop.stopped()) return;
+      // What this worker holds, counted as it grows; given back if the schedule is abandoned.
+      MemoryAccount::Share share(*memory_);
       std::vector<BlockSketch> found;
+      int64_t sketch_bytes = 0;  // heap memory of the block graphs in `found`
       // Intermediate mode: signature -> index in `found` of the least-work block graph so far
       // (the first found on ties), so dominated block graphs are never stored.
-      std::map<Signature, size_t> best;
-      int64_t states =
-          search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants, ctx_.oracle,
-                              ctx_.stats, ctx_.stop, [&](BlockSketch&& sk) {
-                                if (final) {
-                                  found.push_back(std::move(sk));
-                                  return;
-                                }
-                                auto [it, fresh] = best.emplace(signature_of(sk), found.size());
-                                if (fresh)
-                                  found.push_back(std::move(sk));
-                                else if (work_of(sk) < work_of(found[it->second]))
-                                  found[it->second] = std::move(sk);
-                              });
+      SignatureTable best;
+      auto at = [&](uint64_t ref) -> const BlockSketch& { return found[ref]; };
+      auto held = [&] { return heap_bytes(found) + sketch_bytes + best.bytes(); };
+      // With the memo full, intermediate-mode block graphs with new signatures are not kept (their
+      // kernel graphs are not built): the search goes on over what the memo holds.
+      bool truncated = !final && memory_->memo_full();
+      auto take = [&](BlockSketch&& sk) {
+        if (final) {
+          sketch_bytes += heap_bytes(sk);
+          found.push_back(std::move(sk));
+          share.set(held());
+          return true;
+        }
+        uint64_t hash = signature_hash(sk);
+        if (SignatureTable::Entry* e = best.find(sk, hash, at)) {
+          BlockSketch& kept = found[e->ref];
+          if (work_of(sk) < work_of(kept)) {
+            sketch_bytes += heap_bytes(sk) - heap_bytes(kept);
+            kept = std::move(sk);
+          }
+          return true;
+        }
+        if (memory_->memo_full()) {
+          truncated = true;
+          return false;  // ends this block search: nothing more would be stored
+        }
+        best.insert(hash, found.size(), 0);
+        sketch_bytes += heap_bytes(sk);
+        found.push_back(std::move(sk));
+        share.set(held());
+        return true;
+      };
+      int64_t states = 0;
+      if (!truncated)
+        states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
+                                     ctx_.oracle, ctx_.stats, ctx_.stop, take);
       if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
+      found.shrink_to_fit();            // the memo keeps it for the whole search
+      share.commit(heap_bytes(found) + sketch_bytes);
       std::lock_guard<std::mutex> lock(results->mu);
       results->per_schedule[i] = std::move(found);
       results->states[i] = states;
       results->done[i] = true;
+      results->truncated[i] = truncated;
     });
     if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
       ctx_.stop.stop(SearchStop::state_budget);
+    track_memory();
   }
 
   void push_graph_defined(const std::vector<int>& operands, const BlockSketch& sk) {
@@ -676,6 +739,10 @@ class KernelSearcher {
 
   const KernelSearchContext& ctx_;
   const std::function<void(Graph&&)>& emit_;
+  MemoryAccount own_memory_;  // when the context brings none
+  MemoryAccount* memory_;
+  int64_t oracle_bytes_ = 0;  // the oracle's share of the account
+  int64_t visits_ = 0;
   std::vector<KVal> vals_;
   std::vector<KOp> ops_;
   std::vector<SType> output_types_;

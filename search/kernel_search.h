@@ -15,6 +15,7 @@
 #include "search/config.h"
 #include "search/dim_classes.h"
 #include "search/expr_oracle.h"
+#include "search/memory_account.h"
 #include "search/stats.h"
 
 namespace weft {
@@ -27,6 +28,10 @@ struct BlockResults {
   std::vector<std::vector<BlockSketch>> per_schedule;
   std::vector<bool> done;
   std::vector<int64_t> states;
+  // Done, but with the memo full (memory budget): the block search stopped early or never ran,
+  // so per_schedule holds only some of the block graphs. Never checkpointed: a resumed search
+  // redoes these schedules.
+  std::vector<bool> truncated;
   // Intermediate mode: the (schedule, sketch) pairs the kernel search expands, at most
   // config.intermediate_variants per output signature, in schedule order; built once every
   // schedule is done (not checkpointed: it is recomputed from per_schedule).
@@ -42,6 +47,10 @@ class BlockMemo {
                                               const std::function<void(BlockResults&)>& init);
   std::map<std::string, std::shared_ptr<BlockResults>> snapshot() const;
   void restore(const std::string& key, std::shared_ptr<BlockResults> r);
+  // Estimated bytes of everything the memo holds (memory_account.h), e.g. after a restore.
+  int64_t bytes() const;
+  // Estimated bytes of one entry (its key, its node and `r`, which the caller has locked or owns).
+  static int64_t entry_bytes(const std::string& key, const BlockResults& r);
 
  private:
   mutable std::mutex mu_;
@@ -59,6 +68,7 @@ struct KernelSearchContext {
   StopSignal& stop;
   BlockMemo& memo;
   int threads = 1;
+  MemoryAccount* memory = nullptr;  // null: nothing counted, no memory budget
 };
 
 // Runs the search and calls `emit` with each candidate µGraph (deterministic order).

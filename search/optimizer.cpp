@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/parallel.h"
+#include "core/system_memory.h"
 #include "cost/cost_model.h"
 #include "cost/roofline.h"
 #include "ir/expand_composites.h"
@@ -20,6 +21,7 @@
 #include "ir/validate.h"
 #include "search/absexpr_oracle.h"
 #include "search/kernel_search.h"
+#include "search/memory_account.h"
 #include "verify/equivalence.h"
 
 namespace weft {
@@ -57,6 +59,10 @@ class Ticker {
   std::thread thread_;
 };
 
+std::string gigabytes(int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (int64_t{1} << 30));
+}
+
 std::string si(double v) {
   if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
   if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
@@ -84,8 +90,12 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   // Step 2: resume from a checkpoint when one matches this program and configuration.
   std::string program_text = print_graph(program, false);
   CheckpointData checkpoint;
+  // The memory budget only decides where a search stops (and the memo checkpoints no schedule it
+  // cut short), so a run it stopped resumes under a larger one, or on a machine with more memory.
+  nlohmann::json searched = config.to_json();
+  searched.erase("memory_budget_mb");
   checkpoint.fingerprint =
-      fmt::format("{:016x}", std::hash<std::string>{}(program_text + config.to_json().dump()));
+      fmt::format("{:016x}", std::hash<std::string>{}(program_text + searched.dump()));
   BlockMemo memo;
   if (!config.checkpoint_path.empty())
     result.resumed =
@@ -94,6 +104,9 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   // Step 3: search; every candidate is checked on the target and costed as it arrives.
   SearchStats stats;
   StopSignal stop(config.time_budget_s);
+  result.memory_budget_bytes = std::min(config.memory_budget_mb, int64_t{1} << 40) << 20;
+  MemoryAccount memory(result.memory_budget_bytes, stop);
+  if (result.resumed) memory.add(memo.bytes());
   SearchConstants constants = constants_of(program);
   std::mutex mu;
   std::vector<RankedCandidate> found;
@@ -112,19 +125,27 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     std::lock_guard<std::mutex> lock(mu);
     if (!seen.insert(c.text).second) return;
     if (best_s == 0 || c.predicted_s < best_s) best_s = c.predicted_s;
+    // The candidate (graph and text), its text again in `seen`, and the list's growth.
+    int64_t bytes = heap_bytes(c.graph) + 2 * heap_bytes(c.text) +
+                    map_node_bytes(sizeof(std::string)) - heap_bytes(found);
     found.push_back(std::move(c));
+    memory.add(bytes + heap_bytes(found));
+    memory.sample();  // the kernel search's thread: a deterministic point
   };
   auto progress_line = [&] {
     double t = stop.elapsed_s();
     std::lock_guard<std::mutex> lock(mu);
     std::cerr
         << fmt::format(
-               "{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {}{}",
+               "{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {} "
+               "mem {}/{} GB{}",
                options.progress_tty ? "\r" : "", t, si(stats.states.load()),
                si(stats.states.load() / std::max(t, 1e-9)),
                si(stats.pruned_expr.load() + stats.pruned_bound.load()),
                si(stats.block_graphs.load()), found.size(),
                best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"),
+               gigabytes(memory.held()),
+               memory.budget() > 0 ? gigabytes(memory.budget()) : std::string("-"),
                options.progress_tty ? "" : "\n")
         << std::flush;
   };
@@ -141,8 +162,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
       }
     });
     DimClasses classes = analyze_dim_classes(program);
-    KernelSearchContext ctx{program, config, target, constants, classes,
-                            oracle,  stats,  stop,   memo,      threads};
+    KernelSearchContext ctx{program, config, target, constants, classes, oracle,
+                            stats,   stop,   memo,   threads,   &memory};
     search_kernel_graphs(ctx, on_candidate);
   }
   if (options.progress) {
@@ -157,6 +178,14 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.block_graphs = stats.block_graphs.load();
   result.candidates = stats.candidates.load();
   result.split_candidates = stats.split_candidates.load();
+  result.peak_accounted_bytes = result.stop == SearchStop::completed
+                                    ? memory.sampled_peak()
+                                    : std::max(memory.sampled_peak(), memory.peak());
+  for (const auto& [key, results] : memo.snapshot()) {
+    std::lock_guard<std::mutex> lock(results->mu);
+    for (bool t : results->truncated) result.memo_truncated += t;
+  }
+  result.peak_rss_bytes = peak_resident_bytes();
   if (!config.checkpoint_path.empty())
     save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
 

@@ -38,6 +38,12 @@ struct OptimizeResult {
   int64_t unverified = 0;  // ranked below the top-k, never needed verification
   bool oracle_complete = true;
   SearchStop stop = SearchStop::completed;
+  // Memory (search/memory_account.h). The accounted peak is the same on every run that completes
+  // (sampled between batches of block searches); a stopped run's includes what workers held.
+  int64_t memory_budget_bytes = 0;  // 0: unlimited
+  int64_t peak_accounted_bytes = 0;
+  int64_t memo_truncated = 0;  // schedules whose block graphs the full memo did not all keep
+  int64_t peak_rss_bytes = 0;  // the process's resident peak at the end of the search
   double search_s = 0, verify_s = 0, wall_s = 0;
   bool resumed = false;
 };

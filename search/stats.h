@@ -18,7 +18,7 @@ struct SearchStats {
 };
 
 // Why a search stopped.
-enum class SearchStop { completed, time_budget, state_budget, interrupted };
+enum class SearchStop { completed, time_budget, state_budget, memory_budget, interrupted };
 inline const char* search_stop_name(SearchStop r) {
   switch (r) {
     case SearchStop::completed:
@@ -27,6 +27,8 @@ inline const char* search_stop_name(SearchStop r) {
       return "time budget";
     case SearchStop::state_budget:
       return "state budget";
+    case SearchStop::memory_budget:
+      return "memory budget";
     case SearchStop::interrupted:
       return "interrupted";
   }

@@ -26,6 +26,10 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
   if (!out) throw UserError(SourceLoc{path.string()}, "cannot write this file");
 }
 
+double megabytes(int64_t bytes) {
+  return std::round(static_cast<double>(bytes) / (int64_t{1} << 20) * 10) / 10;
+}
+
 std::string candidate_header(const RankedCandidate& c, int rank, const std::string& target) {
   return fmt::format(
       "# weft optimize: rank {}, predicted {:.2f} us on {}\n# verified: equivalent to the input "
@@ -65,6 +69,9 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
       {"input", std::filesystem::path(file).filename().string()},
       {"config", config.to_json()},
       {"stop_reason", search_stop_name(r.stop)},
+      {"memory_budget_mb", config.memory_budget_mb},
+      {"peak_accounted_memory_mb", megabytes(r.peak_accounted_bytes)},
+      {"memo_schedules_truncated", r.memo_truncated},
       {"states", r.states},
       {"pruned_by_expression", r.pruned_expr},
       {"pruned_by_op_budget", r.pruned_bound},
@@ -88,6 +95,7 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
                            {"verify_s", r.verify_s},
                            {"wall_s", r.wall_s},
                            {"states_per_s", r.search_s > 0 ? r.states / r.search_s : 0.0},
+                           {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
                            {"resumed_from_checkpoint", r.resumed}};
   write_file(dir / "timing.json", timing.dump(2) + "\n");
 
@@ -95,6 +103,15 @@ int run_optimize(const std::string& file, const std::string& out_dir, SearchConf
   fmt::print("  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n",
              r.states, r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "",
              r.pruned_expr);
+  fmt::print(
+      "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
+      megabytes(r.peak_accounted_bytes),
+      config.memory_budget_mb > 0 ? fmt::format("a {} MB budget", config.memory_budget_mb)
+                                  : std::string("no budget"),
+      r.memo_truncated > 0
+          ? fmt::format(" (memo full: {} schedules' block graphs cut short)", r.memo_truncated)
+          : std::string(),
+      megabytes(r.peak_rss_bytes));
   fmt::print("  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
              "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
              r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
@@ -125,6 +142,7 @@ Register reg("optimize", "Search for the fastest verified µGraph equivalent to 
                auto target = std::make_shared<std::string>();
                auto time_budget = std::make_shared<double>(-1);
                auto states = std::make_shared<int64_t>(-1);
+               auto memory_budget = std::make_shared<int64_t>(-1);
                auto threads = std::make_shared<int>(-1);
                auto top_k = std::make_shared<int>(-1);
                auto seed = std::make_shared<int64_t>(-1);
@@ -138,6 +156,11 @@ Register reg("optimize", "Search for the fastest verified µGraph equivalent to 
                sub.add_option("--target", *target, "hardware target (see `weft targets`)");
                sub.add_option("--time-budget", *time_budget, "seconds of search (0: unlimited)");
                sub.add_option("--states", *states, "state budget (0: unlimited)");
+               CLI::Option* memory_option = sub.add_option(
+                   "--memory-budget", *memory_budget,
+                   fmt::format("megabytes the search may hold (memo, candidates, terms; default: "
+                               "half the physical memory, {} here; 0: unlimited)",
+                               SearchConfig::default_memory_budget_mb()));
                sub.add_option("--threads", *threads, "worker threads (0: all cores)");
                sub.add_option("--top-k", *top_k, "verified µGraphs to keep");
                sub.add_option("--seed", *seed, "seed of the verifier's random tests");
@@ -152,6 +175,14 @@ Register reg("optimize", "Search for the fastest verified µGraph equivalent to 
                  target_by_name(config.target);  // a clear error for an unknown name
                  if (*time_budget >= 0) config.time_budget_s = *time_budget;
                  if (*states >= 0) config.state_budget = *states;
+                 if (memory_option->count() > 0) {
+                   if (*memory_budget < 0)
+                     throw UserError(fmt::format(
+                         "--memory-budget must be a non-negative number of megabytes (0: "
+                         "unlimited), got {}",
+                         *memory_budget));
+                   config.memory_budget_mb = *memory_budget;
+                 }
                  if (*threads >= 0) config.threads = *threads;
                  if (*top_k >= 0) config.top_k = std::max(1, *top_k);
                  if (*seed >= 0) config.seed = static_cast<uint64_t>(*seed);
