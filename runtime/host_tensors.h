@@ -5,11 +5,16 @@
 #include <vector>
 
 #include "interp/tensor.h"
+#include "ir/graph.h"
 #include "lower/plan.h"
 
 namespace weft {
 
 std::vector<std::vector<float>> host_buffers_of(const std::vector<Tensor<double>>& tensors);
+
+// Rounds each of `g`'s input tensors to its declared dtype, as a GPU stores it, so a reference
+// computed from them sees the values the device computes with.
+void round_to_input_dtypes(const Graph& g, std::vector<Tensor<double>>& inputs);
 
 // The backend's outputs as tensors shaped like the plan's outputs.
 std::vector<Tensor<double>> output_tensors(const ProgramPlan& plan,

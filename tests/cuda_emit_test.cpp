@@ -15,18 +15,18 @@
 #include "codegen/cuda/emulate.h"
 #include "core/target.h"
 #include "interp/compare.h"
-#include "interp/interpreter.h"
-#include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "lower/lifetimes.h"
 #include "lower/pipeline.h"
-#include "runtime/dtype_convert.h"
+#include "tests/emulation_check.h"
 #include "tests/test_util.h"
 
 namespace weft {
 namespace {
 
-Graph load(const std::string& path) { return test::load_graph_file(path); }
+Graph load(const std::string& path) {
+  return test::load_graph_file(path);
+}
 
 using test::source_path;
 
@@ -36,43 +36,12 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-// Runs `prog` (a unit of `plan`, lowered from `g`) in emulation on seeded inputs rounded to
-// their plan dtypes and compares every output with the interpreter (f64, same rounded inputs)
-// within the output dtype's tolerance.
-std::vector<Comparison> compare_emulation(const Graph& g, const ProgramPlan& plan,
-                                          const EmulatedProgram& prog) {
-  auto inputs = random_inputs(g, 7);
-  std::vector<std::vector<float>> in;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    DType d = plan.find_tensor(plan.inputs[i])->dtype;
-    std::vector<float> v;
-    for (double& x : inputs[i].data) {
-      x = round_to_dtype(static_cast<float>(x), d);
-      v.push_back(static_cast<float>(x));
-    }
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    EXPECT_LT(*lo, *hi) << "constant input " << plan.inputs[i];
-    in.push_back(std::move(v));
-  }
-  auto got = prog.run(in);
-  auto want = evaluate_real(g, inputs, /*f32=*/false);
-  EXPECT_EQ(got.size(), want.size());
-  std::vector<Comparison> out;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    DType d = plan.find_tensor(plan.outputs[i])->dtype;
-    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
-    out.push_back(compare_outputs(gt, want[i], tolerance_for(d)));
-    EXPECT_GT(out.back().max_ref, 0) << "trivial reference output " << i;
-  }
-  return out;
-}
-
 // Lowers `g` for `target`, runs the emulated CUDA and expects every output to match the
 // interpreter. Returns the generated source.
 std::string expect_emulation_matches(const Graph& g, const std::string& target = "h100") {
   ProgramPlan plan = lower_graph(g, target_by_name(target));
   auto prog = compile_emulated(plan);
-  auto cmp = compare_emulation(g, plan, *prog);
+  auto cmp = test::compare_emulation(g, plan, *prog, 7);
   for (size_t i = 0; i < cmp.size(); ++i)
     EXPECT_TRUE(cmp[i].ok) << g.name << " output " << plan.outputs[i] << ": scaled error "
                            << cmp[i].scaled_error << " > " << cmp[i].tolerance;
@@ -82,7 +51,7 @@ std::string expect_emulation_matches(const Graph& g, const std::string& target =
 // True when an edited unit of `plan` still computes `g` in emulation (every output within
 // tolerance): mutants must not.
 bool edited_unit_matches(const Graph& g, const ProgramPlan& plan, const std::string& source) {
-  auto cmp = compare_emulation(g, plan, *compile_emulated_source(plan, source));
+  auto cmp = test::compare_emulation(g, plan, *compile_emulated_source(plan, source), 7);
   return !cmp.empty() &&
          std::all_of(cmp.begin(), cmp.end(), [](const Comparison& c) { return c.ok; });
 }

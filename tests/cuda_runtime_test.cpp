@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "ir/parser.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
+#include "runtime/host_tensors.h"
 #include "tests/test_util.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -365,17 +367,12 @@ TEST(GpuBackend, RejectsSharedMemoryAboveTheDeviceLimit) {
 void expect_gpu_matches_interpreter(const Graph& g, uint64_t seed = 11) {
   const CudaDevice& dev = require_cuda_device();
   auto inputs = random_inputs(g, seed);
-  std::vector<std::vector<float>> in;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    DType dtype = g.type(g.inputs[i]).dtype;
-    double lo = inputs[i].data[0], hi = inputs[i].data[0];
-    for (double& v : inputs[i].data) {
-      v = round_to_dtype(static_cast<float>(v), dtype);
-      lo = std::min(lo, v), hi = std::max(hi, v);
-    }
-    ASSERT_LT(lo, hi) << "constant input";
-    in.emplace_back(inputs[i].data.begin(), inputs[i].data.end());
+  round_to_input_dtypes(g, inputs);
+  for (const auto& t : inputs) {
+    auto [lo, hi] = std::minmax_element(t.data.begin(), t.data.end());
+    ASSERT_LT(*lo, *hi) << "constant input";
   }
+  std::vector<std::vector<float>> in = host_buffers_of(inputs);
   auto prog = compile_cuda_program(g, target_for_device(dev));
   auto got = prog->run(in);
   auto want = evaluate_real(g, inputs, /*f32=*/false);

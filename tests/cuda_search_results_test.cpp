@@ -4,18 +4,13 @@
 // `sum to`) are covered by the CUDA path before any GPU sees them.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "codegen/cuda/emulate.h"
 #include "core/target.h"
-#include "interp/compare.h"
-#include "interp/interpreter.h"
-#include "interp/random_inputs.h"
 #include "ir/expand_composites.h"
 #include "ir/printer.h"
 #include "lower/pipeline.h"
-#include "runtime/dtype_convert.h"
 #include "search/optimizer.h"
+#include "tests/emulation_check.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
 
@@ -33,30 +28,11 @@ constexpr bool kSanitized = false;
 // tolerance: the candidate must compute the program, not merely agree with itself.
 void expect_emulation_computes(const Graph& candidate, const Graph& program) {
   ProgramPlan plan = lower_graph(candidate, target_by_name("h100"));
-  auto inputs = random_inputs(program, 5);
-  std::vector<std::vector<float>> in;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    DType d = plan.find_tensor(plan.inputs[i])->dtype;
-    std::vector<float> v;
-    for (double& x : inputs[i].data) {
-      x = round_to_dtype(static_cast<float>(x), d);
-      v.push_back(static_cast<float>(x));
-    }
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    ASSERT_LT(*lo, *hi) << "constant input " << plan.inputs[i];
-    in.push_back(std::move(v));
-  }
-  auto got = compile_emulated(plan)->run(in);
-  auto want = evaluate_real(program, inputs, /*f32=*/false);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    Tensor<double> g(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
-    Comparison c =
-        compare_outputs(g, want[i], tolerance_for(program.type(program.outputs[i]).dtype));
-    EXPECT_GT(c.max_ref, 0) << "trivial reference output " << i;
-    EXPECT_TRUE(c.ok) << "output " << i << ": scaled error " << c.scaled_error << " > "
-                      << c.tolerance;
-  }
+  auto results = test::compare_emulation(program, plan, *compile_emulated(plan), 5);
+  ASSERT_EQ(results.size(), program.outputs.size());
+  for (size_t i = 0; i < results.size(); ++i)
+    EXPECT_TRUE(results[i].ok) << "output " << i << ": scaled error " << results[i].scaled_error
+                               << " > " << results[i].tolerance;
 }
 
 TEST(CudaEmulation, MatchesInterpreterOnSearchResults) {

@@ -12,8 +12,8 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
-#include "runtime/dtype_convert.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/host_tensors.h"
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
 #include "tools/weft/command.h"
@@ -81,17 +81,15 @@ nlohmann::ordered_json timing_json(const std::string& file, const Graph& g, cons
 nlohmann::ordered_json check_against_interpreter(const Graph& g, const Measured& m, uint64_t seed,
                                                  bool cuda) {
   auto inputs = random_inputs(g, seed);
-  if (cuda)
-    for (size_t i = 0; i < inputs.size(); ++i)
-      for (double& v : inputs[i].data)
-        v = round_to_dtype(static_cast<float>(v), g.type(g.inputs[i]).dtype);
+  if (cuda) round_to_input_dtypes(g, inputs);
   auto want = evaluate_real(g, inputs, /*f32=*/false);
   WEFT_CHECK(want.size() == m.outputs.size(), "backend and interpreter disagree on output count");
   bool ok = true;
   double worst = 0, tolerance = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     WEFT_CHECK(want[i].data.size() == m.outputs[i].size(), "output size differs from interpreter");
-    Tensor<double> got(want[i].shape, std::vector<double>(m.outputs[i].begin(), m.outputs[i].end()));
+    Tensor<double> got(want[i].shape,
+                       std::vector<double>(m.outputs[i].begin(), m.outputs[i].end()));
     double tol = cuda ? tolerance_for(g.type(g.outputs[i]).dtype) : tolerance_for(true);
     Comparison c = compare_outputs(got, want[i], tol);
     ok = ok && c.ok;
@@ -172,9 +170,10 @@ static Register reg(
           nlohmann::ordered_json c = check_against_interpreter(g, a, *seed, cuda);
           bool ok = c["matches_interpreter"].get<bool>();
           if (!*json)
-            fmt::print("{} vs the reference interpreter: {} (scaled error {:.3g}, tolerance {:.3g})\n",
-                       *file, ok ? "matches" : "DIFFERS", c["scaled_error"].get<double>(),
-                       c["tolerance"].get<double>());
+            fmt::print(
+                "{} vs the reference interpreter: {} (scaled error {:.3g}, tolerance {:.3g})\n",
+                *file, ok ? "matches" : "DIFFERS", c["scaled_error"].get<double>(),
+                c["tolerance"].get<double>());
           out["check"] = std::move(c);
           if (!ok) rc = 3;
         }

@@ -1,0 +1,35 @@
+// Host emulation against the reference interpreter (see emulation_check.h).
+#include "tests/emulation_check.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "interp/interpreter.h"
+#include "interp/random_inputs.h"
+#include "runtime/host_tensors.h"
+
+namespace weft::test {
+
+std::vector<Comparison> compare_emulation(const Graph& reference, const ProgramPlan& plan,
+                                          const EmulatedProgram& prog, uint64_t seed) {
+  auto inputs = random_inputs(reference, seed);
+  round_to_input_dtypes(reference, inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto [lo, hi] = std::minmax_element(inputs[i].data.begin(), inputs[i].data.end());
+    EXPECT_LT(*lo, *hi) << "constant input " << plan.inputs.at(i);
+  }
+  auto got = prog.run(host_buffers_of(inputs));
+  auto want = evaluate_real(reference, inputs, /*f32=*/false);
+  EXPECT_EQ(got.size(), want.size());
+  std::vector<Comparison> out;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    DType d = plan.find_tensor(plan.outputs[i])->dtype;
+    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
+    out.push_back(compare_outputs(gt, want[i], tolerance_for(d)));
+    EXPECT_GT(out.back().max_ref, 0) << "trivial reference output " << i;
+  }
+  return out;
+}
+
+}  // namespace weft::test
