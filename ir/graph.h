@@ -77,6 +77,11 @@ struct Graph {
 bool operator==(const Graph& a, const Graph& b);
 bool operator==(const Op& a, const Op& b);
 
+// Elements combined into each result element of `op` (an op of `g`): the contraction size of a
+// matmul, the group size of a reduction (its dim's size / `to`), the loop range of a sum or max
+// accumulator; 0 for every other operator.
+int64_t combined_elements(const Graph& g, const Op& op);
+
 // Throws a UserError at `loc` unless `info` takes `n` operands.
 void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc);
 

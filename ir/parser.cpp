@@ -160,14 +160,9 @@ class Lexer {
 };
 
 std::string describe(const Token& t) {
-  switch (t.kind) {
-    case Tok::newline:
-      return "end of line";
-    case Tok::end:
-      return "end of file";
-    default:
-      return fmt::format("'{}'", t.text);
-  }
+  if (t.kind == Tok::newline) return "end of line";
+  if (t.kind == Tok::end) return "end of file";
+  return fmt::format("'{}'", t.text);
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -634,7 +629,16 @@ class Parser {
                           "split into {} parts needs {} names on the left of '=', got {}",
                           attrs.get_int("parts"), attrs.get_int("parts"), n_names);
         break;
-      default:
+      case OpKind::concat:  // the others' results are checked after inference
+      case OpKind::iter:
+      case OpKind::accum_sum:
+      case OpKind::accum_max:
+      WEFT_CASES_UNARY
+      WEFT_CASES_BINARY
+      WEFT_CASES_MATMUL
+      WEFT_CASES_REDUCTION
+      WEFT_CASES_COMPOSITE
+      WEFT_CASES_HIERARCHY
         break;
     }
   }

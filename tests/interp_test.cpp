@@ -412,14 +412,12 @@ struct RecordingDomain {
   std::vector<size_t>* max_groups;
   Value constant(const Rational& r) const { return r.to_double(); }
   Value add(Value a, Value b) const { return a + b; }
-  Value sub(Value a, Value b) const { return a - b; }
   Value mul(Value a, Value b) const { return a * b; }
-  Value div(Value a, Value b) const {
-    if (b == 0) throw std::domain_error("zero divisor");
-    return a / b;
-  }
-  Value unary(OpKind k, Value x, const Attrs& attrs) const {
-    return op_info(k).real_unary(x, attrs);
+  auto elementwise(OpKind k, const Attrs& attrs) const {
+    return [k, &attrs](Value a, Value b) {
+      if (k == OpKind::div && b == 0) throw std::domain_error("zero divisor");
+      return op_info(k).real(a, b, attrs);
+    };
   }
   Value reduce_max(std::span<const Value> g) const {
     max_groups->push_back(g.size());

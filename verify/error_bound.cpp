@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "ir/expand_composites.h"
 #include "verify/field.h"
 
 namespace weft {
@@ -129,85 +130,63 @@ class Analyzer {
     return r;
   }
 
+  // A Lax formula's degrees: constants are Cone{} (degree 0, no sources).
+  struct ConeAlgebra {
+    using Value = Cone;
+    Analyzer& an;
+    const Cone& a;
+    const Cone& b;
+    double apps;
+    Cone x() const { return a; }
+    Cone y() const { return b; }
+    Cone attribute(const char*) const { return Cone{}; }
+    Cone literal(const Rational&) const { return Cone{}; }
+    Cone add(const Cone& l, const Cone& r) const { return add_cone(l, r); }
+    Cone sub(const Cone& l, const Cone& r) const { return add_cone(l, r); }
+    Cone mul(const Cone& l, const Cone& r) const { return mul_cone(l, r); }
+    Cone div(const Cone& l, const Cone& r) const { return div_cone(l, r); }
+    Cone exp(const Cone& l) const { return an.exp_cone(l, apps); }
+  };
+
   std::vector<Cone> op_stats(const Graph& g, const Op& op, const std::vector<Cone>& in,
                              double runs) {
+    const OpInfo& info = op_info(op.kind);
     const size_t n_out = op.outputs.size();
     const double apps = runs * static_cast<double>(numel(g.type(op.outputs[0]).shape));
-    auto reduced_group = [&](const Op& o) {
-      const Shape& s = g.type(o.inputs[0]).shape;
-      int64_t dim = o.attrs.get_int("dim");
-      return static_cast<double>(s[dim] / o.attrs.get_int_or("to", 1));
-    };
-    switch (op.kind) {
-      case OpKind::exp:
-        return {exp_cone(in[0], apps)};
-      case OpKind::sqrt:
-      case OpKind::silu:
-      case OpKind::gelu:
-      case OpKind::relu:
-        return {uf_cone(in[0], apps)};
-      case OpKind::sqr:
-        return {mul_cone(in[0], in[0])};
-      case OpKind::scale:
-        return {in[0]};
-      case OpKind::shift:
-        return {add_cone(in[0], Cone{})};
-      case OpKind::add:
-      case OpKind::sub:
-        return {add_cone(in[0], in[1])};
-      case OpKind::mul:
-        return {mul_cone(in[0], in[1])};
-      case OpKind::div:
-        return {div_cone(in[0], in[1])};
-      case OpKind::matmul: {
-        const Shape& a = g.type(op.inputs[0]).shape;
-        return {sum_cone(mul_cone(in[0], in[1]), static_cast<double>(a.back()))};
+    const auto k = static_cast<double>(combined_elements(g, op));
+    switch (info.symbolic) {
+      case Symbolic::elementwise: {
+        if (info.formula.empty()) return {uf_cone(in[0], apps)};
+        ConeAlgebra algebra{*this, in[0], in.size() > 1 ? in[1] : in[0], apps};
+        return {evaluate_formula(info.formula, algebra)};
       }
-      case OpKind::sum:
-      case OpKind::mean:
-        return {sum_cone(in[0], reduced_group(op))};
-      case OpKind::max:
-        return {max_cone(in[0], reduced_group(op), apps)};
-      case OpKind::reshape:
-      case OpKind::repeat:
-      case OpKind::iter:
-      case OpKind::accum_concat:
-      case OpKind::save:
-        return {in[0]};
-      case OpKind::split:
+      case Symbolic::contraction:
+        return {sum_cone(mul_cone(in[0], in[1]), k)};
+      case Symbolic::sum:
+      case Symbolic::mean:
+        return {sum_cone(in[0], k)};
+      case Symbolic::max:
+        // Rankings of the group's members: per result element of a reduction; for a for-loop
+        // accumulator (which runs every iteration) once per element of the finished tile.
+        if (info.op_class == OpClass::structure)
+          return {max_cone(in[0], k,
+                           runs / k * static_cast<double>(numel(g.type(op.outputs[0]).shape)))};
+        return {max_cone(in[0], k, apps)};
+      case Symbolic::select:
         return std::vector<Cone>(n_out, in[0]);
-      case OpKind::concat: {
+      case Symbolic::join: {
         Cone r = in[0];
         for (const Cone& s : in) r = join_cone(r, s);
         return {r};
       }
-      case OpKind::rms_norm: {
-        // x / sqrt(mean(x^2, dim) + eps): one sqrt per reduced row.
-        const Shape& s = g.type(op.inputs[0]).shape;
-        auto dim = static_cast<size_t>(op.attrs.get_int("dim"));
-        const auto len = static_cast<double>(s[dim]);
-        Cone ms = sum_cone(mul_cone(in[0], in[0]), len);
-        if (op.attrs.get_rational("eps") != Rational(0)) ms = add_cone(ms, Cone{});
-        return {div_cone(in[0], uf_cone(ms, apps / len))};
+      case Symbolic::expansion: {
+        Graph expanded = composite_expansion(g, op);
+        return run(expanded, in, runs);
       }
-      case OpKind::softmax: {
-        const Shape& s = g.type(op.inputs[0]).shape;
-        auto dim = static_cast<size_t>(op.attrs.get_int("dim"));
-        Cone e = exp_cone(in[0], apps);
-        return {div_cone(e, sum_cone(e, static_cast<double>(s[dim])))};
-      }
-      case OpKind::accum_sum:
-        return {sum_cone(in[0], static_cast<double>(g.loop))};
-      case OpKind::accum_max:
-        return {max_cone(in[0], static_cast<double>(g.loop),
-                         runs / static_cast<double>(g.loop) *
-                             static_cast<double>(numel(g.type(op.outputs[0]).shape)))};
-      case OpKind::kernel:
-        return run(*op.body, in, runs);
-      case OpKind::thread:
+      case Symbolic::body:
         return run(*op.body, in, runs);
     }
-    WEFT_CHECK(false, "no degree rule for '{}'", op_info(op.kind).name);
+    WEFT_CHECK(false, "no degree rule for '{}'", info.name);
     return {};
   }
 };

@@ -111,7 +111,9 @@ std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>&
 
 bool uses_exp(const Graph& g) {
   for (const Op& op : g.ops) {
-    if (op.kind == OpKind::exp || op.kind == OpKind::softmax) return true;
+    const OpInfo& info = op_info(op.kind);
+    if (info.formula.uses_exp()) return true;
+    if (info.symbolic == Symbolic::expansion && uses_exp(composite_expansion(g, op))) return true;
     if (op.body && uses_exp(*op.body)) return true;
   }
   return false;
