@@ -25,6 +25,9 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
+# Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli)
+
 # Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, the parallel search
 # under TSan, and a short fuzz run; the unit tests run last so their summary closes the output.
 test: test-fuzz test-asan test-tsan test-unit
@@ -37,11 +40,11 @@ test-asan: deps
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	ninja -C $(BUILD_SAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '^(CpuBackend|CudaEmulation)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '$(LOADS_GENERATED)'
 	# LeakSanitizer's tracer can crash at exit once generated libraries (CPU backend, CUDA host
 	# emulation; with their worker threads) are loaded, so those tests run without leak detection.
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '^(CpuBackend|CudaEmulation)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '$(LOADS_GENERATED)'
 
 
 # The parallel parts (search, oracle, verifier) under ThreadSanitizer.
