@@ -1,7 +1,7 @@
 // The named flat pass pipeline.
 #include "lower/pipeline.h"
 
-#include <functional>
+#include <algorithm>
 
 #include "core/error.h"
 #include "lower/build_plan.h"
@@ -15,11 +15,44 @@
 #include "lower/select_layouts.h"
 
 namespace weft {
+namespace {
+
+// One step of the pipeline: its name (for --stop-after and the golden files) and what it does.
+// Every step gets the graph and the target; only `build` reads the graph (the plan it gets is
+// empty), the others transform the plan.
+struct LoweringPass {
+  const char* name;
+  ProgramPlan (*run)(const Graph& graph, const ProgramPlan& plan, const Target& target);
+};
+
+constexpr LoweringPass kPasses[] = {
+    {"build", [](const Graph& g, const ProgramPlan&, const Target& t) { return build_plan(g, t); }},
+    {"fuse-threads",
+     [](const Graph&, const ProgramPlan& p, const Target&) { return fuse_thread_graphs(p); }},
+    {"select-layouts",
+     [](const Graph&, const ProgramPlan& p, const Target& t) { return select_layouts(p, t); }},
+    {"fuse-accumulators",
+     [](const Graph&, const ProgramPlan& p, const Target& t) { return fuse_accumulators(p, t); }},
+    {"schedule",
+     [](const Graph&, const ProgramPlan& p, const Target&) { return schedule_by_depth(p); }},
+    {"hoist-loads",
+     [](const Graph&, const ProgramPlan& p, const Target&) { return hoist_invariant_loads(p); }},
+    {"choose-stages",
+     [](const Graph&, const ProgramPlan& p, const Target& t) { return choose_stages(p, t); }},
+    {"plan-shared-memory",
+     [](const Graph&, const ProgramPlan& p, const Target& t) { return plan_shared_memory(p, t); }},
+    {"plan-device-memory",
+     [](const Graph&, const ProgramPlan& p, const Target&) { return plan_device_memory(p); }},
+};
+
+}  // namespace
 
 const std::vector<std::string>& lowering_passes() {
-  static const std::vector<std::string> names = {
-      "build",       "fuse-threads",  "select-layouts",     "fuse-accumulators", "schedule",
-      "hoist-loads", "choose-stages", "plan-shared-memory", "plan-device-memory"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const LoweringPass& pass : kPasses) out.emplace_back(pass.name);
+    return out;
+  }();
   return names;
 }
 
@@ -27,24 +60,12 @@ ProgramPlan lower_graph(const Graph& graph, const Target& target, const std::str
   const auto& names = lowering_passes();
   if (!stop_after.empty() && std::find(names.begin(), names.end(), stop_after) == names.end())
     throw UserError(fmt::format("unknown lowering pass '{}'", stop_after));
-  using PassFn = std::function<ProgramPlan(const ProgramPlan&)>;
-  const std::vector<PassFn> passes = {
-      [](const ProgramPlan& p) { return fuse_thread_graphs(p); },
-      [&](const ProgramPlan& p) { return select_layouts(p, target); },
-      [&](const ProgramPlan& p) { return fuse_accumulators(p, target); },
-      [](const ProgramPlan& p) { return schedule_by_depth(p); },
-      [](const ProgramPlan& p) { return hoist_invariant_loads(p); },
-      [&](const ProgramPlan& p) { return choose_stages(p, target); },
-      [&](const ProgramPlan& p) { return plan_shared_memory(p, target); },
-      [](const ProgramPlan& p) { return plan_device_memory(p); },
-  };
-  ProgramPlan p = build_plan(graph, target);
-  if (stop_after == names[0]) return p;
-  for (size_t i = 0; i < passes.size(); ++i) {
-    p = passes[i](p);
-    if (stop_after == names[i + 1]) break;
+  ProgramPlan plan;
+  for (const LoweringPass& pass : kPasses) {
+    plan = pass.run(graph, plan, target);
+    if (stop_after == pass.name) break;
   }
-  return p;
+  return plan;
 }
 
 }  // namespace weft
