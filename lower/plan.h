@@ -1,4 +1,4 @@
-// The kernel plan: the loop-level IR every backend (CPU now, CUDA later) emits code from.
+// The kernel plan: the loop-level IR every backend (CPU, CUDA) emits code from.
 //
 // A ProgramPlan lists the program's device tensors and its kernels in launch order. A library
 // kernel is one `call` of a pre-defined operator on device tensors. A graph-defined kernel runs
