@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
+.PHONY: all deps build demo test check-layers test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
 
 all: build
 
@@ -25,9 +25,14 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
-# Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, the parallel search
-# under TSan, and a short fuzz run; the unit tests run last so their summary closes the output.
-test: test-fuzz test-asan test-tsan test-unit
+# Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
+# the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
+# run last so their summary closes the output.
+test: check-layers test-fuzz test-asan test-tsan test-unit
+
+# No #include against the layer order of scripts/layers.txt (also a ctest test).
+check-layers:
+	scripts/check-layers.sh
 
 test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure

@@ -8,9 +8,9 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "verify/equivalence.h"
-#include "verify/mutate.h"
+#include "testing/mutate.h"
 #include "tests/test_util.h"
+#include "verify/equivalence.h"
 
 namespace weft {
 namespace {
