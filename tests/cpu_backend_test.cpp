@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/target.h"
+#include "driver/optimize.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
@@ -14,7 +15,6 @@
 #include "lower/pipeline.h"
 #include "runtime/runtime.h"
 #include "runtime/timing.h"
-#include "search/optimizer.h"
 #include "tests/test_util.h"
 
 namespace weft {
