@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/target.h"
+#include "driver/optimize.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
@@ -16,7 +17,6 @@
 #include "runtime/cpu_program.h"
 #include "runtime/host_tensors.h"
 #include "runtime/timing.h"
-#include "search/optimizer.h"
 #include "tests/test_util.h"
 
 namespace weft {

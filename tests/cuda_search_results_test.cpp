@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include "core/target.h"
+#include "driver/optimize.h"
 #include "ir/expand_composites.h"
 #include "ir/printer.h"
 #include "lower/pipeline.h"
 #include "runtime/program.h"
-#include "search/optimizer.h"
 #include "tests/emulation_check.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
