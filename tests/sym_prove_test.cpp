@@ -136,6 +136,17 @@ TEST(SymProve, UnknownBecomesARuntimeCheck) {
   EXPECT_FALSE(proven.runtime_check);
 }
 
+TEST(SymProve, TheResourceLimitStopsNonlinearZ3Queries) {
+  // Z3's default arithmetic solver loops here without counting its work; the legacy one used
+  // by z3_decide stops at the resource limit. No wall-clock limit: only the rlimit can end it.
+  SymZ3Options options;
+  options.rlimit = 50000;
+  options.timeout_ms = 0;
+  SymZ3Answer a = z3_decide(sx("floordiv(s * s + 1, 3) - floordiv(s * s, 3)"), true, {}, options);
+  EXPECT_EQ(a.verdict, SymZ3Verdict::unknown);
+  EXPECT_EQ(a.reason, "canceled");
+}
+
 TEST(SymProve, ReducedConditionsAreEquivalentAndSimpler) {
   EXPECT_EQ(cond("2 * n + 4", SymRel::eq, "2 * m + 4").reduced().str(), "n == m");
   EXPECT_EQ(cond("2 * n + 1", SymRel::le, "2 * m + 4").reduced().str(), "n <= m + 1");
