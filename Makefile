@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
+.PHONY: all deps build demo test check-layers test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
 
 all: build
 
@@ -25,9 +25,17 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
-# Everything CI runs: unit/golden/property tests, the same under ASan+UBSan, the parallel search
-# under TSan, and a short fuzz run; the unit tests run last so their summary closes the output.
-test: test-fuzz test-asan test-tsan test-unit
+# Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli)
+
+# Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
+# the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
+# run last so their summary closes the output.
+test: check-layers test-fuzz test-asan test-tsan test-unit
+
+# No #include against the layer order of scripts/layers.txt (also a ctest test).
+check-layers:
+	scripts/check-layers.sh
 
 test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
@@ -37,15 +45,14 @@ test-asan: deps
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	ninja -C $(BUILD_SAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '^(CpuBackend|CudaEmulation)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '$(LOADS_GENERATED)'
 	# LeakSanitizer's tracer can crash at exit once generated libraries (CPU backend, CUDA host
 	# emulation; with their worker threads) are loaded, so those tests run without leak detection.
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '^(CpuBackend|CudaEmulation)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '$(LOADS_GENERATED)'
 
-
-# The parallel parts (search, oracle, verifier) under ThreadSanitizer.
-TSAN_TESTS = Optimize.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*
+# The parallel parts (search, oracle, verifier, symbolic prover) under ThreadSanitizer.
+TSAN_TESTS = Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null

@@ -1,5 +1,5 @@
 // Pass: accumulator fusion. A block matmul whose only reader is an accum_sum adds straight into
-// the accumulator (GPU), keeping the sum in tensor-core registers across the loop when it can.
+// the accumulator, keeping the sum in tensor-core registers across the loop when it can (GPU).
 #pragma once
 
 #include <string>
@@ -20,15 +20,19 @@ struct AccumulatorFusion {
 
 // The fusions kernel `k` admits, in loop-step order: a loop-stage matmul whose result has exactly
 // one reader, a loop-stage accum_sum whose result no loop step reads. `registers` when the matmul
-// has a tensor-core tiling (lower/mma_tiling.h). The pass applies them; the CUDA emitter checks
-// the plan it is given against them.
+// has a tensor-core tiling (lower/mma_tiling.h; never on CPU targets, whose plans are all f32).
 std::vector<AccumulatorFusion> accumulator_fusions(const KernelPlan& k);
 
-// On GPU targets, applies accumulator_fusions to every graph-defined kernel: each product
-// becomes a reg buffer (no shared memory), and each register accumulator's step is marked
-// in_registers, so its shared buffer is live only after the loop (lower/lifetimes.cpp) and
-// choose-stages and plan-shared-memory see the real footprint. CPU plans are unchanged (the CPU
-// emitter fuses on its own; its arena is not a scarce resource).
+// Applies accumulator_fusions to every graph-defined kernel, on every target: each product
+// becomes a reg buffer (no shared memory, no CPU arena), and each register accumulator's step is
+// marked in_registers, so its shared buffer is live only after the loop (lower/lifetimes.cpp) and
+// choose-stages and plan-shared-memory see the real footprint.
 ProgramPlan fuse_accumulators(const ProgramPlan& plan, const Target& target);
+
+// The fusions a lowered plan records, as the emitters read them: every accum_sum whose input is a
+// reg buffer, which a loop-stage matmul writes, in loop-step order. WEFT_CHECKs that the marks are
+// well formed and are exactly what accumulator_fusions admits (a plan edited or lowered by another
+// pipeline is refused, not guessed at).
+std::vector<AccumulatorFusion> planned_accumulator_fusions(const KernelPlan& k);
 
 }  // namespace weft

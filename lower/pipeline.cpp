@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "lower/build_plan.h"
+#include "lower/choose_cpu_blocking.h"
 #include "lower/choose_stages.h"
 #include "lower/fuse_accumulators.h"
 #include "lower/fuse_threads.h"
@@ -16,10 +17,38 @@
 
 namespace weft {
 
+namespace {
+
+// One pass: its name (for --stop-after and the golden files) and what it does to a plan.
+struct Pass {
+  const char* name;
+  ProgramPlan (*run)(const ProgramPlan&, const Target&);
+};
+
+// After `build`, which makes the first plan from the µGraph.
+const Pass kPasses[] = {
+    {"fuse-threads", [](const ProgramPlan& p, const Target&) { return fuse_thread_graphs(p); }},
+    {"select-layouts", select_layouts},
+    {"fuse-accumulators", fuse_accumulators},
+    {"schedule", [](const ProgramPlan& p, const Target&) { return schedule_by_depth(p); }},
+    {"hoist-loads", [](const ProgramPlan& p, const Target&) { return hoist_invariant_loads(p); }},
+    {"choose-stages", choose_stages},
+    {"plan-shared-memory", plan_shared_memory},
+    {"choose-cpu-blocking", choose_cpu_blocking},
+    {"plan-device-memory",
+     [](const ProgramPlan& p, const Target&) { return plan_device_memory(p); }},
+};
+
+constexpr const char* kBuild = "build";
+
+}  // namespace
+
 const std::vector<std::string>& lowering_passes() {
-  static const std::vector<std::string> names = {
-      "build",       "fuse-threads",  "select-layouts",     "fuse-accumulators", "schedule",
-      "hoist-loads", "choose-stages", "plan-shared-memory", "plan-device-memory"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {kBuild};
+    for (const Pass& p : kPasses) n.push_back(p.name);
+    return n;
+  }();
   return names;
 }
 
@@ -27,22 +56,11 @@ ProgramPlan lower_graph(const Graph& graph, const Target& target, const std::str
   const auto& names = lowering_passes();
   if (!stop_after.empty() && std::find(names.begin(), names.end(), stop_after) == names.end())
     throw UserError(fmt::format("unknown lowering pass '{}'", stop_after));
-  using PassFn = std::function<ProgramPlan(const ProgramPlan&)>;
-  const std::vector<PassFn> passes = {
-      [](const ProgramPlan& p) { return fuse_thread_graphs(p); },
-      [&](const ProgramPlan& p) { return select_layouts(p, target); },
-      [&](const ProgramPlan& p) { return fuse_accumulators(p, target); },
-      [](const ProgramPlan& p) { return schedule_by_depth(p); },
-      [](const ProgramPlan& p) { return hoist_invariant_loads(p); },
-      [&](const ProgramPlan& p) { return choose_stages(p, target); },
-      [&](const ProgramPlan& p) { return plan_shared_memory(p, target); },
-      [](const ProgramPlan& p) { return plan_device_memory(p); },
-  };
   ProgramPlan p = build_plan(graph, target);
-  if (stop_after == names[0]) return p;
-  for (size_t i = 0; i < passes.size(); ++i) {
-    p = passes[i](p);
-    if (stop_after == names[i + 1]) break;
+  if (stop_after == kBuild) return p;
+  for (const Pass& pass : kPasses) {
+    p = pass.run(p, target);
+    if (stop_after == pass.name) break;
   }
   return p;
 }

@@ -12,7 +12,7 @@
 namespace weft {
 
 // Pass names in order: build, fuse-threads, select-layouts, fuse-accumulators, schedule,
-// hoist-loads, choose-stages, plan-shared-memory, plan-device-memory.
+// hoist-loads, choose-stages, plan-shared-memory, choose-cpu-blocking, plan-device-memory.
 const std::vector<std::string>& lowering_passes();
 
 // Runs the pipeline through `stop_after` (a pass name; empty: all). Throws UserError for an

@@ -1,4 +1,4 @@
-// The kernel plan: the loop-level IR every backend (CPU now, CUDA later) emits code from.
+// The kernel plan: the loop-level IR every backend (CPU, CUDA) emits code from.
 //
 // A ProgramPlan lists the program's device tensors and its kernels in launch order. A library
 // kernel is one `call` of a pre-defined operator on device tensors. A graph-defined kernel runs
@@ -7,7 +7,8 @@
 // ops and stores back to device memory). Loads of loop-invariant tiles are marked `hoisted` and
 // issued once before the loop. Block buffers live in shared memory (with a byte offset
 // and a layout) or in registers (thread-graph values, matmul results fused into an accumulator);
-// barriers separate dependent schedule levels.
+// barriers separate dependent schedule levels. Every decision a backend needs is a field of the
+// plan, so generated code is a function of the plan alone.
 #pragma once
 
 #include <array>
@@ -64,6 +65,10 @@ struct Step {
   // once before the loop into a single buffer that stays live through the whole loop (never
   // pipelined). Printed as the word `hoisted`.
   bool hoisted = false;
+  // compute matmul in a block (CPU, lower/choose_cpu_blocking.h): the rows x columns of C the
+  // generated loops keep in registers over the whole k loop; {0, 0} where no CPU loop nest is
+  // emitted (GPU plans, library kernels, other steps). Printed as `tile=[R,C]` when set.
+  std::array<int64_t, 2> register_tile = {0, 0};
 
   friend bool operator==(const Step&, const Step&) = default;
 };
@@ -79,6 +84,10 @@ struct KernelPlan {
   // using slot it % stages, so the loads of the next stages - 1 iterations run while this one
   // computes (GPU; CPU: 1).
   int64_t stages = 1;
+  // Blocks one CPU task runs in lock-step, iteration by iteration, each over its own arena
+  // (lower/choose_cpu_blocking.h): their tiles of a shared operand are fetched close together in
+  // time. Divides num_blocks(). GPU: 1.
+  int64_t block_group = 1;
   std::vector<PlanBuffer> buffers;  // shared and register buffers of one block
   std::vector<Step> loop_steps;     // library: the single call step
   std::vector<Step> post_steps;

@@ -47,6 +47,8 @@ void print_step(std::string& out, const Step& s, int indent) {
   if (has_op_token(s.kind)) out += fmt::format(" {}", op_info(s.op).name);
   out += fmt::format(" {} = {} @{}", join(s.outputs), join(s.inputs), s.depth);
   for (const auto& [k, v] : s.attrs.entries()) out += fmt::format(" {}={}", k, attr_str(v));
+  if (s.register_tile != std::array<int64_t, 2>{0, 0})
+    out += fmt::format(" tile={}", list_str({s.register_tile.begin(), s.register_tile.end()}));
   if (s.in_registers) out += " registers";
   if (s.hoisted) out += " hoisted";
   if (s.kind == StepKind::thread) {
@@ -76,9 +78,9 @@ std::string print_plan(const ProgramPlan& p) {
     if (k.library) {
       out += fmt::format("kernel {} library\n", k.name);
     } else {
-      out += fmt::format("kernel {} grid={} threads={} loop={} stages={} smem={}\n", k.name,
-                         list_str({k.grid.begin(), k.grid.end()}), k.threads, k.loop, k.stages,
-                         k.smem_bytes);
+      out += fmt::format("kernel {} grid={} threads={} loop={} stages={} smem={} group={}\n",
+                         k.name, list_str({k.grid.begin(), k.grid.end()}), k.threads, k.loop,
+                         k.stages, k.smem_bytes, k.block_group);
       for (const PlanBuffer& b : k.buffers) out += fmt::format("  buffer {}\n", buffer_str(b));
       out += "loop:\n";
     }
@@ -233,7 +235,8 @@ class Parser {
       }
       return k;
     }
-    expect(t.size() == 7, "expected 'kernel NAME grid=[..] threads=N loop=N stages=N smem=N'");
+    expect(t.size() == 8,
+           "expected 'kernel NAME grid=[..] threads=N loop=N stages=N smem=N group=N'");
     auto g = int_list(value_of(t[2], "grid"));
     expect(g.size() == 3, "grid needs 3 entries");
     k.grid = {g[0], g[1], g[2]};
@@ -242,6 +245,9 @@ class Parser {
     k.stages = to_int(value_of(t[5], "stages"));
     expect(k.stages >= 1, "stages must be >= 1");
     k.smem_bytes = to_int(value_of(t[6], "smem"));
+    k.block_group = to_int(value_of(t[7], "group"));
+    expect(k.block_group >= 1 && k.num_blocks() % k.block_group == 0,
+           "group must be >= 1 and divide the number of blocks");
     std::vector<std::string> s;
     while ((s = next_tokens()).size() > 0 && s[0] == "buffer") k.buffers.push_back(buffer(s));
     expect(s == std::vector<std::string>{"loop:"}, "expected 'loop:'");
@@ -298,6 +304,13 @@ class Parser {
       }
       if (t[j] == "hoisted" && s.kind == StepKind::load && j + 1 == t.size()) {
         s.hoisted = true;
+        continue;
+      }
+      if (t[j].rfind("tile=", 0) == 0 && s.kind == StepKind::compute && s.op == OpKind::matmul) {
+        auto tile = int_list(t[j].substr(5));
+        expect(tile.size() == 2 && tile[0] >= 1 && tile[1] >= 1,
+               fmt::format("expected 'tile=[ROWS,COLUMNS]', got '{}'", t[j]));
+        s.register_tile = {tile[0], tile[1]};
         continue;
       }
       size_t eq = t[j].find('=');

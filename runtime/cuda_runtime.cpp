@@ -15,11 +15,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "codegen/cuda/emit_cuda.h"
 #include "core/error.h"
-#include "lower/pipeline.h"
 #include "runtime/build_cache.h"
-#include "runtime/host_tensors.h"
 #include "runtime/dtype_convert.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -94,7 +91,7 @@ bool cuda_runtime_built() {
 #endif
 }
 
-std::string find_nvcc(const CudaCompileOptions& options) {
+std::string find_nvcc(const CudaBuildOptions& options) {
   if (!options.nvcc.empty()) {
     if (!is_executable(options.nvcc))
       throw UserError(fmt::format("nvcc '{}' is not an executable file", options.nvcc));
@@ -221,7 +218,7 @@ CudaProgram::DeviceState& CudaProgram::device_state() const {
   const CudaDevice& dev = require_cuda_device();
   const Target* target = nullptr;
   for (const Target& t : all_targets())
-    if (t.name == plan_.target) target = &t;
+    if (t.name == plan().target) target = &t;
   if (target && target->kind == TargetKind::gpu) {
     int want = arch_number(target->arch), have = dev.major * 10 + dev.minor;
     bool arch_specific = !target->arch.empty() && target->arch.back() == 'a';
@@ -229,33 +226,33 @@ CudaProgram::DeviceState& CudaProgram::device_state() const {
       throw UserError(fmt::format(
           "{} was compiled for {} ({}), but the device {} has compute capability {}.{}; "
           "choose its target with --target",
-          plan_.name, target->arch, target->name, dev.name, dev.major, dev.minor));
+          plan().name, target->arch, target->name, dev.name, dev.major, dev.minor));
   }
-  for (const KernelPlan& k : plan_.kernels)
+  for (const KernelPlan& k : plan().kernels)
     if (!k.library && k.smem_bytes > dev.max_smem_per_block)
       throw UserError(fmt::format(
           "kernel {} of {} needs {} bytes of shared memory per block, but the device {} allows "
           "at most {} (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
-          k.name, plan_.name, k.smem_bytes, dev.name, dev.max_smem_per_block));
+          k.name, plan().name, k.smem_bytes, dev.name, dev.max_smem_per_block));
   auto state = std::make_unique<DeviceState>();
   check(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   check(cudaEventCreate(&state->start), "cudaEventCreate");
   check(cudaEventCreate(&state->stop), "cudaEventCreate");
   auto allocate = [&](const std::string& name) {
-    const PlanBuffer* t = plan_.find_tensor(name);
-    WEFT_CHECK(t != nullptr, "plan {} has no tensor {}", plan_.name, name);
+    const PlanBuffer* t = plan().find_tensor(name);
+    WEFT_CHECK(t != nullptr, "plan {} has no tensor {}", plan().name, name);
     void* p = nullptr;
     check(cudaMalloc(&p, static_cast<size_t>(t->bytes())),
           fmt::format("cudaMalloc of {} ({} bytes)", name, t->bytes()));
     return p;
   };
-  for (const std::string& name : plan_.inputs) state->inputs.push_back(allocate(name));
-  for (const std::string& name : plan_.outputs) state->outputs.push_back(allocate(name));
-  if (plan_.workspace_bytes > 0) {
-    check(cudaMalloc(&state->workspace, static_cast<size_t>(plan_.workspace_bytes)),
-          fmt::format("cudaMalloc of the workspace ({} bytes)", plan_.workspace_bytes));
+  for (const std::string& name : plan().inputs) state->inputs.push_back(allocate(name));
+  for (const std::string& name : plan().outputs) state->outputs.push_back(allocate(name));
+  if (plan().workspace_bytes > 0) {
+    check(cudaMalloc(&state->workspace, static_cast<size_t>(plan().workspace_bytes)),
+          fmt::format("cudaMalloc of the workspace ({} bytes)", plan().workspace_bytes));
     // NaN bytes: a temp read before it is written shows up in the results.
-    check(cudaMemset(state->workspace, 0xFF, static_cast<size_t>(plan_.workspace_bytes)),
+    check(cudaMemset(state->workspace, 0xFF, static_cast<size_t>(plan().workspace_bytes)),
           "cudaMemset");
   }
   state_ = std::move(state);
@@ -263,21 +260,12 @@ CudaProgram::DeviceState& CudaProgram::device_state() const {
 }
 
 void CudaProgram::upload(const std::vector<std::vector<float>>& inputs) const {
-  if (inputs.size() != plan_.inputs.size())
-    throw UserError(fmt::format("the program takes {} inputs, {} were given", plan_.inputs.size(),
-                                inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const PlanBuffer* t = plan_.find_tensor(plan_.inputs[i]);
-    if (static_cast<int64_t>(inputs[i].size()) != numel(t->shape))
-      throw UserError(fmt::format("input {} needs {} values, {} were given", plan_.inputs[i],
-                                  numel(t->shape), inputs[i].size()));
-  }
   DeviceState& s = device_state();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const PlanBuffer* t = plan_.find_tensor(plan_.inputs[i]);
+    const PlanBuffer* t = plan().find_tensor(plan().inputs[i]);
     std::vector<uint8_t> bytes = encode_as(inputs[i].data(), inputs[i].size(), t->dtype);
     check(cudaMemcpy(s.inputs[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-          fmt::format("copying input {} to the device", plan_.inputs[i]));
+          fmt::format("copying input {} to the device", plan().inputs[i]));
   }
 }
 
@@ -286,28 +274,28 @@ void CudaProgram::launch() const {
   int rc =
       reinterpret_cast<LaunchFn>(launch_)(s.inputs.data(), s.outputs.data(), s.workspace, s.stream);
   if (rc != 0)
-    cuda_failed(static_cast<cudaError_t>(rc), fmt::format("weft_cuda_launch of {}", plan_.name));
-  check(cudaGetLastError(), fmt::format("launching {}", plan_.name));
+    cuda_failed(static_cast<cudaError_t>(rc), fmt::format("weft_cuda_launch of {}", plan().name));
+  check(cudaGetLastError(), fmt::format("launching {}", plan().name));
 }
 
-std::vector<std::vector<float>> CudaProgram::run(
+std::vector<std::vector<float>> CudaProgram::run_checked(
     const std::vector<std::vector<float>>& inputs) const {
   upload(inputs);
   DeviceState& s = *state_;
   // NaN bytes: an output element the program never writes cannot pass a comparison.
-  for (size_t j = 0; j < plan_.outputs.size(); ++j)
+  for (size_t j = 0; j < plan().outputs.size(); ++j)
     check(cudaMemsetAsync(s.outputs[j], 0xFF,
-                          static_cast<size_t>(plan_.find_tensor(plan_.outputs[j])->bytes()),
+                          static_cast<size_t>(plan().find_tensor(plan().outputs[j])->bytes()),
                           s.stream),
           "cudaMemsetAsync");
   launch();
-  check(cudaStreamSynchronize(s.stream), fmt::format("running {}", plan_.name));
+  check(cudaStreamSynchronize(s.stream), fmt::format("running {}", plan().name));
   std::vector<std::vector<float>> outs;
-  for (size_t j = 0; j < plan_.outputs.size(); ++j) {
-    const PlanBuffer* t = plan_.find_tensor(plan_.outputs[j]);
+  for (size_t j = 0; j < plan().outputs.size(); ++j) {
+    const PlanBuffer* t = plan().find_tensor(plan().outputs[j]);
     std::vector<uint8_t> bytes(static_cast<size_t>(t->bytes()));
     check(cudaMemcpy(bytes.data(), s.outputs[j], bytes.size(), cudaMemcpyDeviceToHost),
-          fmt::format("copying output {} to the host", plan_.outputs[j]));
+          fmt::format("copying output {} to the host", plan().outputs[j]));
     std::vector<float> out(static_cast<size_t>(numel(t->shape)));
     decode_from(bytes.data(), out.size(), t->dtype, out.data());
     outs.push_back(std::move(out));
@@ -315,19 +303,18 @@ std::vector<std::vector<float>> CudaProgram::run(
   return outs;
 }
 
-Timing CudaProgram::time(const std::vector<std::vector<float>>& inputs, int warmup,
-                         int reps) const {
-  WEFT_CHECK(reps >= 1 && warmup >= 0, "bad timing parameters");
+Timing CudaProgram::time_checked(const std::vector<std::vector<float>>& inputs, int warmup,
+                                 int reps) const {
   upload(inputs);
   DeviceState& s = *state_;
   for (int i = 0; i < warmup; ++i) launch();
-  check(cudaStreamSynchronize(s.stream), fmt::format("warm-up runs of {}", plan_.name));
+  check(cudaStreamSynchronize(s.stream), fmt::format("warm-up runs of {}", plan().name));
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     check(cudaEventRecord(s.start, s.stream), "cudaEventRecord");
     launch();
     check(cudaEventRecord(s.stop, s.stream), "cudaEventRecord");
-    check(cudaEventSynchronize(s.stop), fmt::format("timed run of {}", plan_.name));
+    check(cudaEventSynchronize(s.stop), fmt::format("timed run of {}", plan().name));
     float ms = 0;
     check(cudaEventElapsedTime(&ms, s.start, s.stop), "cudaEventElapsedTime");
     times.push_back(ms * 1e-3);
@@ -352,28 +339,32 @@ void CudaProgram::upload(const std::vector<std::vector<float>>&) const {
 void CudaProgram::launch() const {
   throw UserError(kNoToolkit);
 }
-std::vector<std::vector<float>> CudaProgram::run(const std::vector<std::vector<float>>&) const {
+std::vector<std::vector<float>> CudaProgram::run_checked(
+    const std::vector<std::vector<float>>&) const {
   throw UserError(kNoToolkit);
 }
-Timing CudaProgram::time(const std::vector<std::vector<float>>&, int, int) const {
+Timing CudaProgram::time_checked(const std::vector<std::vector<float>>&, int, int) const {
   throw UserError(kNoToolkit);
 }
 
 #endif  // WEFT_HAVE_CUDA
 
-CudaProgram::~CudaProgram() {
-  state_.reset();  // device buffers first: the library may hold state they depend on
-  if (handle_) dlclose(handle_);
-}
+CudaProgram::CudaProgram(const ProgramPlan& plan, std::string source)
+    : Program(Backend::cuda, plan, std::move(source)) {}
+
+// Device buffers go first (members die before the base class closes the library, which may hold
+// state they depend on).
+CudaProgram::~CudaProgram() = default;
 
 std::string CudaProgram::plan_name() const {
   return name_ ? reinterpret_cast<NameFn>(name_)() : "";
 }
 
-std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan& plan, const std::string& source,
-                                                 const CudaCompileOptions& options) {
+std::unique_ptr<CudaProgram> build_cuda_program(const ProgramPlan& plan, const std::string& source,
+                                                const BuildOptions& options) {
   if (!cuda_runtime_built()) throw UserError(kNoToolkit);
-  std::string arch = options.arch;
+  const CudaBuildOptions& o = options.cuda;
+  std::string arch = o.arch;
   if (arch.empty()) {
     const Target& t = target_by_name(plan.target);
     if (t.kind != TargetKind::gpu)
@@ -383,15 +374,13 @@ std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan& plan, const 
           plan.name, plan.target));
     arch = t.arch;
   }
-  std::string nvcc = find_nvcc(options);
+  std::string nvcc = find_nvcc(o);
   std::string libdir = toolkit_library_dir(nvcc);
-  std::string flags = fmt::format("{} -arch={}", options.flags, arch);
-  std::string libs = options.libraries;
+  std::string flags = fmt::format("{} -arch={}", o.flags, arch);
+  std::string libs = o.libraries;
   if (!libdir.empty()) libs += fmt::format(" -Xlinker -rpath,{}", libdir);
 
-  std::unique_ptr<CudaProgram> prog(new CudaProgram());
-  prog->plan_ = plan;
-  prog->source_ = source;
+  std::unique_ptr<CudaProgram> prog(new CudaProgram(plan, source));
   CacheBuild build;
   build.configured_dir = options.cache_dir;
   build.key_material = fmt::format("nvcc {}\n{}\n{}\n{}", nvcc, flags, libs, nvcc_version(nvcc));
@@ -404,40 +393,12 @@ std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan& plan, const 
   if (built.failed)
     throw UserError(fmt::format("nvcc failed to build {} (source kept at {}):\n$ {}\n{}", plan.name,
                                 built.kept_source, built.command, built.log));
-  prog->artifact_ = built.artifact;
-  prog->from_cache_ = built.from_cache;
-  prog->handle_ = dlopen(built.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!prog->handle_) throw UserError(fmt::format("cannot load {}: {}", built.artifact, dlerror()));
-  prog->launch_ = dlsym(prog->handle_, "weft_cuda_launch");
-  prog->name_ = dlsym(prog->handle_, "weft_cuda_plan_name");
+  prog->load(built);
+  prog->launch_ = prog->symbol("weft_cuda_launch");
+  prog->name_ = prog->symbol("weft_cuda_plan_name");
   if (!prog->launch_)
     throw UserError(fmt::format("{} does not export weft_cuda_launch", built.artifact));
   return prog;
-}
-
-std::unique_ptr<CudaProgram> compile_cuda_plan(const ProgramPlan& plan,
-                                               const CudaCompileOptions& options) {
-  return compile_cuda_source(plan, emit_cuda_source(plan), options);
-}
-
-std::unique_ptr<CudaProgram> compile_cuda_program(const Graph& graph, const Target& target,
-                                                  const CudaCompileOptions& options) {
-  if (target.kind != TargetKind::gpu)
-    throw UserError(
-        fmt::format("target '{}' is not a GPU; the CUDA backend needs h100, h200 or "
-                    "a100 (or the device's own, the default)",
-                    target.name));
-  return compile_cuda_plan(lower_graph(graph, target), options);
-}
-
-std::vector<Tensor<double>> run_on_cuda(const Graph& graph,
-                                        const std::vector<Tensor<double>>& inputs,
-                                        const std::string& target) {
-  // Fail before nvcc runs when there is nothing to run on.
-  const CudaDevice& dev = require_cuda_device();
-  const Target& t = target.empty() ? target_for_device(dev) : target_by_name(target);
-  auto prog = compile_cuda_program(graph, t);
-  return output_tensors(prog->plan(), prog->run(host_buffers_of(inputs)));
 }
 
 }  // namespace weft

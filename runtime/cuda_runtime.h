@@ -1,5 +1,6 @@
-// CUDA runtime API: build generated CUDA with nvcc (cached by content hash), load it, run and time
-// it on the GPU. Building needs only the toolkit; running needs a device.
+// The CUDA backend's program and the device it runs on: build generated CUDA with nvcc (cached by
+// content hash), load it, run and time it on the GPU. Building needs only the toolkit; running
+// needs a device.
 #pragma once
 
 #include <memory>
@@ -7,27 +8,16 @@
 #include <vector>
 
 #include "core/target.h"
-#include "interp/tensor.h"
-#include "ir/graph.h"
 #include "lower/plan.h"
-#include "runtime/timing.h"
+#include "runtime/program.h"
 
 namespace weft {
-
-struct CudaCompileOptions {
-  std::string cache_dir;  // empty: the CPU runtime's cache directory (runtime/build_cache.h)
-  std::string nvcc;       // empty: $WEFT_NVCC, /usr/local/cuda/bin/nvcc, nvcc on PATH
-  std::string arch;       // empty: the plan target's arch (h100/h200: sm_90a, a100: sm_80)
-  // `-cudart shared`: the library and weft then share one CUDA runtime (streams, pointers).
-  std::string flags = "-O3 -std=c++17 -shared -Xcompiler -fPIC -cudart shared";
-  std::string libraries = "-lcublas -lcublasLt";
-};
 
 // True when this weft was built with the CUDA toolkit (WEFT_HAVE_CUDA).
 bool cuda_runtime_built();
 
 // The nvcc `options` select; throws UserError when there is none.
-std::string find_nvcc(const CudaCompileOptions& options = {});
+std::string find_nvcc(const CudaBuildOptions& options = {});
 
 struct CudaDevice {
   int ordinal = 0;
@@ -47,61 +37,39 @@ std::string cuda_unavailable_reason();
 const Target& target_for_device(const CudaDevice& device);
 
 // A program built by nvcc and loaded into this process. Device buffers are allocated on first use
-// and kept; one call at a time (not reentrant).
-class CudaProgram {
+// and kept. run and time (Program) throw UserError when there is no device, the device's
+// architecture is not the plan's, or a kernel asks for more shared memory than it allows;
+// run converts inputs to their plan dtypes on the device and outputs back to float.
+class CudaProgram final : public Program {
  public:
-  ~CudaProgram();
-  CudaProgram(const CudaProgram&) = delete;
-  CudaProgram& operator=(const CudaProgram&) = delete;
-
-  const ProgramPlan& plan() const { return plan_; }
-  const std::string& source() const { return source_; }
-  const std::string& artifact() const { return artifact_; }  // the shared library's path
-  bool from_cache() const { return from_cache_; }            // nvcc did not run
-  std::string plan_name() const;                             // weft_cuda_plan_name()
-
-  // Runs once: inputs[i] holds numel floats of input i (row-major, plan order), converted to the
-  // tensor's dtype on the device; outputs come back converted to float. Throws UserError on wrong
-  // sizes, no device, or a kernel asking for more shared memory than the device allows.
-  std::vector<std::vector<float>> run(const std::vector<std::vector<float>>& inputs) const;
-  // Uploads `inputs` once, then `warmup` untimed and `reps` timed launches, each between two
-  // CUDA events on the program's stream; reports the median (seconds).
-  Timing time(const std::vector<std::vector<float>>& inputs, int warmup, int reps) const;
+  ~CudaProgram() override;
+  std::string plan_name() const;  // weft_cuda_plan_name()
 
  private:
-  friend std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan&, const std::string&,
-                                                          const CudaCompileOptions&);
+  friend std::unique_ptr<CudaProgram> build_cuda_program(const ProgramPlan&, const std::string&,
+                                                         const BuildOptions&);
   struct DeviceState;
-  CudaProgram() = default;
+  CudaProgram(const ProgramPlan& plan, std::string source);
   DeviceState& device_state() const;  // allocates buffers and checks limits on first use
   void upload(const std::vector<std::vector<float>>& inputs) const;
   void launch() const;
+  std::vector<std::vector<float>> run_checked(
+      const std::vector<std::vector<float>>& inputs) const override;
+  // Uploads `inputs` once, then `warmup` untimed and `reps` timed launches, each between two
+  // CUDA events on the program's stream.
+  Timing time_checked(const std::vector<std::vector<float>>& inputs, int warmup,
+                      int reps) const override;
 
-  ProgramPlan plan_;
-  std::string source_, artifact_;
-  bool from_cache_ = false;
-  void* handle_ = nullptr;
   void* launch_ = nullptr;
   void* name_ = nullptr;
   mutable std::unique_ptr<DeviceState> state_;
 };
 
 // Builds `source` (a .cu with the weft_cuda_launch ABI, docs/cuda-backend.md) for `plan` with
-// nvcc, or finds it in the cache, and loads it. No device is needed. Throws UserError when nvcc
-// is missing or fails (with its output) or weft was built without CUDA.
-std::unique_ptr<CudaProgram> compile_cuda_source(const ProgramPlan& plan, const std::string& source,
-                                                 const CudaCompileOptions& options = {});
-// Emits CUDA for a lowered GPU plan (codegen/cuda) and builds it as above.
-std::unique_ptr<CudaProgram> compile_cuda_plan(const ProgramPlan& plan,
-                                               const CudaCompileOptions& options = {});
-// Lowers `graph` for the GPU `target` and builds it.
-std::unique_ptr<CudaProgram> compile_cuda_program(const Graph& graph, const Target& target,
-                                                  const CudaCompileOptions& options = {});
-
-// Compiles `graph` for `target` (empty: the device's) and runs it on the GPU: the interpreter's
-// calling convention, for `weft run --backend cuda`.
-std::vector<Tensor<double>> run_on_cuda(const Graph& graph,
-                                        const std::vector<Tensor<double>>& inputs,
-                                        const std::string& target = "");
+// nvcc (options.cuda), or finds it in the cache, and loads it. No device is needed. Throws
+// UserError when the plan is not for a GPU target (and options.cuda.arch is empty), nvcc is
+// missing or fails (with its output) or weft was built without CUDA.
+std::unique_ptr<CudaProgram> build_cuda_program(const ProgramPlan& plan, const std::string& source,
+                                                const BuildOptions& options = {});
 
 }  // namespace weft

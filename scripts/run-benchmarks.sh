@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 out=out/bench
 mkdir -p "$out"
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-for b in verify_bench absexpr_bench; do
+for b in verify_bench absexpr_bench sym_bench; do
   [ -x "$build/$b" ] && "$build/$b" --benchmark_min_time=0.5 | tee "$out/$b.txt"
 done
 for ex in rms_norm_linear gated_mlp gqa_attention; do

@@ -21,8 +21,8 @@ namespace weft {
 struct SearchConstants {
   std::vector<Rational> factors;
   std::vector<Rational> offsets;
-  // Uses per graph (block or kernel): as many as the program has (a mean counts as a scale),
-  // since abstract expressions cannot see constants.
+  // Uses per graph (block or kernel): as many as the program has (a mean counts as a scale), since
+  // abstract expressions cannot see constants.
   int max_scales = 0;
   int max_shifts = 0;
 };

@@ -1,34 +1,158 @@
-// JSON form of the search configuration (so results record exactly what was searched).
+// The search configuration's JSON form and field table, both expanded from
+// search/config_fields.def (so results record exactly what was searched).
 #include "search/config.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
+#include <type_traits>
 
-#include "core/error.h"
 #include "core/system_memory.h"
 
 namespace weft {
+namespace {
 
-static nlohmann::json ops_to_json(const std::vector<OpKind>& ops) {
-  nlohmann::json a = nlohmann::json::array();
+using nlohmann::json;
+
+// The rules of the `accepts` column of config_fields.def. Each reads a JSON value into a field's
+// type, returning false (and optionally a detail for the error) when the value is not accepted.
+namespace accept {
+
+// Integers in [min, max] that the field's type holds.
+struct IntegerIn {
+  int64_t min, max;
+  std::string_view accepted;
+  template <class T>
+  bool read(const json& v, T& out, std::string&) const {
+    if (!v.is_number_integer()) return false;
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) return false;
+    int64_t x = v.get<int64_t>();
+    if (x < min || x > max || x > static_cast<int64_t>(std::numeric_limits<T>::max())) return false;
+    out = static_cast<T>(x);
+    return true;
+  }
+};
+
+struct AnyUnsigned {
+  std::string_view accepted = "a non-negative integer";
+  bool read(const json& v, uint64_t& out, std::string&) const {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) return false;
+    out = v.get<uint64_t>();
+    return true;
+  }
+};
+
+// Numbers in [min, max], or (min, max) when `open`.
+struct NumberIn {
+  double min, max;
+  bool open;
+  std::string_view accepted;
+  bool read(const json& v, double& out, std::string&) const {
+    if (!v.is_number()) return false;
+    double x = v.get<double>();
+    if (open ? (x <= min || x >= max) : (x < min || x > max)) return false;
+    out = x;
+    return true;
+  }
+};
+
+struct Boolean {
+  std::string_view accepted = "true or false";
+  bool read(const json& v, bool& out, std::string&) const {
+    if (!v.is_boolean()) return false;
+    out = v.get<bool>();
+    return true;
+  }
+};
+
+// Any name: an unknown target is reported where it is looked up (target_by_name).
+struct TargetName {
+  std::string_view accepted = "a target name";
+  bool read(const json& v, std::string& out, std::string&) const {
+    if (!v.is_string()) return false;
+    out = v.get<std::string>();
+    return true;
+  }
+};
+
+struct OperatorNames {
+  bool accumulators_only;
+  std::string_view accepted;
+  bool read(const json& v, std::vector<OpKind>& out, std::string& detail) const {
+    if (!v.is_array()) return false;
+    std::vector<OpKind> ops;
+    for (const json& e : v) {
+      auto k = e.is_string() ? op_by_name(e.get<std::string>()) : std::nullopt;
+      if (!k || (accumulators_only && !is_accumulator(*k))) {
+        detail = fmt::format(" ({} is not {})", e.dump(),
+                             accumulators_only ? "an accumulator" : "an operator");
+        return false;
+      }
+      ops.push_back(*k);
+    }
+    out = std::move(ops);
+    return true;
+  }
+};
+
+struct PositiveIntegers {
+  std::string_view accepted = "a non-empty list of positive integers";
+  bool read(const json& v, std::vector<int64_t>& out, std::string& detail) const {
+    if (!v.is_array() || v.empty()) return false;
+    constexpr IntegerIn element{1, INT64_MAX, ""};
+    std::vector<int64_t> xs(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!element.read(v[i], xs[i], detail)) return false;
+    out = std::move(xs);
+    return true;
+  }
+};
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr IntegerIn count{0, INT64_MAX, "a non-negative integer"};
+constexpr IntegerIn positive{1, INT64_MAX, "a positive integer"};
+constexpr IntegerIn grid_dims{1, 3, "1, 2 or 3"};
+constexpr NumberIn seconds{0, kInfinity, false, "a non-negative number"};
+constexpr NumberIn probability{0, 1, true, "a probability in (0, 1)"};
+constexpr AnyUnsigned any_unsigned;
+constexpr Boolean boolean;
+constexpr TargetName target_name;
+constexpr OperatorNames operators{false, "a list of operator names"};
+constexpr OperatorNames accumulators{true, "a list of accumulator names"};
+constexpr PositiveIntegers positive_list;
+
+}  // namespace accept
+
+json field_json(const std::vector<OpKind>& ops) {
+  json a = json::array();
   for (OpKind k : ops) a.push_back(op_info(k).name);
   return a;
 }
+template <class T>
+json field_json(const T& value) {
+  return json(value);
+}
 
-static std::vector<OpKind> ops_from_json(const nlohmann::json& j, const std::string& key,
-                                         const std::string& origin) {
-  if (!j.is_array())
-    throw UserError(SourceLoc{origin}, fmt::format("'{}' must be a list of operator names", key));
-  std::vector<OpKind> out;
-  for (const auto& e : j) {
-    auto k = e.is_string() ? op_by_name(e.get<std::string>()) : std::nullopt;
-    if (!k)
-      throw UserError(SourceLoc{origin}, fmt::format("'{}': unknown operator {}", key, e.dump()));
-    out.push_back(*k);
-  }
-  return out;
+template <class T>
+constexpr SearchConfigField::Form form_of() {
+  if constexpr (std::is_same_v<T, std::string>) return SearchConfigField::Form::text;
+  if constexpr (std::is_same_v<T, bool>) return SearchConfigField::Form::flag;
+  return SearchConfigField::Form::json;
+}
+
+constexpr SearchConfigField kFields[] = {
+#define WEFT_SEARCH_CONFIG_FIELD(type, member, default_value, accepts, flag, doc) \
+  {#member, flag, doc, accept::accepts.accepted, form_of<type>()},
+#include "search/config_fields.def"
+#undef WEFT_SEARCH_CONFIG_FIELD
+};
+
+}  // namespace
+
+std::span<const SearchConfigField> search_config_fields() {
+  return kFields;
 }
 
 int64_t SearchConfig::default_memory_budget_mb() {
@@ -39,123 +163,32 @@ int64_t SearchConfig::default_memory_budget_mb() {
 }
 
 nlohmann::json SearchConfig::to_json() const {
-  return {{"target", target},
-          {"max_kernel_ops", max_kernel_ops},
-          {"max_block_ops", max_block_ops},
-          {"max_kernel_operands", max_kernel_operands},
-          {"max_graph_defined_kernels", max_graph_defined_kernels},
-          {"max_block_outputs", max_block_outputs},
-          {"max_grid_dims", max_grid_dims},
-          {"intermediate_variants", intermediate_variants},
-          {"min_blocks", min_blocks},
-          {"max_blocks", max_blocks},
-          {"max_loop", max_loop},
-          {"threads_per_block", threads_per_block},
-          {"kernel_ops", ops_to_json(kernel_ops)},
-          {"block_ops", ops_to_json(block_ops)},
-          {"accumulators", ops_to_json(accumulators)},
-          {"reduce_to_groups", reduce_to_groups},
-          {"split_reductions", split_reductions},
-          {"time_budget_s", time_budget_s},
-          {"state_budget", state_budget},
-          {"memory_budget_mb", memory_budget_mb},
-          {"threads", threads},
-          {"pruning", pruning},
-          {"target_error", target_error},
-          {"seed", seed},
-          {"top_k", top_k},
-          {"checkpoint_interval_s", checkpoint_interval_s}};
+  json j = json::object();
+#define WEFT_SEARCH_CONFIG_FIELD(type, member, default_value, accepts, flag, doc) \
+  j[#member] = field_json(member);
+#include "search/config_fields.def"
+#undef WEFT_SEARCH_CONFIG_FIELD
+  return j;
+}
+
+void SearchConfig::set(std::string_view key, const nlohmann::json& value, const SourceLoc& loc,
+                       const std::string& name) {
+  auto read = [&](auto& field, const auto& rule) {
+    std::string detail;
+    if (!rule.read(value, field, detail))
+      throw UserError(
+          loc, fmt::format("{} must be {}, got {}{}", name, rule.accepted, value.dump(), detail));
+  };
+#define WEFT_SEARCH_CONFIG_FIELD(type, member, default_value, accepts, flag, doc) \
+  if (key == #member) return read(member, accept::accepts);
+#include "search/config_fields.def"
+#undef WEFT_SEARCH_CONFIG_FIELD
+  throw UserError(loc, fmt::format("unknown configuration key '{}'", key));
 }
 
 void SearchConfig::merge_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object()) throw UserError(SourceLoc{origin}, "a search configuration is a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    auto bad = [&](const char* want) {
-      return UserError(SourceLoc{origin},
-                       fmt::format("'{}' must be {}, got {}", key, want, value.dump()));
-    };
-    auto positive_int = [&](auto& field) {
-      if (!value.is_number_integer() || value.get<int64_t>() < 0)
-        throw bad("a non-negative integer");
-      field = static_cast<std::remove_reference_t<decltype(field)>>(value.get<int64_t>());
-    };
-    auto number = [&](double& field) {
-      if (!value.is_number() || value.get<double>() < 0) throw bad("a non-negative number");
-      field = value.get<double>();
-    };
-    auto boolean = [&](bool& field) {
-      if (!value.is_boolean()) throw bad("true or false");
-      field = value.get<bool>();
-    };
-    if (key == "target") {
-      if (!value.is_string()) throw bad("a target name");
-      target = value.get<std::string>();
-    } else if (key == "max_kernel_ops")
-      positive_int(max_kernel_ops);
-    else if (key == "max_block_ops")
-      positive_int(max_block_ops);
-    else if (key == "max_kernel_operands")
-      positive_int(max_kernel_operands);
-    else if (key == "max_graph_defined_kernels")
-      positive_int(max_graph_defined_kernels);
-    else if (key == "max_block_outputs")
-      positive_int(max_block_outputs);
-    else if (key == "max_grid_dims") {
-      positive_int(max_grid_dims);
-      if (max_grid_dims < 1 || max_grid_dims > 3) throw bad("1, 2 or 3");
-    } else if (key == "intermediate_variants")
-      positive_int(intermediate_variants);
-    else if (key == "min_blocks")
-      positive_int(min_blocks);
-    else if (key == "max_blocks")
-      positive_int(max_blocks);
-    else if (key == "max_loop")
-      positive_int(max_loop);
-    else if (key == "threads_per_block") {
-      if (!value.is_array() || value.empty()) throw bad("a non-empty list of integers");
-      threads_per_block.clear();
-      for (const auto& e : value) {
-        if (!e.is_number_integer() || e.get<int64_t>() < 1)
-          throw bad("a list of positive integers");
-        threads_per_block.push_back(e.get<int64_t>());
-      }
-    } else if (key == "kernel_ops")
-      kernel_ops = ops_from_json(value, key, origin);
-    else if (key == "block_ops")
-      block_ops = ops_from_json(value, key, origin);
-    else if (key == "accumulators")
-      accumulators = ops_from_json(value, key, origin);
-    else if (key == "reduce_to_groups")
-      boolean(reduce_to_groups);
-    else if (key == "split_reductions")
-      boolean(split_reductions);
-    else if (key == "time_budget_s")
-      number(time_budget_s);
-    else if (key == "state_budget")
-      positive_int(state_budget);
-    else if (key == "memory_budget_mb")
-      positive_int(memory_budget_mb);
-    else if (key == "threads")
-      positive_int(threads);
-    else if (key == "pruning")
-      boolean(pruning);
-    else if (key == "target_error") {
-      number(target_error);
-      if (target_error <= 0 || target_error >= 1) throw bad("a probability in (0, 1)");
-    } else if (key == "seed") {
-      if (!value.is_number_unsigned()) throw bad("a non-negative integer");
-      seed = value.get<uint64_t>();
-    } else if (key == "top_k")
-      positive_int(top_k);
-    else if (key == "checkpoint_interval_s")
-      number(checkpoint_interval_s);
-    else
-      throw UserError(SourceLoc{origin}, fmt::format("unknown configuration key '{}'", key));
-  }
-  for (OpKind k : accumulators)
-    if (!is_accumulator(k))
-      throw UserError(SourceLoc{origin},
-                      fmt::format("'{}' is not an accumulator", op_info(k).name));
+  for (const auto& [key, value] : j.items()) set(key, value, SourceLoc{origin}, "'" + key + "'");
 }
 
 SearchConfig SearchConfig::load(const std::string& path) {

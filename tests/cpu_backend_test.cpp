@@ -1,5 +1,6 @@
 // The CPU backend against the reference interpreter: every example (at test size and at full
 // size) and every block-level operator the backend emits.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,14 +8,15 @@
 #include <sstream>
 
 #include "core/target.h"
+#include "driver/optimize.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "runtime/runtime.h"
+#include "runtime/cpu_program.h"
+#include "runtime/host_tensors.h"
 #include "runtime/timing.h"
-#include "search/optimizer.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -36,7 +38,7 @@ void expect_matches_interpreter(const Graph& g, uint64_t seed = 11) {
     ASSERT_LT(lo, hi) << "constant input";
     in.emplace_back(t.data.begin(), t.data.end());
   }
-  auto prog = compile_program(g, target_by_name("cpu"));
+  auto prog = compile_program(g, target_by_name("cpu"), Backend::cpu);
   auto got = prog->run(in);
   auto want = evaluate_real(g, inputs, /*f32=*/false);
   ASSERT_EQ(got.size(), want.size());
@@ -119,28 +121,61 @@ TEST(CpuBackend, BenchChecksOutputsAgainstTheInterpreter) {
 
 TEST(CpuBackend, CachesCompiledArtifactsByContent) {
   Graph g = load(small("gated_mlp.fused.weft"));
-  auto a = compile_program(g, target_by_name("cpu"));
-  auto b = compile_program(g, target_by_name("cpu"));
+  auto a = compile_program(g, target_by_name("cpu"), Backend::cpu);
+  auto b = compile_program(g, target_by_name("cpu"), Backend::cpu);
   EXPECT_TRUE(b->from_cache());
   EXPECT_EQ(a->artifact(), b->artifact());
-  auto c = compile_program(load(small("gated_mlp.weft")), target_by_name("cpu"));
+  auto c = compile_program(load(small("gated_mlp.weft")), target_by_name("cpu"), Backend::cpu);
   EXPECT_NE(a->artifact(), c->artifact());
 }
 
 TEST(CpuBackend, RejectsWrongInputsAndGpuTargets) {
   Graph g = load(small("gated_mlp.weft"));
-  auto prog = compile_program(g, target_by_name("cpu"));
+  auto prog = compile_program(g, target_by_name("cpu"), Backend::cpu);
   EXPECT_THROW(prog->run(std::vector<std::vector<float>>{{1.0f}}), UserError);
-  EXPECT_THROW(compile_program(g, target_by_name("h100")), UserError);
+  EXPECT_THROW(compile_program(g, target_by_name("h100"), Backend::cpu), UserError);
 }
 
 TEST(CpuBackend, RunsAreDeterministic) {
   Graph g = load(small("gqa_attention.fused.weft"));
-  auto prog = compile_program(g, target_by_name("cpu"));
+  auto prog = compile_program(g, target_by_name("cpu"), Backend::cpu);
   std::vector<std::vector<float>> in;
   for (const auto& t : random_inputs(g, 3)) in.emplace_back(t.data.begin(), t.data.end());
   auto first = prog->run(in);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(prog->run(in), first);
+}
+
+// Each block graph is a function of its block coordinates and arena: a weft_main that runs the
+// blocks one at a time through K_block, in reverse order over one arena, computes the program.
+TEST(CpuBackend, BlockFunctionsRunOneBlockAtATime) {
+  Graph g = load(small("gqa_attention.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("cpu"));
+  const KernelPlan& k = plan.kernels.at(0);
+  ASSERT_FALSE(k.library);
+  ASSERT_GT(k.block_group, 1);  // the grid wrapper interleaves blocks; this test does not
+  std::string src = generate_source(plan, Backend::cpu);
+  const std::string call = "  k0(rt, T);\n";
+  ASSERT_NE(src.find(call), std::string::npos);
+  std::string one_at_a_time = fmt::format(
+      "  {{\n"
+      "    std::vector<float> arena(k0_smem_bytes / 4 + 1);\n"
+      "    for (int64_t b = {} - 1; b >= 0; --b)\n"
+      "      k0_block(T, b % {}, (b / {}) % {}, b / {}, arena.data());\n"
+      "  }}\n",
+      k.num_blocks(), k.grid[0], k.grid[0], k.grid[1], k.grid[0] * k.grid[1]);
+  std::string edited = src;
+  edited.replace(edited.find(call), call.size(), one_at_a_time);
+  auto prog = build_program(plan, Backend::cpu, edited);
+  auto inputs = random_inputs(g, 9);
+  auto got = prog->run(host_buffers_of(inputs));
+  auto want = evaluate_real(g, inputs, /*f32=*/false);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
+    Comparison c = compare_outputs(gt, want[i], /*f32=*/true);
+    EXPECT_GT(c.max_ref, 0);
+    EXPECT_TRUE(c.ok) << "output " << i << ": scaled error " << c.scaled_error;
+  }
 }
 
 TEST(Timing, ReportsTheMedianOfRepetitions) {

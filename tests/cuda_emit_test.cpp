@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "codegen/cuda/emit_cuda.h"
-#include "codegen/cuda/emulate.h"
 #include "core/target.h"
 #include "interp/compare.h"
 #include "ir/parser.h"
 #include "lower/lifetimes.h"
 #include "lower/pipeline.h"
+#include "runtime/program.h"
 #include "tests/emulation_check.h"
 #include "tests/test_util.h"
 
@@ -40,7 +40,7 @@ int count(const std::string& text, const std::string& what) {
 // interpreter. Returns the generated source.
 std::string expect_emulation_matches(const Graph& g, const std::string& target = "h100") {
   ProgramPlan plan = lower_graph(g, target_by_name(target));
-  auto prog = compile_emulated(plan);
+  auto prog = load_program(plan, Backend::cuda_emulation);
   auto cmp = test::compare_emulation(g, plan, *prog, 7);
   for (size_t i = 0; i < cmp.size(); ++i)
     EXPECT_TRUE(cmp[i].ok) << g.name << " output " << plan.outputs[i] << ": scaled error "
@@ -51,7 +51,8 @@ std::string expect_emulation_matches(const Graph& g, const std::string& target =
 // True when an edited unit of `plan` still computes `g` in emulation (every output within
 // tolerance): mutants must not.
 bool edited_unit_matches(const Graph& g, const ProgramPlan& plan, const std::string& source) {
-  auto cmp = test::compare_emulation(g, plan, *compile_emulated_source(plan, source), 7);
+  auto cmp =
+      test::compare_emulation(g, plan, *build_program(plan, Backend::cuda_emulation, source), 7);
   return !cmp.empty() &&
          std::all_of(cmp.begin(), cmp.end(), [](const Comparison& c) { return c.ok; });
 }
@@ -219,6 +220,57 @@ output O
   std::string unwaited = src;
   unwaited.erase(unwaited.find(wait), wait.size());
   EXPECT_FALSE(edited_unit_matches(g, plan, unwaited));
+}
+
+// The block graph is a device function of its coordinates and shared-memory base: a persistent
+// kernel of one block that runs every block of the grid itself (in reverse order, over shared
+// memory 128 bytes into its own) computes the program, and the function reads neither blockIdx
+// nor the kernel's shared memory.
+TEST(CudaEmulation, BlockFunctionRunsFromAnotherKernel) {
+  Graph g = load(source_path("tests/data/cuda/gated_mlp_wide.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  ASSERT_GT(plan.kernels[0].num_blocks(), 1);
+  std::string src = emit_cuda_source(plan);
+  size_t fn = src.find("WEFT_BLOCK_FN void k0_block(");
+  size_t kernel = src.find("WEFT_KERNEL(k0_threads) k0(");
+  ASSERT_NE(fn, std::string::npos);
+  ASSERT_NE(kernel, std::string::npos);
+  std::string body = src.substr(fn, kernel - fn);
+  for (const char* global : {"weft_bid_", "weft_smem_base", "blockIdx", "weft_smem["})
+    EXPECT_EQ(body.find(global), std::string::npos) << global;
+  for (const char* constant : {"constexpr int k0_threads = ", "constexpr int k0_smem_bytes = ",
+                               "constexpr int k0_grid_x = "})
+    EXPECT_NE(src.find(constant), std::string::npos) << constant;
+  // The wrapper's parameters and the tensors it passes on.
+  size_t params_at = kernel + std::string("WEFT_KERNEL(k0_threads) k0(").size();
+  std::string params = src.substr(params_at, src.find(") {", params_at) - params_at);
+  size_t call = src.find("k0_block(", params_at);
+  std::string args = src.substr(call + 9, src.find("weft_bid_x()", call) - call - 9);
+  std::string persistent = fmt::format(
+      "WEFT_KERNEL(k0_threads) k0_persistent({}) {{\n"
+      "  for (int b = k0_grid_x * k0_grid_y * k0_grid_z - 1; b >= 0; --b) {{\n"
+      "    k0_block({}b % k0_grid_x, (b / k0_grid_x) % k0_grid_y, b / (k0_grid_x * k0_grid_y),\n"
+      "             weft_smem_base() + 128);\n"
+      "    weft_sync();\n"
+      "  }}\n"
+      "}}\n\n",
+      params, args);
+  std::string edited = src;
+  edited.insert(edited.find("extern \"C\" const char* weft_cuda_plan_name"), persistent);
+  const std::string launch =
+      "WEFT_LAUNCH(k0, k0_grid_x, k0_grid_y, k0_grid_z, k0_threads, "
+      "k0_smem_bytes,";
+  ASSERT_NE(edited.find(launch), std::string::npos);
+  edited.replace(edited.find(launch), launch.size(),
+                 "WEFT_LAUNCH(k0_persistent, 1, 1, 1, k0_threads, k0_smem_bytes + 128,");
+  EXPECT_TRUE(edited_unit_matches(g, plan, edited));
+  // A block function that ignored its coordinates would compute block 0 every time.
+  std::string ignoring = edited;
+  const std::string coordinates =
+      "b % k0_grid_x, (b / k0_grid_x) % k0_grid_y, b / (k0_grid_x * k0_grid_y)";
+  ignoring.replace(ignoring.find(coordinates), coordinates.size(), "0, 0, 0");
+  EXPECT_FALSE(edited_unit_matches(g, plan, ignoring));
 }
 
 // ---------------------------------------------------------------- nvcc

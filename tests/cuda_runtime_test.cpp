@@ -208,9 +208,9 @@ TEST(CudaRuntime, FindsNvccAndRejectsABadPath) {
   SKIP_WITHOUT_NVCC();
   std::string nvcc = find_nvcc();
   EXPECT_EQ(access(nvcc.c_str(), X_OK), 0) << nvcc;
-  CudaCompileOptions options;
-  options.nvcc = "/nonexistent/bin/nvcc";
-  EXPECT_THROW(find_nvcc(options), UserError);
+  BuildOptions options;
+  options.cuda.nvcc = "/nonexistent/bin/nvcc";
+  EXPECT_THROW(find_nvcc(options.cuda), UserError);
   setenv("WEFT_NVCC", "/nonexistent/bin/nvcc", 1);
   try {
     find_nvcc();
@@ -224,21 +224,21 @@ TEST(CudaRuntime, FindsNvccAndRejectsABadPath) {
 TEST(CudaRuntime, BuildsWithNvccAndCachesByContent) {
   SKIP_WITHOUT_NVCC();
   PrivateCache cache;
-  CudaCompileOptions options;
+  BuildOptions options;
   options.cache_dir = cache.dir.string();
-  auto first = compile_cuda_source(scale_add_plan(), scale_add_source(), options);
+  auto first = build_cuda_program(scale_add_plan(), scale_add_source(), options);
   EXPECT_FALSE(first->from_cache());
   EXPECT_TRUE(fs::exists(first->artifact())) << first->artifact();
   EXPECT_EQ(fs::path(first->artifact()).parent_path(), cache.dir);
   EXPECT_EQ(first->plan_name(), "scale_add");  // a host function of the loaded library
-  auto again = compile_cuda_source(scale_add_plan(), scale_add_source(), options);
+  auto again = build_cuda_program(scale_add_plan(), scale_add_source(), options);
   EXPECT_TRUE(again->from_cache());
   EXPECT_EQ(again->artifact(), first->artifact());
   // The source, the flags and the arch are all part of the key.
-  auto other_source = compile_cuda_source(scale_add_plan(), scale_add_source(3.0f), options);
+  auto other_source = build_cuda_program(scale_add_plan(), scale_add_source(3.0f), options);
   EXPECT_FALSE(other_source->from_cache());
   EXPECT_NE(other_source->artifact(), first->artifact());
-  auto other_arch = compile_cuda_source(scale_add_plan("a100"), scale_add_source(), options);
+  auto other_arch = build_cuda_program(scale_add_plan("a100"), scale_add_source(), options);
   EXPECT_NE(other_arch->artifact(), first->artifact());
   // Nothing but the artifacts and their sources is left in the cache.
   int leftovers = 0;
@@ -250,10 +250,10 @@ TEST(CudaRuntime, BuildsWithNvccAndCachesByContent) {
 TEST(CudaRuntime, BadSourceGivesNvccsMessage) {
   SKIP_WITHOUT_NVCC();
   PrivateCache cache;
-  CudaCompileOptions options;
+  BuildOptions options;
   options.cache_dir = cache.dir.string();
   try {
-    compile_cuda_source(scale_add_plan(), "__global__ void k() { undeclared_thing(); }\n", options);
+    build_cuda_program(scale_add_plan(), "__global__ void k() { undeclared_thing(); }\n", options);
     ADD_FAILURE() << "nvcc accepted broken source";
   } catch (const UserError& e) {
     EXPECT_NE(e.message().find("nvcc failed"), std::string::npos) << e.message();
@@ -266,9 +266,9 @@ TEST(CudaRuntime, BadSourceGivesNvccsMessage) {
 
 TEST(CudaRuntime, RejectsPlansForTheCpu) {
   SKIP_WITHOUT_NVCC();
-  EXPECT_THROW(compile_cuda_source(scale_add_plan("cpu"), scale_add_source()), UserError);
+  EXPECT_THROW(build_cuda_program(scale_add_plan("cpu"), scale_add_source()), UserError);
   Graph g = load(std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.weft");
-  EXPECT_THROW(compile_cuda_program(g, target_by_name("cpu")), UserError);
+  EXPECT_THROW(compile_program(g, target_by_name("cpu"), Backend::cuda), UserError);
 }
 
 TEST(CudaRuntime, MatchesTargetsToDevices) {
@@ -301,7 +301,7 @@ TEST(CudaRuntime, NoDeviceIsAUserError) {
   }
   if (!cuda_runtime_built()) return;
   SKIP_WITHOUT_NVCC();
-  auto prog = compile_cuda_source(scale_add_plan(), scale_add_source());
+  auto prog = build_cuda_program(scale_add_plan(), scale_add_source());
   EXPECT_THROW(prog->run({ramp_inputs(256)}), UserError);
   EXPECT_THROW(prog->time({ramp_inputs(256)}, 1, 1), UserError);
 }
@@ -325,8 +325,8 @@ TEST(CudaRuntime, CliWithoutDeviceExitsOne) {
 
 TEST(GpuBackend, RunsAHandWrittenKernelAndTimesIt) {
   SKIP_WITHOUT_DEVICE();
-  auto prog = compile_cuda_source(scale_add_plan(target_for_device(require_cuda_device()).name),
-                                  scale_add_source());
+  auto prog = build_cuda_program(scale_add_plan(target_for_device(require_cuda_device()).name),
+                                 scale_add_source());
   std::vector<float> x = ramp_inputs(256);
   auto out = prog->run({x});
   ASSERT_EQ(out.size(), 1u);
@@ -352,7 +352,7 @@ TEST(GpuBackend, RejectsSharedMemoryAboveTheDeviceLimit) {
   k.name = "k0";
   k.smem_bytes = dev.max_smem_per_block + 1;
   plan.kernels.push_back(k);
-  auto prog = compile_cuda_source(plan, scale_add_source());
+  auto prog = build_cuda_program(plan, scale_add_source());
   try {
     prog->run({ramp_inputs(256)});
     ADD_FAILURE() << "the launch was not refused";
@@ -373,7 +373,7 @@ void expect_gpu_matches_interpreter(const Graph& g, uint64_t seed = 11) {
     ASSERT_LT(*lo, *hi) << "constant input";
   }
   std::vector<std::vector<float>> in = host_buffers_of(inputs);
-  auto prog = compile_cuda_program(g, target_for_device(dev));
+  auto prog = compile_program(g, target_for_device(dev), Backend::cuda);
   auto got = prog->run(in);
   auto want = evaluate_real(g, inputs, /*f32=*/false);
   ASSERT_EQ(got.size(), want.size());
@@ -413,7 +413,7 @@ TEST(GpuBackend, MatchesInterpreterOnTestPrograms) {
 TEST(GpuBackend, TimesAnExampleWithEvents) {
   SKIP_WITHOUT_DEVICE();
   Graph g = load(std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft");
-  auto prog = compile_cuda_program(g, target_for_device(require_cuda_device()));
+  auto prog = compile_program(g, target_for_device(require_cuda_device()), Backend::cuda);
   std::vector<std::vector<float>> in;
   for (const auto& t : random_inputs(g, 1)) in.emplace_back(t.data.begin(), t.data.end());
   Timing t = prog->time(in, 3, 21);

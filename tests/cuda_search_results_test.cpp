@@ -4,12 +4,12 @@
 // `sum to`) are covered by the CUDA path before any GPU sees them.
 #include <gtest/gtest.h>
 
-#include "codegen/cuda/emulate.h"
 #include "core/target.h"
+#include "driver/optimize.h"
 #include "ir/expand_composites.h"
 #include "ir/printer.h"
 #include "lower/pipeline.h"
-#include "search/optimizer.h"
+#include "runtime/program.h"
 #include "tests/emulation_check.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
@@ -28,7 +28,8 @@ constexpr bool kSanitized = false;
 // tolerance: the candidate must compute the program, not merely agree with itself.
 void expect_emulation_computes(const Graph& candidate, const Graph& program) {
   ProgramPlan plan = lower_graph(candidate, target_by_name("h100"));
-  auto results = test::compare_emulation(program, plan, *compile_emulated(plan), 5);
+  auto results =
+      test::compare_emulation(program, plan, *load_program(plan, Backend::cuda_emulation), 5);
   ASSERT_EQ(results.size(), program.outputs.size());
   for (size_t i = 0; i < results.size(); ++i)
     EXPECT_TRUE(results[i].ok) << "output " << i << ": scaled error " << results[i].scaled_error

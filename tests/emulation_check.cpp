@@ -12,7 +12,7 @@
 namespace weft::test {
 
 std::vector<Comparison> compare_emulation(const Graph& reference, const ProgramPlan& plan,
-                                          const EmulatedProgram& prog, uint64_t seed) {
+                                          const Program& prog, uint64_t seed) {
   auto inputs = random_inputs(reference, seed);
   round_to_input_dtypes(reference, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {

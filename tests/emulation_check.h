@@ -5,18 +5,18 @@
 #include <cstdint>
 #include <vector>
 
-#include "codegen/cuda/emulate.h"
 #include "interp/compare.h"
 #include "ir/graph.h"
+#include "runtime/program.h"
 
 namespace weft::test {
 
-// Runs `prog` (a unit of `plan`) in emulation on `reference`'s seeded inputs rounded to their
-// dtypes, and compares every output with the interpreter running `reference` (f64, same rounded
-// inputs) within the output dtype's tolerance. `reference` is the graph `plan` was lowered from,
-// or the input program a search candidate must compute. Expects non-constant inputs and
+// Runs `prog` (a unit of `plan`, usually in emulation) on `reference`'s seeded inputs rounded to
+// their dtypes, and compares every output with the interpreter running `reference` (f64, same
+// rounded inputs) within the output dtype's tolerance. `reference` is the graph `plan` was lowered
+// from, or the input program a search candidate must compute. Expects non-constant inputs and
 // non-trivial reference outputs.
 std::vector<Comparison> compare_emulation(const Graph& reference, const ProgramPlan& plan,
-                                          const EmulatedProgram& prog, uint64_t seed);
+                                          const Program& prog, uint64_t seed);
 
 }  // namespace weft::test

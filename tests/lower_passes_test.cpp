@@ -15,6 +15,7 @@
 #include "codegen/cuda/emit_cuda.h"
 #include "core/target.h"
 #include "ir/parser.h"
+#include "lower/choose_cpu_blocking.h"
 #include "lower/choose_stages.h"
 #include "lower/fuse_accumulators.h"
 #include "lower/hoist_loads.h"
@@ -45,6 +46,14 @@ Graph load(const std::string& name) {
 const std::vector<std::string> kPrograms = {
     "rms_norm_linear.fused", "gated_mlp.fused", "gqa_attention.fused", "movement.fused",
     "rms_norm_linear",       "gated_mlp",       "gqa_attention"};
+
+// `text` with its first `from` replaced by `to` (a test failure when there is none).
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
 
 // Every plan the tests know: each program, each target, after each pass.
 std::vector<std::pair<std::string, ProgramPlan>> all_plans() {
@@ -85,7 +94,7 @@ TEST(LowerGolden, EveryPassMatchesItsGoldenFile) {
     }
   }
   if (!update) {
-    EXPECT_EQ(compared, 5 * 12);
+    EXPECT_EQ(compared, 5 * 13);
   }
 }
 
@@ -103,11 +112,7 @@ TEST(PlanText, RejectsMalformedText) {
   std::string text = print_plan(p);
   EXPECT_THROW(parse_plan("nonsense"), UserError);
   auto broken = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    size_t at = t.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    t.replace(at, from.size(), to);
-    return t;
+    return replace_once(text, from, to);
   };
   EXPECT_THROW(parse_plan(broken("loop:", "loop")), UserError);
   EXPECT_THROW(parse_plan(broken("shared", "sharde")), UserError);
@@ -326,7 +331,7 @@ TEST(DeviceMemory, TempTensorsShareTheWorkspace) {
 
 TEST(Pipeline, RejectsUnknownPassNames) {
   EXPECT_THROW(lower_graph(load("gated_mlp"), target_by_name("cpu"), "no-such-pass"), UserError);
-  EXPECT_EQ(lowering_passes().size(), 9u);
+  EXPECT_EQ(lowering_passes().size(), 10u);
 }
 
 // Pipeline depth: as many stages (up to kMaxStages, at most the loop count) as the target's
@@ -434,20 +439,118 @@ TEST(FuseAccumulators, RegisterAccumulatorsAreLiveOnlyAfterTheLoop) {
 }
 
 // f32 matmuls have no tensor-core path: the product is still fused (the emitter adds into the
-// shared accumulator) but the accumulator stays in shared memory. CPU plans are unchanged.
-TEST(FuseAccumulators, ScalarMatmulsFuseIntoSharedAccumulatorsAndCpuPlansAreUnchanged) {
+// shared accumulator) but the accumulator stays in shared memory. The CPU fuses the same matmuls
+// (its plans are f32, so never in registers): the products leave the arena.
+TEST(FuseAccumulators, ScalarMatmulsFuseIntoSharedAccumulatorsOnGpuAndCpu) {
   Graph g = test::load_graph_file(test::source_path("tests/data/cuda/attention_f32.fused.weft"));
   KernelPlan k = lower_graph(g, target_by_name("h100")).kernels.at(0);
   EXPECT_EQ(k.find_buffer("o")->space, MemSpace::reg);
   EXPECT_EQ(k.find_buffer("s")->space, MemSpace::shared);  // read by exp, not an accumulator
   EXPECT_EQ(k.find_buffer("oa")->space, MemSpace::shared);
   for (const Step& s : k.loop_steps) EXPECT_FALSE(s.in_registers);
+  const Target& cpu = target_by_name("cpu");
+  int fused = 0;
   for (const std::string& p : kPrograms) {
+    SCOPED_TRACE(p);
     Graph pg = load(p);
-    const Target& cpu = target_by_name("cpu");
-    EXPECT_TRUE(lower_graph(pg, cpu, "fuse-accumulators") == lower_graph(pg, cpu, "select-layouts"))
-        << p;
+    ProgramPlan before = lower_graph(pg, cpu, "select-layouts");
+    ProgramPlan after = lower_graph(pg, cpu, "fuse-accumulators");
+    ASSERT_EQ(before.kernels.size(), after.kernels.size());
+    for (size_t i = 0; i < after.kernels.size(); ++i) {
+      auto fusions = accumulator_fusions(after.kernels[i]);
+      EXPECT_EQ(fusions, accumulator_fusions(before.kernels[i]));
+      EXPECT_EQ(fusions, planned_accumulator_fusions(after.kernels[i]));
+      for (const AccumulatorFusion& f : fusions) {
+        EXPECT_FALSE(f.registers) << f.product;
+        EXPECT_EQ(before.kernels[i].find_buffer(f.product)->space, MemSpace::shared);
+        EXPECT_EQ(after.kernels[i].find_buffer(f.product)->space, MemSpace::reg);
+        ++fused;
+      }
+    }
+    // Nothing else changes.
+    for (size_t i = 0; i < after.kernels.size(); ++i)
+      for (PlanBuffer& b : after.kernels[i].buffers)
+        if (b.space == MemSpace::reg && before.kernels[i].find_buffer(b.name)->space != b.space)
+          b = *before.kernels[i].find_buffer(b.name);
+    EXPECT_TRUE(after == before);
   }
+  EXPECT_GE(fused, 4);  // gated_mlp's two, rms_norm_linear's and attention's P.V
+}
+
+// The emitters read the fusions from the plan and refuse marks that disagree with the analysis.
+TEST(FuseAccumulators, PlannedFusionsAreCheckedAgainstTheAnalysis) {
+  KernelPlan k = lower_graph(load("gated_mlp.fused"), target_by_name("cpu")).kernels.at(0);
+  ASSERT_EQ(planned_accumulator_fusions(k).size(), 2u);
+  KernelPlan unfused = k;
+  unfused.find_buffer("a")->space = MemSpace::shared;
+  EXPECT_THROW(planned_accumulator_fusions(unfused), InternalError);
+  EXPECT_THROW(
+      emit_cpu_source(lower_graph(load("gated_mlp.fused"), target_by_name("cpu"), "build")),
+      InternalError);
+  KernelPlan marked = k;
+  for (Step& s : marked.loop_steps)
+    if (s.kind == StepKind::accum) s.in_registers = true;
+  EXPECT_THROW(planned_accumulator_fusions(marked), InternalError);
+}
+
+// CPU blocking: the register tile of every block matmul and the blocks per task are plan fields
+// with the values the CPU emitter used to pick itself; GPU plans keep none.
+TEST(ChooseCpuBlocking, TilesDivideTheResultAndGroupsDivideTheGrid) {
+  EXPECT_EQ(cpu_register_tile(16, 6144), (std::array<int64_t, 2>{8, 32}));
+  EXPECT_EQ(cpu_register_tile(4, 32), (std::array<int64_t, 2>{4, 32}));
+  EXPECT_EQ(cpu_register_tile(6, 24), (std::array<int64_t, 2>{2, 24}));
+  EXPECT_EQ(cpu_register_tile(3, 40), (std::array<int64_t, 2>{1, 20}));
+  EXPECT_EQ(cpu_block_group(64, 1024), 8);
+  EXPECT_EQ(cpu_block_group(16, 1024), 4);  // at least kMinTasks tasks
+  EXPECT_EQ(cpu_block_group(12, 1024), 2);  // a divisor of the block count
+  EXPECT_EQ(cpu_block_group(7, 1024), 1);
+  EXPECT_EQ(cpu_block_group(64, 1 << 20), 4);  // the group's arenas within 4 MiB
+  int tiled = 0;
+  for (const std::string& p : kPrograms) {
+    SCOPED_TRACE(p);
+    Graph g = load(p);
+    for (const char* t : {"cpu", "h100"}) {
+      bool cpu = std::string(t) == "cpu";
+      ProgramPlan plan = lower_graph(g, target_by_name(t));
+      for (const KernelPlan& k : plan.kernels) {
+        if (k.library) continue;
+        EXPECT_EQ(k.block_group, cpu ? cpu_block_group(k.num_blocks(), k.smem_bytes) : 1);
+        EXPECT_EQ(k.num_blocks() % k.block_group, 0);
+        for (const auto* steps : {&k.loop_steps, &k.post_steps})
+          for (const Step& s : *steps) {
+            if (s.kind != StepKind::compute || s.op != OpKind::matmul) {
+              EXPECT_EQ(s.register_tile, (std::array<int64_t, 2>{0, 0}));
+              continue;
+            }
+            const Shape& c = k.find_buffer(s.outputs[0])->shape;
+            auto want =
+                cpu ? cpu_register_tile(c[c.size() - 2], c.back()) : std::array<int64_t, 2>{0, 0};
+            EXPECT_EQ(s.register_tile, want) << s.outputs[0];
+            tiled += cpu;
+          }
+      }
+    }
+  }
+  EXPECT_GE(tiled, 4);
+}
+
+// The CPU emitter takes the tile and the group from the plan: changing them changes the code.
+TEST(ChooseCpuBlocking, TheCpuEmitterFollowsThePlan) {
+  ProgramPlan plan = lower_graph(load("gqa_attention.fused"), target_by_name("cpu"));
+  KernelPlan& k = plan.kernels.at(0);
+  std::string base = emit_cpu_source(plan);
+  ASSERT_GT(k.num_blocks(), 1);
+  ProgramPlan grouped = plan;
+  grouped.kernels[0].block_group = k.num_blocks();
+  std::string g = emit_cpu_source(grouped);
+  EXPECT_NE(g.find(fmt::format("weft_pfor(rt, 1, ")), std::string::npos) << g;
+  ProgramPlan retiled = plan;
+  for (Step& s : retiled.kernels[0].loop_steps)
+    if (s.op == OpKind::matmul && s.kind == StepKind::compute) s.register_tile = {1, 1};
+  EXPECT_NE(emit_cpu_source(retiled), base);
+  for (Step& s : retiled.kernels[0].loop_steps)
+    if (s.op == OpKind::matmul && s.kind == StepKind::compute) s.register_tile = {0, 0};
+  EXPECT_THROW(emit_cpu_source(retiled), InternalError);
 }
 
 // The text form carries the register mark and rejects it where it means nothing.
@@ -572,11 +675,7 @@ TEST(PlanText, HoistedLoadMarkRoundTrips) {
   EXPECT_NE(text.find(mark), std::string::npos) << text;
   EXPECT_TRUE(parse_plan(text) == p);
   auto replaced = [&](const std::string& from, const std::string& to) {
-    std::string t = text;
-    size_t at = t.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    t.replace(at, from.size(), to);
-    return t;
+    return replace_once(text, from, to);
   };
   // On a load whose tile moves with the iteration, on another step, or not last: errors.
   EXPECT_THROW(parse_plan(replaced("fmap=2 imap=[0,2,-1]", "fmap=2 imap=[0,2,-1] hoisted")),
@@ -591,6 +690,26 @@ TEST(PlanText, HoistedLoadMarkRoundTrips) {
   EXPECT_FALSE(is_pipelined(k, "q"));
   for (Step& s : k.loop_steps) s.hoisted = false;
   EXPECT_TRUE(is_pipelined(k, "q"));
+}
+
+// The CPU blocking fields are in the text, round-trip, and are refused where they mean nothing.
+TEST(PlanText, CpuBlockingFieldsRoundTrip) {
+  ProgramPlan p = lower_graph(load("gqa_attention.fused"), target_by_name("cpu"));
+  std::string text = print_plan(p);
+  EXPECT_NE(text.find("smem=2432 group=2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute matmul o = e,v @3 tile=[8,16]\n"), std::string::npos) << text;
+  EXPECT_TRUE(parse_plan(text) == p);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    return replace_once(text, from, to);
+  };
+  EXPECT_THROW(parse_plan(replaced("group=2", "group=3")), UserError);  // 8 blocks
+  EXPECT_THROW(parse_plan(replaced("group=2", "group=0")), UserError);
+  EXPECT_THROW(parse_plan(replaced(" group=2", "")), UserError);
+  EXPECT_THROW(parse_plan(replaced("tile=[8,16]", "tile=[8]")), UserError);
+  EXPECT_THROW(parse_plan(replaced("tile=[8,16]", "tile=[0,16]")), UserError);
+  EXPECT_THROW(parse_plan(replaced("compute sum d = e @3 dim=2 to=1",
+                                   "compute sum d = e @3 dim=2 to=1 tile=[1,1]")),
+               UserError);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/random_graph.h"
 #include "ir/validate.h"
+#include "testing/random_graph.h"
 #include "tests/test_util.h"
 
 namespace weft {

@@ -9,12 +9,12 @@
 #include <fstream>
 #include <tuple>
 
+#include "driver/checkpoint.h"
+#include "driver/optimize.h"
 #include "ir/expand_composites.h"
 #include "search/absexpr_oracle.h"
-#include "search/checkpoint.h"
 #include "search/kernel_search.h"
 #include "search/memory_account.h"
-#include "search/optimizer.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -246,13 +246,14 @@ TEST(SearchMemoryBudget, ABudgetLimitedRunResumesUnderALargerBudget) {
   fs::remove(path);
   SearchConfig config = small_memo_config();
   OptimizeResult straight = optimize(attention(), config);
-  config.checkpoint_path = path.string();
+  OptimizeOptions options;
+  options.checkpoint_path = path.string();
   config.memory_budget_mb = 1;
-  OptimizeResult limited = optimize(attention(), config);
+  OptimizeResult limited = optimize(attention(), config, options);
   ASSERT_GT(limited.memo_truncated, 0) << "the schedules the resumed search must redo";
   ASSERT_LT(limited.candidates, straight.candidates);
   config.memory_budget_mb = 0;
-  OptimizeResult resumed = optimize(attention(), config);
+  OptimizeResult resumed = optimize(attention(), config, options);
   EXPECT_TRUE(resumed.resumed) << "the budget is not part of the checkpoint's fingerprint";
   EXPECT_EQ(resumed.stop, SearchStop::completed);
   EXPECT_EQ(resumed.memo_truncated, 0);

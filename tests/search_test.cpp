@@ -11,15 +11,16 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "driver/optimize.h"
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "search/block_space.h"
 #include "search/dim_classes.h"
-#include "search/optimizer.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -46,6 +47,67 @@ TEST(SearchConfig, JsonRoundTripsAndRejectsBadKeys) {
   EXPECT_THROW(d.merge_json({{"block_ops", {"matmull"}}}, "test"), UserError);
   EXPECT_THROW(d.merge_json({{"max_grid_dims", 4}}, "test"), UserError);
   EXPECT_THROW(d.merge_json({{"accumulators", {"add"}}}, "test"), UserError);
+}
+
+TEST(SearchConfig, TheFieldTableHasEveryKeyOnceAndTheDocsListThem) {
+  nlohmann::json defaults = SearchConfig{}.to_json();
+  std::set<std::string> keys, flags;
+  std::string docs = read_file(test::source_path("docs/search.md"));
+  for (const SearchConfigField& f : search_config_fields()) {
+    EXPECT_TRUE(keys.insert(std::string(f.key)).second) << f.key;
+    EXPECT_TRUE(defaults.contains(std::string(f.key))) << f.key;
+    EXPECT_FALSE(f.doc.empty()) << f.key;
+    EXPECT_FALSE(f.accepted.empty()) << f.key;
+    if (!f.flag.empty()) {
+      EXPECT_TRUE(flags.insert(std::string(f.flag)).second) << f.flag;
+    }
+    EXPECT_NE(docs.find("| `" + std::string(f.key) + "` |"), std::string::npos)
+        << f.key << " is missing from docs/search.md's table of configuration keys";
+  }
+  EXPECT_EQ(keys.size(), defaults.size());
+  EXPECT_EQ(defaults.at("max_block_ops"), 11);
+  EXPECT_EQ(defaults.at("target"), "h100");
+  EXPECT_EQ(defaults.at("accumulators"), nlohmann::json({"accum_sum"}));
+}
+
+TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
+  using nlohmann::json;
+  const std::vector<std::pair<std::string, json>> bad = {
+      {"max_kernel_ops", -1},        {"max_kernel_ops", 1.5},
+      {"max_kernel_ops", 4294967297},  // does not fit an int
+      {"max_loop", json::parse("18446744073709551615")},  // nor an int64_t
+      {"max_grid_dims", 0},          {"max_grid_dims", 4},
+      {"target_error", 0},           {"target_error", 1},
+      {"time_budget_s", -1},         {"time_budget_s", "600"},
+      {"seed", -1},                  {"top_k", 0},
+      {"threads_per_block", json::array()}, {"threads_per_block", json::parse("[128, 0]")},
+      {"pruning", 1},                {"target", 3},
+      {"kernel_ops", {"matmull"}},   {"kernel_ops", "matmul"},
+      {"accumulators", {"add"}}};
+  for (const auto& [key, value] : bad) {
+    SearchConfig c;
+    json before = c.to_json();
+    try {
+      c.merge_json({{key, value}}, "config.json");
+      ADD_FAILURE() << key << " = " << value.dump() << " accepted";
+    } catch (const UserError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("config.json: error: '" + key + "' must be ", 0), 0u)
+          << e.what();
+    }
+    EXPECT_EQ(c.to_json(), before) << key;
+  }
+  SearchConfig c;
+  c.merge_json({{"seed", 5}, {"max_grid_dims", 3}, {"target_error", 0.5}, {"top_k", 1}}, "t");
+  EXPECT_EQ(c.seed, 5u);
+  EXPECT_EQ(c.max_grid_dims, 3);
+  EXPECT_EQ(c.target_error, 0.5);
+  EXPECT_EQ(c.top_k, 1);
+  try {
+    c.set("top_k", 0, SourceLoc{}, "--top-k");
+    ADD_FAILURE() << "top_k 0 accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.message()), "--top-k must be a positive integer, got 0");
+  }
 }
 
 TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {

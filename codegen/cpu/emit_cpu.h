@@ -7,17 +7,17 @@
 
 namespace weft {
 
-// The generated unit defines
+// The generated unit starts with the support code (codegen/cpu/support/weft_cpu.h, embedded at
+// build time) and defines
 //   extern "C" void weft_main(const weft_rt* rt, const float* const* inputs,
 //                             float* const* outputs, float* workspace);
-// with inputs / outputs in the plan's order (row-major f32) and a workspace of
-// plan.workspace_bytes. Blocks of a graph-defined kernel are tasks of rt->parallel_for; each task
-// runs the block's for-loop over a private arena laid out by the shared-memory plan. Library
-// kernels are loops (parallel over their outer dim) or cblas_sgemm for matmul.
-// The plan must be fully lowered for a CPU target (every buffer f32, offsets assigned).
+// with inputs / outputs in the plan's order (row-major f32), a workspace of plan.workspace_bytes
+// and weft_rt from codegen/cpu/support/weft_rt.h. Each graph-defined kernel K's block graph is a
+// set of functions of the block's coordinates and its arena (K_begin, K_iteration, K_end,
+// K_block; docs/lowering.md); the kernel itself runs the grid as tasks of rt->parallel_for, each
+// task block_group blocks in lock-step. Library kernels are loops (parallel over their outer dim)
+// or cblas_sgemm for matmul. The plan must be fully lowered for a CPU target (every buffer f32,
+// offsets, register tiles and block groups assigned); the code depends on the plan alone.
 std::string emit_cpu_source(const ProgramPlan& plan);
-
-// The C++ declaration of weft_rt shared by the generated code and the runtime.
-const char* cpu_runtime_abi();
 
 }  // namespace weft

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -665,37 +666,19 @@ class Emitter {
     skipped_accums_.clear();
     reg_acc_.clear();
     std::vector<std::pair<std::string, MmaTiling>> reg_accs;  // accumulator, tiling
-    std::vector<AccumulatorFusion> planned;
-    for (const Step& acc : k.loop_steps) {
-      if (acc.kind != StepKind::accum) continue;
-      const PlanBuffer* x = k.find_buffer(acc.inputs.at(0));
-      bool fused = x != nullptr && x->space == MemSpace::reg;
-      WEFT_CHECK(!acc.in_registers || fused, "kernel {}: {} in registers without a fused matmul",
-                 k.name, acc.outputs[0]);
-      if (!fused) continue;
-      const Step* mm = nullptr;
+    for (const AccumulatorFusion& f : planned_accumulator_fusions(k)) {
+      fused_[f.product] = f.accumulator;
+      skipped_accums_.insert(f.accumulator);
+      if (!f.registers) continue;
       for (const Step& s : k.loop_steps)
-        if (s.kind == StepKind::compute && s.op == OpKind::matmul && s.outputs[0] == acc.inputs[0])
-          mm = &s;
-      WEFT_CHECK(mm != nullptr && acc.op == OpKind::accum_sum,
-                 "kernel {}: {} reads the register value {}, not a fused matmul", k.name,
-                 acc.outputs[0], acc.inputs[0]);
-      planned.push_back({mm->outputs[0], acc.outputs[0], acc.in_registers});
-      fused_[mm->outputs[0]] = acc.outputs[0];
-      skipped_accums_.insert(acc.outputs[0]);
-      if (acc.in_registers) {
-        auto t = mma_tiling(k, *mm);
-        WEFT_CHECK(t.has_value(), "kernel {}: {} in registers but {} has no tensor-core tiling",
-                   k.name, acc.outputs[0], mm->outputs[0]);
-        reg_acc_[acc.outputs[0]] = fmt::format("racc{}", reg_accs.size());
-        reg_accs.emplace_back(acc.outputs[0], *t);
-      }
+        if (s.kind == StepKind::compute && s.outputs.at(0) == f.product) {
+          auto t = mma_tiling(k, s);
+          WEFT_CHECK(t.has_value(), "kernel {}: {} in registers but {} has no tensor-core tiling",
+                     k.name, f.accumulator, f.product);
+          reg_acc_[f.accumulator] = fmt::format("racc{}", reg_accs.size());
+          reg_accs.emplace_back(f.accumulator, *t);
+        }
     }
-    // One source of truth: what the plan says is exactly what the lowering's analysis admits.
-    WEFT_CHECK(planned == accumulator_fusions(k),
-               "kernel {}: the plan's accumulator fusions disagree with lower/fuse_accumulators "
-               "(was the plan lowered for a GPU target?)",
-               k.name);
     // The fragments are written after the loop into memory the loop's buffers may have used:
     // the loop's final barrier orders those reads first.
     WEFT_CHECK(reg_accs.empty() ||
@@ -707,12 +690,20 @@ class Emitter {
         "memory",
         k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.stages,
         k.stages == 1 ? "" : "s", k.smem_bytes);
-    line("WEFT_KERNEL({}) {}({}) {{", k.threads, k.name, params(k));
+    // What a caller of the block function needs (docs/cuda-backend.md, "Block functions").
+    WEFT_CHECK(k.smem_bytes <= std::numeric_limits<int>::max(),
+               "kernel {}: {} bytes of shared memory", k.name, k.smem_bytes);
+    line("constexpr int {}_threads = {};", k.name, k.threads);
+    line("constexpr int {}_smem_bytes = {};", k.name, k.smem_bytes);
+    line("constexpr int {0}_grid_x = {1}, {0}_grid_y = {2}, {0}_grid_z = {3};", k.name, k.grid[0],
+         k.grid[1], k.grid[2]);
+    line(
+        "WEFT_BLOCK_FN void {}_block({}, [[maybe_unused]] const int bx, [[maybe_unused]] const int "
+        "by, [[maybe_unused]] const int bz, [[maybe_unused]] unsigned char* const smem) {{",
+        k.name, params(k));
     ++ind_;
-    line("[[maybe_unused]] unsigned char* const smem = weft_smem_base();");
     line("const int tid = weft_tid();");
     line("[[maybe_unused]] const int lane = tid & 31, warp = tid >> 5;");
-    line("[[maybe_unused]] const int bx = weft_bid_x(), by = weft_bid_y(), bz = weft_bid_z();");
     buf_var_.clear();
     int n = 0;
     for (const PlanBuffer& b : k.buffers) {
@@ -801,6 +792,11 @@ class Emitter {
     for (const Step& s : k.post_steps) block_step(k, s);
     if (loads_in_flight_) line("weft_cp_async_wait<0>();");
     close();
+    // The kernel: a thin wrapper passing the block's coordinates and its dynamic shared memory.
+    line("WEFT_KERNEL({0}_threads) {0}({1}) {{", k.name, params(k));
+    line("  {}_block({}, weft_bid_x(), weft_bid_y(), weft_bid_z(), weft_smem_base());", k.name,
+         args(k));
+    line("}}");
   }
 
   // One cp.async group with the loop's loads for iteration f (when it exists) into slot f % S.
@@ -903,9 +899,11 @@ class Emitter {
         line("WEFT_LAUNCH({}, {}, 1, 1, {}, 0, stream, {});", k.name, grid, kLibraryThreads,
              args(k));
       } else {
-        if (k.smem_bytes > kDefaultSmemLimit) line("WEFT_SET_SMEM({}, {});", k.name, k.smem_bytes);
-        line("WEFT_LAUNCH({}, {}, {}, {}, {}, {}, stream, {});", k.name, k.grid[0], k.grid[1],
-             k.grid[2], k.threads, k.smem_bytes, args(k));
+        if (k.smem_bytes > kDefaultSmemLimit) line("WEFT_SET_SMEM({0}, {0}_smem_bytes);", k.name);
+        line(
+            "WEFT_LAUNCH({0}, {0}_grid_x, {0}_grid_y, {0}_grid_z, {0}_threads, {0}_smem_bytes, "
+            "stream, {1});",
+            k.name, args(k));
       }
     }
     line("return 0;");

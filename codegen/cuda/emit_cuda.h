@@ -7,9 +7,12 @@
 
 namespace weft {
 
-// The generated unit holds the prelude (codegen/cuda/prelude.h), one __global__ per
-// graph-defined kernel, one grid-stride __global__ per library elementwise / reduction /
-// movement kernel, and the host entry points
+// The generated unit holds the prelude (codegen/cuda/prelude.h); for each graph-defined kernel K
+// its block graph as `WEFT_BLOCK_FN void K_block(tensors..., bx, by, bz, smem)` (a __device__
+// function of the block's coordinates and shared-memory base), the constants K_threads,
+// K_smem_bytes, K_grid_x/y/z, and a thin __global__ K calling K_block (docs/cuda-backend.md, "Block
+// functions"); one grid-stride __global__ per library elementwise / reduction / movement kernel;
+// and the host entry points
 //   extern "C" int weft_cuda_launch(void* const* inputs, void* const* outputs, void* workspace,
 //                                   void* stream);
 //   extern "C" const char* weft_cuda_plan_name(void);

@@ -1,18 +1,13 @@
 // `weft compile FILE --target T -o DIR [--stop-after PASS] [--no-build]`: lowers a µGraph to its
 // kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
-// C++ with c++, a GPU's CUDA with nvcc; both cached).
+// C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's.
 #include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "codegen/cpu/emit_cpu.h"
-#include "codegen/cuda/emit_cuda.h"
 #include "core/target.h"
-#include "lower/pipeline.h"
-#include "lower/plan_text.h"
-#include "runtime/cuda_runtime.h"
-#include "runtime/runtime.h"
+#include "driver/compile.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {
@@ -22,17 +17,6 @@ void write(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw UserError(fmt::format("cannot write {}", path.string()));
-}
-
-// Builds the plan's CUDA library with nvcc (cached), as `weft run/bench --backend cuda` will load
-// it; needs the toolkit, not a GPU.
-void build_cuda(const ProgramPlan& plan) {
-  if (!cuda_runtime_built()) {
-    fmt::print("(not built with nvcc: this weft was built without the CUDA toolkit)\n");
-    return;
-  }
-  auto prog = compile_cuda_plan(plan);
-  fmt::print("compiled {} with nvcc{}\n", prog->artifact(), prog->from_cache() ? " (cached)" : "");
 }
 
 }  // namespace
@@ -55,13 +39,14 @@ static Register reg(
       return [=]() -> int {
         Graph g = load_graph(*file);
         const Target& t = target_by_name(*target);
-        ProgramPlan plan = lower_graph(g, t, *stop);
+        CompiledCode code = compile_graph(g, t, {.stop_after = *stop});
+        const ProgramPlan& plan = code.plan;
         std::filesystem::path dir(*out_dir);
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
         if (ec) throw UserError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
         std::string stem = g.name.empty() ? std::filesystem::path(*file).stem().string() : g.name;
-        write(dir / (stem + ".plan"), print_plan(plan));
+        write(dir / (stem + ".plan"), code.plan_text);
         fmt::print("{}: {} kernel{} for {}, device workspace {} bytes\n", stem, plan.kernels.size(),
                    plan.kernels.size() == 1 ? "" : "s", t.name, plan.workspace_bytes);
         for (const KernelPlan& k : plan.kernels) {
@@ -75,20 +60,18 @@ static Register reg(
                 k.stages == 1 ? "" : "s", k.smem_bytes);
         }
         fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
-        if (t.kind != TargetKind::cpu) {
-          if (!stop->empty() && *stop != lowering_passes().back()) return 0;
-          write(dir / (stem + ".cu"), emit_cuda_source(plan));
-          fmt::print("wrote {}\n", (dir / (stem + ".cu")).string());
-          if (!*no_build) build_cuda(plan);
-          return 0;
-        }
-        if (!stop->empty() && *stop != lowering_passes().back()) return 0;
-        write(dir / (stem + ".cpp"), emit_cpu_source(plan));
-        fmt::print("wrote {}\n", (dir / (stem + ".cpp")).string());
-        if (!*no_build) {
-          auto prog = compile_plan(plan);
-          fmt::print("compiled {}{}\n", prog->artifact(), prog->from_cache() ? " (cached)" : "");
-        }
+        if (!code.has_code) return 0;
+        std::filesystem::path source = dir / (stem + code.source_extension);
+        write(source, code.source);
+        fmt::print("wrote {}\n", source.string());
+        if (*no_build) return 0;
+        BuildReport built = build_code(code);
+        bool nvcc = code.backend == Backend::cuda;
+        if (!built.built)
+          fmt::print("(not built with nvcc: {})\n", built.skipped);
+        else
+          fmt::print("compiled {}{}{}\n", built.artifact, nvcc ? " with nvcc" : "",
+                     built.from_cache ? " (cached)" : "");
         return 0;
       };
     });

@@ -1,13 +1,12 @@
 // The optimize pipeline, step by step: expand, build the oracle, search, check, rank, verify.
-#include "search/optimizer.h"
+#include "driver/optimize.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <functional>
-#include <iostream>
+#include <exception>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -27,7 +26,10 @@
 namespace weft {
 namespace {
 
-// Runs `tick` every `period_s` until stopped.
+// How often the helper thread polls OptimizeOptions::should_stop.
+constexpr double kStopPollPeriodS = 0.05;
+
+// Runs `tick` every `period_s` on a helper thread until destroyed.
 class Ticker {
  public:
   Ticker(double period_s, std::function<void()> tick) : tick_(std::move(tick)) {
@@ -59,15 +61,21 @@ class Ticker {
   std::thread thread_;
 };
 
-std::string gigabytes(int64_t bytes) {
-  return fmt::format("{:.2f}", static_cast<double>(bytes) / (int64_t{1} << 30));
-}
-
-std::string si(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
-  return fmt::format("{:.0f}", v);
+VerifiedRecord verify_candidate(EquivalenceChecker& checker, const Graph& candidate) {
+  VerifyResult v = checker.check(candidate);
+  VerifiedRecord rec;
+  rec.equivalent = v.verdict == Verdict::equivalent;
+  rec.bound = v.bound;
+  rec.tests = v.tests_run;
+  rec.numerically_ok = rec.equivalent && (!v.floats || v.floats->acceptable);
+  if (v.floats)
+    for (const OutputFloatError& e : v.floats->outputs)
+      rec.f32_error = std::max(rec.f32_error, e.f32.scaled_error);
+  rec.detail =
+      v.verdict == Verdict::equivalent
+          ? ""
+          : fmt::format("{}{}", verdict_name(v.verdict), v.message.empty() ? "" : ": " + v.message);
+  return rec;
 }
 
 }  // namespace
@@ -75,6 +83,7 @@ std::string si(double v) {
 OptimizeResult optimize(const Graph& input, const SearchConfig& config,
                         const OptimizeOptions& options) {
   OptimizeResult result;
+  result.config = config;
   const Target& target = target_by_name(config.target);
   validate(input, target);
   result.program = expand_composites(input);
@@ -82,6 +91,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.program_predicted_s = predict(program, target).total_s;
   result.roofline_s = roofline_floor(program, target);
   int threads = config.threads > 0 ? config.threads : hardware_threads();
+  const std::string& checkpoint_path = options.checkpoint_path;
 
   // Step 1: the oracle (one saturated e-graph per output).
   AbsExprOracle oracle(program);
@@ -97,9 +107,9 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   checkpoint.fingerprint =
       fmt::format("{:016x}", std::hash<std::string>{}(program_text + searched.dump()));
   BlockMemo memo;
-  if (!config.checkpoint_path.empty())
+  if (!checkpoint_path.empty())
     result.resumed =
-        load_checkpoint(config.checkpoint_path, checkpoint.fingerprint, checkpoint, memo, oracle);
+        load_checkpoint(checkpoint_path, checkpoint.fingerprint, checkpoint, memo, oracle);
 
   // Step 3: search; every candidate is checked on the target and costed as it arrives.
   SearchStats stats;
@@ -132,33 +142,43 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     memory.add(bytes + heap_bytes(found));
     memory.sample();  // the kernel search's thread: a deterministic point
   };
-  auto progress_line = [&] {
-    double t = stop.elapsed_s();
+  auto search_progress = [&] {
+    OptimizeProgress p;
+    p.elapsed_s = stop.elapsed_s();
+    p.states = stats.states.load();
+    p.pruned = stats.pruned_expr.load() + stats.pruned_bound.load();
+    p.block_graphs = stats.block_graphs.load();
+    p.memory_held_bytes = memory.held();
+    p.memory_budget_bytes = memory.budget();
     std::lock_guard<std::mutex> lock(mu);
-    std::cerr
-        << fmt::format(
-               "{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {} "
-               "mem {}/{} GB{}",
-               options.progress_tty ? "\r" : "", t, si(stats.states.load()),
-               si(stats.states.load() / std::max(t, 1e-9)),
-               si(stats.pruned_expr.load() + stats.pruned_bound.load()),
-               si(stats.block_graphs.load()), found.size(),
-               best_s > 0 ? fmt::format("{:.1f} us", best_s * 1e6) : std::string("-"),
-               gigabytes(memory.held()),
-               memory.budget() > 0 ? gigabytes(memory.budget()) : std::string("-"),
-               options.progress_tty ? "" : "\n")
-        << std::flush;
+    p.candidates = static_cast<int64_t>(found.size());
+    p.best_predicted_s = best_s;
+    return p;
   };
+  // A callback's exception stops the search and is rethrown once the helper thread is gone.
+  std::exception_ptr hook_error;
   {
-    double last_checkpoint = 0;
-    double period =
-        config.checkpoint_path.empty() ? 1.0 : std::min(1.0, config.checkpoint_interval_s);
+    double last_checkpoint = 0, last_progress = 0;
+    double period = 1.0;
+    if (options.on_progress) period = std::min(period, options.progress_interval_s);
+    if (!checkpoint_path.empty()) period = std::min(period, config.checkpoint_interval_s);
+    if (options.should_stop) period = std::min(period, kStopPollPeriodS);
     Ticker ticker(std::max(period, 0.01), [&] {
-      if (options.progress) progress_line();
-      if (!config.checkpoint_path.empty() &&
-          stop.elapsed_s() - last_checkpoint >= config.checkpoint_interval_s) {
-        last_checkpoint = stop.elapsed_s();
-        save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
+      if (hook_error) return;
+      try {
+        if (options.should_stop && options.should_stop()) stop.stop(SearchStop::interrupted);
+        double now = stop.elapsed_s();
+        if (options.on_progress && now - last_progress >= options.progress_interval_s) {
+          last_progress = now;
+          options.on_progress(search_progress());
+        }
+        if (!checkpoint_path.empty() && now - last_checkpoint >= config.checkpoint_interval_s) {
+          last_checkpoint = now;
+          save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
+        }
+      } catch (...) {
+        hook_error = std::current_exception();
+        stop.stop(SearchStop::interrupted);
       }
     });
     DimClasses classes = analyze_dim_classes(program);
@@ -166,9 +186,11 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
                             stats,   stop,   memo,   threads,   &memory};
     search_kernel_graphs(ctx, on_candidate);
   }
-  if (options.progress) {
-    progress_line();
-    if (options.progress_tty) std::cerr << "\n";
+  if (hook_error) std::rethrow_exception(hook_error);
+  if (options.on_progress) {
+    OptimizeProgress p = search_progress();
+    p.search_done = true;
+    options.on_progress(p);
   }
   result.search_s = stop.elapsed_s();
   result.stop = stop.reason();
@@ -186,8 +208,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     for (bool t : results->truncated) result.memo_truncated += t;
   }
   result.peak_rss_bytes = peak_resident_bytes();
-  if (!config.checkpoint_path.empty())
-    save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
+  if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
 
   // Step 4: rank by predicted time (ties by text, so the order never depends on timing), then
   // verify in that order until the top-k are proven equivalent and numerically acceptable.
@@ -200,6 +221,9 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   vopt.seed = config.seed;
   vopt.threads = threads;
   EquivalenceChecker checker(program, vopt);
+  OptimizeProgress verify_progress = search_progress();
+  verify_progress.phase = OptimizeProgress::Phase::verify;
+  verify_progress.search_done = true;
   for (RankedCandidate& c : found) {
     if (static_cast<int>(result.top.size()) >= config.top_k) {
       ++result.unverified;
@@ -209,34 +233,26 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     if (cached != checkpoint.verified.end()) {
       c.verification = cached->second;
     } else {
-      VerifyResult v = checker.check(c.graph);
-      VerifiedRecord& rec = c.verification;
-      rec.equivalent = v.verdict == Verdict::equivalent;
-      rec.bound = v.bound;
-      rec.tests = v.tests_run;
-      rec.numerically_ok = rec.equivalent && (!v.floats || v.floats->acceptable);
-      if (v.floats)
-        for (const OutputFloatError& e : v.floats->outputs)
-          rec.f32_error = std::max(rec.f32_error, e.f32.scaled_error);
-      rec.detail = v.verdict == Verdict::equivalent
-                       ? ""
-                       : fmt::format("{}{}", verdict_name(v.verdict),
-                                     v.message.empty() ? "" : ": " + v.message);
-      checkpoint.verified[c.text] = rec;
-      if (!config.checkpoint_path.empty())
-        save_checkpoint(config.checkpoint_path, checkpoint, memo, oracle);
+      c.verification = verify_candidate(checker, c.graph);
+      checkpoint.verified[c.text] = c.verification;
+      if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
     }
     result.tests += c.verification.tests;
     if (!c.verification.equivalent) {
       ++result.rejected;
-      continue;
-    }
-    ++result.verified;
-    if (!c.verification.numerically_ok) {
+    } else if (!c.verification.numerically_ok) {
+      ++result.verified;
       ++result.numerically_rejected;
-      continue;
+    } else {
+      ++result.verified;
+      result.top.push_back(c);
     }
-    result.top.push_back(c);
+    if (options.on_progress) {
+      ++verify_progress.checked;
+      verify_progress.kept = static_cast<int64_t>(result.top.size());
+      verify_progress.elapsed_s = stop.elapsed_s();
+      options.on_progress(verify_progress);
+    }
   }
   result.verify_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();

@@ -1,6 +1,6 @@
 // Random valid µGraphs: every op is dry-run through shape inference before it is added, so the
 // generator only ever builds well-typed graphs and never depends on builder errors for control.
-#include "ir/random_graph.h"
+#include "testing/random_graph.h"
 
 #include <fmt/format.h>
 

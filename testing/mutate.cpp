@@ -1,5 +1,5 @@
 // The mutant generator: local edits at every graph level, kept only if print -> parse accepts them.
-#include "verify/mutate.h"
+#include "testing/mutate.h"
 
 #include <fmt/format.h>
 

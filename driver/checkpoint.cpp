@@ -1,5 +1,5 @@
 // JSON checkpoints of the search.
-#include "search/checkpoint.h"
+#include "driver/checkpoint.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,0 +1,97 @@
+// The optimize pipeline as a library call: search µGraphs equivalent (by abstract expression) to a
+// program, keep the valid ones, rank them with the cost model, verify the best in order (finite
+// fields, then floating point) until the top-k are proven, with budgets, checkpoints, progress
+// reported to a callback and a cancellation hook. It prints nothing: the CLI (tools/weft) and
+// bindings present the progress and the result; driver/optimize_report writes the result files.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "driver/checkpoint.h"
+#include "ir/graph.h"
+#include "search/config.h"
+#include "search/stats.h"
+
+namespace weft {
+
+struct RankedCandidate {
+  Graph graph;
+  std::string text;  // canonical printed form (no type comments)
+  double predicted_s = 0;
+  VerifiedRecord verification;
+};
+
+struct OptimizeResult {
+  SearchConfig config;  // the configuration searched with
+  Graph program;        // the input, composites expanded
+  double program_predicted_s = 0;
+  double roofline_s = 0;
+  std::vector<RankedCandidate> top;  // verified and numerically acceptable, fastest first
+
+  // Search figures.
+  int64_t states = 0, pruned_expr = 0, pruned_bound = 0, block_graphs = 0;
+  int64_t candidates = 0;        // equivalent by abstract expression
+  int64_t split_candidates = 0;  // of which split-reduction variants (split_reduction.h)
+  int64_t invalid = 0;           // rejected by the checker on the target (e.g. shared memory)
+  int64_t verified = 0;          // passed the finite-field tests
+  int64_t rejected = 0;          // failed them (not equivalent / outside Lax)
+  int64_t numerically_rejected = 0;
+  int64_t tests = 0;       // finite-field tests run
+  int64_t unverified = 0;  // ranked below the top-k, never needed verification
+  bool oracle_complete = true;
+  // Why the search stopped; `interrupted` when OptimizeOptions::should_stop asked for it.
+  SearchStop stop = SearchStop::completed;
+  // Memory (search/memory_account.h). The accounted peak is the same on every run that completes
+  // (sampled between batches of block searches); a stopped run's includes what workers held.
+  int64_t memory_budget_bytes = 0;  // 0: unlimited
+  int64_t peak_accounted_bytes = 0;
+  int64_t memo_truncated = 0;  // schedules whose block graphs the full memo did not all keep
+  int64_t peak_rss_bytes = 0;  // the process's resident peak at the end of the search
+  double search_s = 0, verify_s = 0, wall_s = 0;
+  bool resumed = false;  // from the checkpoint file
+};
+
+// Where a running optimize stands: what a progress display shows.
+struct OptimizeProgress {
+  enum class Phase {
+    search,  // about every OptimizeOptions::progress_interval_s, and once when the search ends
+    verify,  // after each candidate's verification, in rank order
+  };
+  Phase phase = Phase::search;
+  bool search_done = false;  // the search phase's last report (its figures are final)
+  double elapsed_s = 0;      // since the search started
+  int64_t states = 0;
+  int64_t pruned = 0;  // by abstract expressions and by the operator budget
+  int64_t block_graphs = 0;
+  int64_t candidates = 0;           // distinct candidates valid on the target, so far
+  double best_predicted_s = 0;      // the fastest of them; 0: none yet
+  int64_t memory_held_bytes = 0;    // accounted (search/memory_account.h)
+  int64_t memory_budget_bytes = 0;  // 0: unlimited
+  // Verification (phase verify): candidates checked so far and how many of them made the top-k.
+  int64_t checked = 0;
+  int64_t kept = 0;
+};
+
+struct OptimizeOptions {
+  // Resume from this file when it holds a search of the same program and configuration, and save
+  // progress there every config.checkpoint_interval_s and at the end. Empty: no checkpoint.
+  std::string checkpoint_path;
+  // Receives progress. During the search it is called from a helper thread (never two calls at
+  // once); the search's last report and the verification reports come from the calling thread.
+  std::function<void(const OptimizeProgress&)> on_progress;
+  double progress_interval_s = 1.0;
+  // Polled about every 50 ms during the search (from the helper thread); when it returns true the
+  // search stops with reason `interrupted` and the candidates found so far are ranked and verified
+  // as after any budget stop, so the result holds what was found. Verification is not cut short.
+  std::function<bool()> should_stop;
+};
+
+// Runs the pipeline. Bad input (an invalid program, an unknown target, a corrupt checkpoint) is a
+// UserError; an exception thrown by a callback stops the search and is rethrown here.
+OptimizeResult optimize(const Graph& program, const SearchConfig& config,
+                        const OptimizeOptions& options = {});
+
+}  // namespace weft

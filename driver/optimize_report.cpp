@@ -1,0 +1,124 @@
+// The result files of an optimize run; their schema is documented in docs/search.md.
+#include "driver/optimize_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "ir/printer.h"
+
+namespace weft {
+namespace {
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out) throw UserError(SourceLoc{path.string()}, "cannot write this file");
+}
+
+// Megabytes (2^20 bytes) to one decimal.
+double megabytes(int64_t bytes) {
+  return std::round(static_cast<double>(bytes) / (int64_t{1} << 20) * 10) / 10;
+}
+
+// Seconds as microseconds to three decimals.
+double microseconds(double seconds) {
+  return std::round(seconds * 1e9) / 1e3;
+}
+
+std::string top_file_name(size_t index) {
+  return fmt::format("top-{}.weft", index + 1);
+}
+
+}  // namespace
+
+std::string error_bound_text(double bound) {
+  if (bound <= 0) return "0";
+  return fmt::format("2^{:.0f}", std::floor(std::log2(bound)));
+}
+
+std::string candidate_file_text(const RankedCandidate& c, int rank, const std::string& target) {
+  return fmt::format(
+             "# weft optimize: rank {}, predicted {:.2f} us on {}\n# verified: equivalent to the "
+             "input program with error bound {} ({} finite-field tests); f32 error {:.2e}\n",
+             rank, c.predicted_s * 1e6, target, error_bound_text(c.verification.bound),
+             c.verification.tests, c.verification.f32_error) +
+         print_graph(c.graph);
+}
+
+nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string& input_file) {
+  nlohmann::json top = nlohmann::json::array();
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const RankedCandidate& c = r.top[i];
+    top.push_back({{"file", top_file_name(i)},
+                   {"predicted_us", microseconds(c.predicted_s)},
+                   {"kernels", c.graph.ops.size()},
+                   {"error_bound_log2", std::floor(std::log2(c.verification.bound))},
+                   {"tests", c.verification.tests},
+                   {"f32_error", c.verification.f32_error}});
+  }
+  nlohmann::json summary = {{"program", r.program.name},
+                            {"input", std::filesystem::path(input_file).filename().string()},
+                            {"config", r.config.to_json()},
+                            {"stop_reason", search_stop_name(r.stop)},
+                            {"memory_budget_mb", r.config.memory_budget_mb},
+                            {"peak_accounted_memory_mb", megabytes(r.peak_accounted_bytes)},
+                            {"memo_schedules_truncated", r.memo_truncated},
+                            {"states", r.states},
+                            {"pruned_by_expression", r.pruned_expr},
+                            {"pruned_by_op_budget", r.pruned_bound},
+                            {"block_graphs", r.block_graphs},
+                            {"candidates", r.candidates},
+                            {"split_candidates", r.split_candidates},
+                            {"invalid_on_target", r.invalid},
+                            {"verified", r.verified},
+                            {"rejected", r.rejected},
+                            {"numerically_rejected", r.numerically_rejected},
+                            {"unverified_below_top_k", r.unverified},
+                            {"finite_field_tests", r.tests},
+                            {"oracle_complete", r.oracle_complete},
+                            {"input_predicted_us", microseconds(r.program_predicted_s)},
+                            {"roofline_floor_us", microseconds(r.roofline_s)},
+                            {"top", top}};
+  if (!r.top.empty())
+    summary["predicted_speedup"] =
+        std::round(r.program_predicted_s / r.top[0].predicted_s * 1000) / 1000;
+  return summary;
+}
+
+nlohmann::json optimize_timing_json(const OptimizeResult& r) {
+  return {{"search_s", r.search_s},
+          {"verify_s", r.verify_s},
+          {"wall_s", r.wall_s},
+          {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
+          {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
+          {"resumed_from_checkpoint", r.resumed}};
+}
+
+std::vector<std::string> write_optimize_report(const std::string& dir, const OptimizeResult& r,
+                                               const std::string& input_file) {
+  std::filesystem::path out(dir);
+  std::error_code error;
+  std::filesystem::create_directories(out, error);
+  if (error)
+    throw UserError(SourceLoc{dir},
+                    fmt::format("cannot create the output directory ({})", error.message()));
+  std::vector<std::string> written;
+  auto write = [&](const std::string& name, const std::string& text) {
+    write_file(out / name, text);
+    written.push_back(name);
+  };
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    std::string text = candidate_file_text(r.top[i], static_cast<int>(i + 1), r.config.target);
+    write(top_file_name(i), text);
+    if (i == 0) write("best.weft", text);
+  }
+  write("summary.json", optimize_summary_json(r, input_file).dump(2) + "\n");
+  write("timing.json", optimize_timing_json(r).dump(2) + "\n");
+  return written;
+}
+
+}  // namespace weft
