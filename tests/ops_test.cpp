@@ -9,7 +9,6 @@
 #include <set>
 
 #include "absexpr/of_graph.h"
-#include "codegen/cuda/emulate.h"
 #include "core/target.h"
 #include "cost/op_work.h"
 #include "interp/compare.h"
@@ -18,14 +17,14 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/random_graph.h"
 #include "lower/pipeline.h"
-#include "runtime/runtime.h"
+#include "runtime/program.h"
 #include "search/absexpr_oracle.h"
-#include "search/optimizer.h"
+#include "driver/optimize.h"
 #include "verify/equivalence.h"
 #include "verify/error_bound.h"
-#include "verify/mutate.h"
+#include "testing/mutate.h"
+#include "testing/random_graph.h"
 #include "tests/emulation_check.h"
 #include "tests/test_util.h"
 
@@ -350,7 +349,7 @@ void expect_cpu_matches_interpreter(const Graph& g) {
   auto inputs = random_inputs(g, 5);
   std::vector<std::vector<float>> in;
   for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
-  auto got = compile_program(g, target_by_name("cpu"))->run(in);
+  auto got = compile_program(g, target_by_name("cpu"), Backend::cpu)->run(in);
   auto want = evaluate_real(g, inputs, /*f32=*/false);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -370,7 +369,7 @@ TEST(NewOps, CudaHostEmulationMatchesTheInterpreter) {
   for (const std::string& text : {std::string(kKernelLevel), fused("f32"), fused("f16")}) {
     Graph g = parse(text);
     ProgramPlan plan = lower_graph(g, target_by_name("h100"));
-    auto prog = compile_emulated(plan);
+    auto prog = load_program(plan, Backend::cuda_emulation);
     for (const char* form : {"(1.0f / (1.0f + expf(-", "tanhf(", "(-"})
       EXPECT_NE(prog->source().find(form), std::string::npos) << form;
     auto cmp = test::compare_emulation(g, plan, *prog, 7);
