@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages weft builds against, only those that are missing.
+# Installs the Debian packages weft builds against (and python3-numpy, the model tests' reference),
+# only those that are missing.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
-  libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev)
+  libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev
+  zlib1g-dev python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

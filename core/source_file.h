@@ -1,0 +1,15 @@
+// Reading the text files weft's formats are written in (.weft, .wmod): bounded size, UTF-8
+// without NUL bytes, every refusal a located UserError.
+#pragma once
+
+#include <string>
+
+namespace weft {
+
+inline constexpr long long kMaxSourceFileBytes = 64ll << 20;
+
+// The file's bytes. Throws UserError at `path` when it cannot be opened or read, is larger than
+// 64 MiB, or is not UTF-8 text (located at the first offending byte).
+std::string read_source_file(const std::string& path);
+
+}  // namespace weft

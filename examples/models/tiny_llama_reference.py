@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Independent NumPy implementation of examples/models/tiny_llama.wmod, and the check that runs
+the model with `weft model run` (prefill, then decode steps that feed the KV cache back) at several
+shape bindings and compares every output with this reference.
+
+usage: tiny_llama_reference.py WEFT_BINARY WORK_DIR [--seed N]
+Exit status 0 when every output matches within f32 tolerance, 1 otherwise."""
+import subprocess
+import sys
+
+import numpy as np
+
+D, H, KVH, HD, FFN, VOCAB, LAYERS = 64, 4, 2, 16, 96, 128, 2
+EPS, THETA = 1e-6, 10000.0
+
+
+def make_weights(seed):
+    rng = np.random.default_rng(seed)
+    w = {"embed": rng.standard_normal((VOCAB, D)), "fnorm": 1 + 0.1 * rng.standard_normal((1, 1, D)),
+         "lm_head": rng.standard_normal((1, D, VOCAB)) / np.sqrt(D)}
+    for l in range(LAYERS):
+        w[f"an{l}"] = 1 + 0.1 * rng.standard_normal((1, 1, D))
+        w[f"wq{l}"] = rng.standard_normal((1, D, H * HD)) / np.sqrt(D)
+        w[f"wk{l}"] = rng.standard_normal((1, D, KVH * HD)) / np.sqrt(D)
+        w[f"wv{l}"] = rng.standard_normal((1, D, KVH * HD)) / np.sqrt(D)
+        w[f"qn{l}"] = 1 + 0.1 * rng.standard_normal((1, 1, 1, HD))
+        w[f"kn{l}"] = 1 + 0.1 * rng.standard_normal((1, 1, 1, HD))
+        w[f"wo{l}"] = rng.standard_normal((1, H * HD, D)) / np.sqrt(H * HD)
+        w[f"mn{l}"] = 1 + 0.1 * rng.standard_normal((1, 1, D))
+        w[f"wg{l}"] = rng.standard_normal((1, D, FFN)) / np.sqrt(D)
+        w[f"wu{l}"] = rng.standard_normal((1, D, FFN)) / np.sqrt(D)
+        w[f"wd{l}"] = rng.standard_normal((1, FFN, D)) / np.sqrt(FFN)
+    return {k: v.astype(np.float32) for k, v in w.items()}
+
+
+def rms_norm(x, g):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * g.reshape(-1)
+
+
+def rope(x, start):  # x: [b, s, heads, hd], HF rotate-half convention
+    s = x.shape[1]
+    inv = THETA ** (-np.arange(0, HD, 2, dtype=np.float64) / HD)
+    ang = np.outer(np.arange(start, start + s), inv)  # [s, hd/2]
+    cos = np.concatenate([np.cos(ang)] * 2, axis=-1)[None, :, None, :]
+    sin = np.concatenate([np.sin(ang)] * 2, axis=-1)[None, :, None, :]
+    half = HD // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos + rot * sin
+
+
+def forward(w, tokens, start, cache):
+    """tokens [b, s] at positions start..; cache: per layer (k, v) as [b, p, KVH, HD] or None."""
+    x = w["embed"][tokens].astype(np.float64)
+    b, s = tokens.shape
+    new_cache = []
+    for l in range(LAYERS):
+        h = rms_norm(x, w[f"an{l}"])
+        q = (h @ w[f"wq{l}"][0]).reshape(b, s, H, HD)
+        k = (h @ w[f"wk{l}"][0]).reshape(b, s, KVH, HD)
+        v = (h @ w[f"wv{l}"][0]).reshape(b, s, KVH, HD)
+        q = rope(rms_norm(q, w[f"qn{l}"]), start)
+        k = rope(rms_norm(k, w[f"kn{l}"]), start)
+        if cache is not None:
+            k = np.concatenate([cache[l][0], k], axis=1)
+            v = np.concatenate([cache[l][1], v], axis=1)
+        new_cache.append((k, v))
+        t = k.shape[1]
+        kk = np.repeat(k, H // KVH, axis=2)  # query head j uses kv head j // (H / KVH)
+        vv = np.repeat(v, H // KVH, axis=2)
+        scores = np.einsum("bshd,bthd->bhst", q, kk) / np.sqrt(HD)
+        mask = np.arange(t)[None, :] > (np.arange(s)[:, None] + t - s)
+        scores = np.where(mask, -np.inf, scores)
+        scores -= scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores)
+        p /= p.sum(axis=-1, keepdims=True)
+        o = np.einsum("bhst,bthd->bshd", p, vv).reshape(b, s, H * HD)
+        x = x + o @ w[f"wo{l}"][0]
+        h = rms_norm(x, w[f"mn{l}"])
+        g = h @ w[f"wg{l}"][0]
+        x = x + ((g / (1 + np.exp(-g))) * (h @ w[f"wu{l}"][0])) @ w[f"wd{l}"][0]
+    logits = rms_norm(x, w["fnorm"]) @ w["lm_head"][0]
+    return logits, new_cache
+
+
+def weft_run(weft, wmod, function, args, work):
+    inp, out = f"{work}/{function}_in.npz", f"{work}/{function}_out.npz"
+    np.savez(inp, **args)
+    subprocess.run([weft, "model", "run", wmod, "--function", function, "--inputs", inp,
+                    "--outputs", out], check=True, stdout=subprocess.DEVNULL)
+    r = np.load(out)
+    return [r[f"result.{i}"] for i in range(5)]
+
+
+def close(name, got, want, failures):
+    err = np.max(np.abs(got - want)) / max(1.0, np.max(np.abs(want)))
+    ok = got.shape == want.shape and err < 2e-4
+    print(f"  {name}: shape {got.shape}, max rel err {err:.2e} {'ok' if ok else 'MISMATCH'}")
+    if not ok:
+        failures.append(name)
+
+
+def main():
+    weft, work = sys.argv[1], sys.argv[2]
+    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
+    wmod = __file__.replace("tiny_llama_reference.py", "tiny_llama.wmod")
+    w = make_weights(seed)
+    rng = np.random.default_rng(seed + 1)
+    failures = []
+    # (batch, prompt length, decode steps of these lengths): three bindings of b and n, and p
+    # growing with every step.
+    for b, n, steps in [(1, 5, [1, 1, 1]), (2, 3, [1, 2, 1]), (3, 7, [1, 1])]:
+        total = n + sum(steps)
+        tokens = rng.integers(0, VOCAB, size=(b, total))
+        print(f"b={b} prompt={n} steps={steps}")
+        logits_all, _ = forward(w, tokens, 0, None)  # the whole sequence at once
+        assert np.std(logits_all) > 0.1, "trivial reference logits"
+        got = weft_run(weft, wmod, "prefill", dict(w, tokens=tokens[:, :n].astype(np.int64),
+                                                    pos=np.int64(0)), work)
+        ref_logits, ref_cache = forward(w, tokens[:, :n], 0, None)
+        close("prefill logits", got[0], ref_logits, failures)
+        for l in range(LAYERS):  # weft's cache is [b, KVH, p, HD]
+            close(f"prefill k{l}", got[1 + 2 * l], ref_cache[l][0].transpose(0, 2, 1, 3), failures)
+        cache = got[1:]
+        p = n
+        for s in steps:
+            args = dict(w, tokens=tokens[:, p:p + s].astype(np.int64), pos=np.int64(p),
+                        kc0=cache[0], vc0=cache[1], kc1=cache[2], vc1=cache[3])
+            got = weft_run(weft, wmod, "decode", args, work)
+            close(f"decode p={p} n={s} logits", got[0], logits_all[:, p:p + s], failures)
+            assert got[1].shape[2] == p + s, "the cache did not grow by the new tokens"
+            cache = got[1:]
+            p += s
+    if failures:
+        print("FAILED:", ", ".join(failures))
+        return 1
+    print("all outputs match")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+// The model-level operator table: shape rules and CPU semantics of each model operator.
+#include "model/model_ops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace weft {
+namespace {
+
+const std::vector<SymExpr>& sym_list(const MAttrs& attrs, const char* name) {
+  return std::get<std::vector<SymExpr>>(attrs.at(name));
+}
+const SymExpr& sym_int(const MAttrs& attrs, const char* name) {
+  return std::get<SymExpr>(attrs.at(name));
+}
+
+// The permutation attribute: constants forming a permutation of 0..rank-1.
+std::vector<int64_t> permutation(DeduceContext& ctx, const MAttrs& attrs, int rank) {
+  std::vector<int64_t> perm;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (const SymExpr& e : sym_list(attrs, "perm")) {
+    auto c = e.as_constant();
+    if (!c) ctx.fail(fmt::format("perm entries must be integers, not '{}'", e.str()));
+    int64_t d = *c < 0 ? *c + rank : *c;
+    if (d < 0 || d >= rank || seen[static_cast<size_t>(d)])
+      ctx.fail(fmt::format("perm={} is not a permutation of the {} dims", e.str(), rank));
+    seen[static_cast<size_t>(d)] = true;
+    perm.push_back(d);
+  }
+  if (static_cast<int>(perm.size()) != rank)
+    ctx.fail(fmt::format("perm has {} entries for a tensor of rank {}", perm.size(), rank));
+  return perm;
+}
+
+MType infer_permute(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  auto perm = permutation(ctx, attrs, in[0].rank);
+  if (!in[0].dims) return in[0];
+  std::vector<SymExpr> out;
+  for (int64_t d : perm) out.push_back((*in[0].dims)[static_cast<size_t>(d)]);
+  return MType::tensor(in[0].dtype, out);
+}
+
+MType infer_embedding(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {
+  const MType &table = in[0], &ids = in[1];
+  if (table.rank != 2)
+    ctx.fail(fmt::format("embedding's table must have rank 2 ([vocab, dim]), got {}", table.str()));
+  if (ids.rank + 1 > kMaxModelRank) ctx.fail("embedding result rank is too large");
+  if (!table.dims || !ids.dims) return MType::tensor_of_rank(table.dtype, ids.rank + 1);
+  std::vector<SymExpr> out = *ids.dims;
+  out.push_back((*table.dims)[1]);
+  return MType::tensor(table.dtype, out);
+}
+
+// x with at least 2 dims: [..., rows, cols].
+void require_matrix_like(DeduceContext& ctx, const MType& x, const char* op) {
+  if (x.rank < 2) ctx.fail(fmt::format("{} needs a tensor of rank >= 2, got {}", op, x.str()));
+}
+
+MType infer_rope(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  require_matrix_like(ctx, in[0], "rope");
+  if (std::get<Rational>(attrs.at("theta")) < Rational(2)) ctx.fail("rope theta must be >= 2");
+  if (in[0].dims)
+    ctx.require_eq(floormod(in[0].dims->back(), SymExpr(2)), 0,
+                   "rope's last dim (pairs of rotated features) to be even");
+  (void)sym_int(attrs, "offset");
+  return in[0];
+}
+
+MType infer_causal_mask(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {
+  require_matrix_like(ctx, in[0], "causal_mask");
+  return in[0];
+}
+
+MType infer_softmax_safe(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  normalize_dim(ctx, sym_int(attrs, "dim"), in[0].rank, "dim");
+  return in[0];
+}
+
+// Calls fn(outer, row) for each row of the last dim: the rows of a [..., rows, cols] tensor.
+int64_t last_dim(const Tensor<double>& t) {
+  return t.shape.empty() ? 1 : t.shape.back();
+}
+
+Tensor<double> eval_permute(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  const Tensor<double>& x = *in[0];
+  const auto& perm = attrs.get_list("perm");
+  size_t r = x.shape.size();
+  Shape out_shape(r);
+  std::vector<int64_t> p(r);
+  for (size_t i = 0; i < r; ++i) {
+    p[i] = perm[i] < 0 ? perm[i] + static_cast<int64_t>(r) : perm[i];
+    out_shape[i] = x.shape[static_cast<size_t>(p[i])];
+  }
+  Tensor<double> out(out_shape, 0.0);
+  auto in_strides = strides_of(x.shape);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t src = 0;
+    for (size_t i = 0; i < r; ++i) src += idx[i] * in_strides[static_cast<size_t>(p[i])];
+    out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(src)];
+    for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < out_shape[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor<double> eval_embedding(const std::vector<const Tensor<double>*>& in, const Attrs&) {
+  const Tensor<double>&table = *in[0], &ids = *in[1];
+  int64_t vocab = table.shape[0], dim = table.shape[1];
+  Shape out_shape = ids.shape;
+  out_shape.push_back(dim);
+  Tensor<double> out(out_shape, 0.0);
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    double v = ids.data[static_cast<size_t>(i)];
+    if (!(v >= 0 && v < static_cast<double>(vocab)) || v != std::floor(v))
+      throw UserError(
+          fmt::format("embedding index {} (element {} of the ids) is not an integer "
+                      "in [0, {})",
+                      v, i, vocab));
+    auto row = static_cast<int64_t>(v);
+    std::copy_n(table.data.begin() + row * dim, dim, out.data.begin() + i * dim);
+  }
+  return out;
+}
+
+// Rotate-half rotary embedding: feature j < d/2 pairs with j + d/2, rotated by the angle
+// pos * theta^(-2j/d), where pos = offset + the row index along dim -2.
+Tensor<double> eval_rope(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  const Tensor<double>& x = *in[0];
+  int64_t d = last_dim(x), rows = x.shape[x.shape.size() - 2], half = d / 2;
+  int64_t offset = attrs.get_int("offset");
+  double theta = attrs.get_rational("theta").to_double();
+  Tensor<double> out(x.shape, 0.0);
+  for (int64_t r = 0; r < x.numel() / d; ++r) {
+    double pos = static_cast<double>(offset + r % rows);
+    const double* src = x.data.data() + r * d;
+    double* dst = out.data.data() + r * d;
+    for (int64_t j = 0; j < half; ++j) {
+      double angle = pos * std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+      double c = std::cos(angle), s = std::sin(angle);
+      dst[j] = src[j] * c - src[j + half] * s;
+      dst[j + half] = src[j + half] * c + src[j] * s;
+    }
+  }
+  return out;
+}
+
+Tensor<double> eval_causal_mask(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  Tensor<double> out = *in[0];
+  int64_t cols = last_dim(out), rows = out.shape[out.shape.size() - 2];
+  int64_t offset = attrs.get_int("offset");
+  for (int64_t r = 0; r < out.numel() / cols; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      if (j > r % rows + offset)
+        out.data[static_cast<size_t>(r * cols + j)] = -std::numeric_limits<double>::infinity();
+  return out;
+}
+
+Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  Tensor<double> out = *in[0];
+  int64_t r = static_cast<int64_t>(out.shape.size());
+  int64_t dim = attrs.get_int("dim");
+  if (dim < 0) dim += r;
+  int64_t n = out.shape[static_cast<size_t>(dim)];
+  int64_t inner = 1;
+  for (int64_t i = dim + 1; i < r; ++i) inner *= out.shape[static_cast<size_t>(i)];
+  int64_t outer = out.numel() / std::max<int64_t>(n * inner, 1);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      auto at = [&](int64_t i) -> double& {
+        return out.data[static_cast<size_t>((o * n + i) * inner + k)];
+      };
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, at(i));
+      double sum = 0;
+      for (int64_t i = 0; i < n; ++i) sum += (at(i) = std::exp(at(i) - m));
+      for (int64_t i = 0; i < n; ++i) at(i) /= sum;
+    }
+  return out;
+}
+
+std::vector<ModelOpInfo> make_table() {
+  using K = ModelOpKind;
+  const AttrSpec offset{"offset", AttrKind::integer, false, int64_t{0}};
+  // clang-format off
+  std::vector<ModelOpInfo> t = {
+    {K::permute, "permute", 1, {{"perm", AttrKind::int_list, true, std::vector<int64_t>{}}},
+     infer_permute, eval_permute, "dims reordered: result dim i is operand dim perm[i]"},
+    {K::embedding, "embedding", 2, {}, infer_embedding, eval_embedding,
+     "embedding(table[V, D], ids[...]) -> [..., D]: rows of the table gathered by integer ids"},
+    {K::rope, "rope", 1, {offset, {"theta", AttrKind::rational, false, Rational(10000)}},
+     infer_rope, eval_rope,
+     "rotary position embedding (rotate-half pairs j, j + d/2) at positions offset + row of dim -2"},
+    {K::causal_mask, "causal_mask", 1, {offset}, infer_causal_mask, eval_causal_mask,
+     "[..., s, t]: entry (i, j) becomes -inf where j > i + offset"},
+    {K::softmax_safe, "softmax_safe", 1, {{"dim", AttrKind::integer, false, int64_t{-1}}},
+     infer_softmax_safe, eval_softmax_safe,
+     "exp(x - max) / sum(exp(x - max)) over dim (numerically safe; not Lax)"},
+  };
+  // clang-format on
+  for (size_t i = 0; i < t.size(); ++i)
+    WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "model op table out of order at {}", t[i].name);
+  for (const ModelOpInfo& info : t)
+    WEFT_CHECK(!op_by_name(info.name), "model op {} shadows a table operator", info.name);
+  return t;
+}
+
+}  // namespace
+
+const std::vector<ModelOpInfo>& all_model_ops() {
+  static const std::vector<ModelOpInfo> table = make_table();
+  return table;
+}
+
+const ModelOpInfo& model_op_info(ModelOpKind kind) {
+  return all_model_ops()[static_cast<size_t>(kind)];
+}
+
+std::optional<ModelOpKind> model_op_by_name(std::string_view name) {
+  for (const ModelOpInfo& info : all_model_ops())
+    if (name == info.name) return info.kind;
+  return std::nullopt;
+}
+
+}  // namespace weft

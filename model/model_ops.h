@@ -1,0 +1,43 @@
+// Operators of the model level that the µGraph layers never see (they reach the superoptimizer
+// only as partition boundaries): data movement with symbolic sizes, gathers, position-dependent
+// operators. Each is declared once here with its attributes, symbolic shape rule and CPU
+// semantics; the operators shared with µGraphs stay in ir/ops.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "interp/tensor.h"
+#include "ir/attrs.h"
+#include "ir/ops.h"
+#include "model/deduce.h"
+
+namespace weft {
+
+enum class ModelOpKind : uint8_t { permute, embedding, rope, causal_mask, softmax_safe };
+
+// Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
+using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,
+                               const MAttrs& attrs);
+// CPU semantics on concrete tensors with evaluated attributes; throws UserError for bad data
+// (an embedding index out of range).
+using ModelEvalFn = Tensor<double> (*)(const std::vector<const Tensor<double>*>& in,
+                                       const Attrs& attrs);
+
+struct ModelOpInfo {
+  ModelOpKind kind;
+  const char* name;
+  int num_inputs;
+  // Attribute kinds as in the table: integer and int_list values may be symbolic here.
+  std::vector<AttrSpec> attrs;
+  ModelInferFn infer;
+  ModelEvalFn eval;
+  const char* doc;
+};
+
+const std::vector<ModelOpInfo>& all_model_ops();
+const ModelOpInfo& model_op_info(ModelOpKind kind);
+std::optional<ModelOpKind> model_op_by_name(std::string_view name);
+
+}  // namespace weft

@@ -1,0 +1,121 @@
+// The model IR: a module of functions whose bodies are blocks of bindings (dataflow blocks of
+// pure calls, plain blocks that may also assert types with match_cast), over values typed by
+// MType. Cross-level calls reach µGraphs (call_ugraph, destination-passing) and library
+// functions (call_lib). docs/model-format.md is its text form, docs/model-layer.md its design.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rational.h"
+#include "ir/graph.h"
+#include "model/types.h"
+#include "sym/prove.h"
+#include "sym/scope.h"
+
+namespace weft {
+
+// An attribute value at the model level: sizes may be symbolic.
+using MAttrValue = std::variant<SymExpr, Rational, std::vector<SymExpr>>;
+using MAttrs = std::map<std::string, MAttrValue>;
+
+enum class CallKind : uint8_t {
+  op,          // an operator of the table (ir/ops.h), kernel level
+  model_op,    // an operator the µGraph layers never see (model/model_ops.h)
+  ugraph,      // call_ugraph: a µGraph of the module, outputs allocated by the caller
+  lib,         // call_lib: a library function (model/library.h)
+  func,        // a function of the module
+  tuple,       // tuple(a, b, ...)
+  item,        // item(t, index=i)
+  match_cast,  // match_cast(x, TYPE): x, asserted to have TYPE (binds its new variables)
+};
+
+struct Call {
+  CallKind kind = CallKind::op;
+  std::string callee;  // op / model op / µGraph / library / function name; empty otherwise
+  std::vector<std::string> args;
+  MAttrs attrs;     // completed with defaults
+  MType cast_type;  // match_cast only
+  SourceLoc loc;
+  friend bool operator==(const Call& a, const Call& b) {
+    return a.kind == b.kind && a.callee == b.callee && a.args == b.args && a.attrs == b.attrs &&
+           a.cast_type == b.cast_type;
+  }
+};
+
+struct Binding {
+  std::string var;
+  Call call;
+  MType type;  // deduced
+  // Conditions deduction could neither prove nor refute: checked when the binding runs.
+  std::vector<SymCondition> runtime_checks;
+  SourceLoc loc;
+  friend bool operator==(const Binding& a, const Binding& b) {
+    return a.var == b.var && a.call == b.call && a.type == b.type;
+  }
+};
+
+struct Block {
+  bool dataflow = false;  // pure bindings only: no match_cast
+  std::vector<Binding> bindings;
+  SourceLoc loc;
+  friend bool operator==(const Block& a, const Block& b) {
+    return a.dataflow == b.dataflow && a.bindings == b.bindings;
+  }
+};
+
+struct Param {
+  std::string name;
+  MType type;
+  SourceLoc loc;
+  friend bool operator==(const Param& a, const Param& b) {
+    return a.name == b.name && a.type == b.type;
+  }
+};
+
+struct Function {
+  std::string name;
+  std::vector<Param> params;
+  MType ret;
+  std::vector<Block> blocks;
+  std::string result;                       // the returned variable
+  std::vector<SymCondition> return_checks;  // the result's deduced type against `ret`
+  SourceLoc loc;
+  SourceLoc result_loc;
+  friend bool operator==(const Function& a, const Function& b) {
+    return a.name == b.name && a.params == b.params && a.ret == b.ret && a.blocks == b.blocks &&
+           a.result == b.result;
+  }
+};
+
+// A µGraph the module calls: read from a .weft file (path as written, relative to the module's
+// file) or written inline in the module.
+struct UGraphDef {
+  std::string name;
+  std::string path;  // empty: inline
+  std::shared_ptr<const Graph> graph;
+  SourceLoc loc;
+  friend bool operator==(const UGraphDef& a, const UGraphDef& b) {
+    return a.name == b.name && a.path == b.path && *a.graph == *b.graph;
+  }
+};
+
+struct Module {
+  std::string name;
+  SymScope syms;
+  std::vector<UGraphDef> ugraphs;
+  std::vector<Function> functions;
+
+  const Function* find_function(std::string_view name) const;
+  const UGraphDef* find_ugraph(std::string_view name) const;
+};
+
+bool operator==(const Module& a, const Module& b);
+
+std::string_view call_kind_name(CallKind kind);
+
+}  // namespace weft

@@ -1,0 +1,333 @@
+// Reader and writer of NumPy .npz archives (zip of .npy entries).
+#include "model/npz.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+#include "core/error.h"
+
+namespace weft {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the npz code assumes a little-endian host");
+
+constexpr int64_t kMaxArrayElements = int64_t{1} << 40;
+
+[[noreturn]] void bad(const std::string& what, const std::string& message) {
+  throw UserError(SourceLoc{what}, message);
+}
+
+uint32_t u32(const std::string& s, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, s.data() + at, 4);
+  return v;
+}
+uint16_t u16(const std::string& s, size_t at) {
+  uint16_t v;
+  std::memcpy(&v, s.data() + at, 2);
+  return v;
+}
+uint64_t u64(const std::string& s, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, s.data() + at, 8);
+  return v;
+}
+
+void put16(std::string& s, uint16_t v) {
+  s.append(reinterpret_cast<const char*>(&v), 2);
+}
+void put32(std::string& s, uint32_t v) {
+  s.append(reinterpret_cast<const char*>(&v), 4);
+}
+
+// The value of `key` in the header dict: the text after "'key':" up to the next top-level ','.
+std::string header_field(const std::string& header, const std::string& key,
+                         const std::string& what) {
+  size_t k = header.find("'" + key + "'");
+  if (k == std::string::npos) bad(what, fmt::format("the .npy header has no '{}'", key));
+  size_t colon = header.find(':', k);
+  if (colon == std::string::npos) bad(what, "the .npy header is malformed");
+  size_t i = colon + 1;
+  while (i < header.size() && header[i] == ' ') ++i;
+  size_t end = i;
+  int depth = 0;
+  while (end < header.size() && !(depth == 0 && (header[end] == ',' || header[end] == '}'))) {
+    if (header[end] == '(') ++depth;
+    if (header[end] == ')') --depth;
+    ++end;
+  }
+  return header.substr(i, end - i);
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  float v;
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& b, const std::string& what) {
+  if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) bad(what, "not a .npy array (bad magic)");
+  int major = static_cast<unsigned char>(b[6]);
+  size_t header_len, start;
+  if (major == 1) {
+    header_len = u16(b, 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (b.size() < 12) bad(what, "truncated .npy header");
+    header_len = u32(b, 8);
+    start = 12;
+  } else {
+    bad(what, fmt::format(".npy version {} is not supported", major));
+  }
+  if (start + header_len > b.size()) bad(what, "truncated .npy header");
+  std::string header = b.substr(start, header_len);
+  std::string descr = header_field(header, "descr", what);
+  std::string fortran = header_field(header, "fortran_order", what);
+  std::string shape_text = header_field(header, "shape", what);
+  if (fortran != "False") bad(what, "Fortran-ordered arrays are not supported (save C order)");
+  struct Kind {
+    const char* d;
+    int bytes;
+    bool integral;
+  };
+  static const Kind kinds[] = {{"'<f4'", 4, false}, {"'<f8'", 8, false}, {"'<f2'", 2, false},
+                               {"'<i4'", 4, true},  {"'<i8'", 8, true},  {"'|b1'", 1, true},
+                               {"'|u1'", 1, true},  {"'|i1'", 1, true}};
+  const Kind* kind = nullptr;
+  for (const Kind& k : kinds)
+    if (descr == k.d) kind = &k;
+  if (!kind) bad(what, fmt::format("dtype {} is not supported (f2, f4, f8, i4, i8, b1)", descr));
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    bad(what, "the .npy shape is malformed");
+  Shape shape;
+  std::string inner = shape_text.substr(1, shape_text.size() - 2);
+  size_t i = 0;
+  __int128 count = 1;
+  while (i < inner.size()) {
+    while (i < inner.size() && (inner[i] == ' ' || inner[i] == ',')) ++i;
+    if (i >= inner.size()) break;
+    size_t j = i;
+    while (j < inner.size() && inner[j] >= '0' && inner[j] <= '9') ++j;
+    if (j == i || j - i > 15) bad(what, "the .npy shape is malformed");
+    int64_t d = std::stoll(inner.substr(i, j - i));
+    shape.push_back(d);
+    count *= d;
+    if (count > kMaxArrayElements || shape.size() > 64) bad(what, "the array is too large");
+    i = j;
+  }
+  size_t data = start + header_len;
+  auto n = static_cast<size_t>(count);
+  if (b.size() - data != n * static_cast<size_t>(kind->bytes))
+    bad(what, fmt::format("the array data has {} bytes, but shape {} needs {}", b.size() - data,
+                          shape_str(shape), n * static_cast<size_t>(kind->bytes)));
+  NpyArray out;
+  out.integral = kind->integral;
+  out.tensor = Tensor<double>(shape, 0.0);
+  const char* p = b.data() + data;
+  for (size_t k = 0; k < n; ++k) {
+    double v = 0;
+    const char* q = p + k * static_cast<size_t>(kind->bytes);
+    std::string_view d = kind->d;
+    if (d == "'<f4'") {
+      float f;
+      std::memcpy(&f, q, 4);
+      v = f;
+    } else if (d == "'<f8'") {
+      std::memcpy(&v, q, 8);
+    } else if (d == "'<f2'") {
+      uint16_t h;
+      std::memcpy(&h, q, 2);
+      v = half_to_float(h);
+    } else if (d == "'<i4'") {
+      int32_t x;
+      std::memcpy(&x, q, 4);
+      v = x;
+    } else if (d == "'<i8'") {
+      int64_t x;
+      std::memcpy(&x, q, 8);
+      v = static_cast<double>(x);
+    } else if (d == "'|i1'") {
+      v = static_cast<signed char>(*q);
+    } else {
+      v = static_cast<unsigned char>(*q);
+    }
+    out.tensor.data[k] = v;
+  }
+  return out;
+}
+
+std::string make_npy(const Tensor<double>& t, bool f64) {
+  std::string shape = "(";
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += fmt::format("{}, ", t.shape[i]);
+  if (t.shape.size() > 1)
+    shape.resize(shape.size() - 2);
+  else if (t.shape.size() == 1)
+    shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                                   f64 ? "<f8" : "<f4", shape);
+  // Magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  put16(out, static_cast<uint16_t>(header.size()));
+  out += header;
+  for (double v : t.data) {
+    if (f64)
+      out.append(reinterpret_cast<const char*>(&v), 8);
+    else {
+      float f = static_cast<float>(v);
+      out.append(reinterpret_cast<const char*>(&f), 4);
+    }
+  }
+  return out;
+}
+
+NpzArrays read_npz(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path, "cannot open the file (does it exist and is it readable?)");
+  std::string z((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The end-of-central-directory record: the last "PK\5\6" within 64 KiB + 22 of the end.
+  if (z.size() < 22) bad(path, "not an .npz file (too short for a zip archive)");
+  size_t eocd = std::string::npos;
+  for (size_t i = z.size() - 22 + 1; i-- > 0 && z.size() - i <= 65557;)
+    if (u32(z, i) == 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  if (eocd == std::string::npos) bad(path, "not an .npz file (no zip directory)");
+  size_t entries = u16(z, eocd + 10);
+  size_t dir = u32(z, eocd + 16);
+  NpzArrays out;
+  size_t at = dir;
+  for (size_t e = 0; e < entries; ++e) {
+    if (at + 46 > z.size() || u32(z, at) != 0x02014b50) bad(path, "the zip directory is corrupt");
+    uint16_t method = u16(z, at + 10);
+    uint64_t csize = u32(z, at + 20), usize = u32(z, at + 24);
+    size_t name_len = u16(z, at + 28), extra_len = u16(z, at + 30), comment_len = u16(z, at + 32);
+    uint64_t local = u32(z, at + 42);
+    if (at + 46 + name_len + extra_len > z.size()) bad(path, "the zip directory is corrupt");
+    std::string name = z.substr(at + 46, name_len);
+    // Zip64 sizes and offset live in extra field 0x0001, in this order, for the fields at max.
+    size_t x = at + 46 + name_len, xend = x + extra_len;
+    while (x + 4 <= xend) {
+      uint16_t id = u16(z, x), len = u16(z, x + 2);
+      if (x + 4 + len > xend) break;
+      if (id == 1) {
+        size_t f = x + 4;
+        auto take = [&](uint64_t& v) {
+          if (v == 0xFFFFFFFFu && f + 8 <= x + 4 + len) {
+            v = u64(z, f);
+            f += 8;
+          }
+        };
+        take(usize);
+        take(csize);
+        take(local);
+      }
+      x += 4 + len;
+    }
+    at += 46 + name_len + extra_len + comment_len;
+    std::string what = path + ":" + name;
+    if (local + 30 > z.size() || u32(z, local) != 0x04034b50) bad(what, "the zip entry is corrupt");
+    size_t data = local + 30 + u16(z, local + 26) + u16(z, local + 28);
+    if (data > z.size() || csize > z.size() - data) bad(what, "the zip entry is truncated");
+    if (usize > (uint64_t{1} << 40)) bad(what, "the entry is too large");
+    std::string bytes;
+    if (method == 0) {
+      bytes = z.substr(data, csize);
+    } else if (method == 8) {
+      bytes.resize(usize);
+      z_stream s{};
+      if (inflateInit2(&s, -MAX_WBITS) != Z_OK) bad(what, "cannot inflate the entry");
+      s.next_in = reinterpret_cast<Bytef*>(z.data() + data);
+      s.avail_in = static_cast<uInt>(csize);
+      s.next_out = reinterpret_cast<Bytef*>(bytes.data());
+      s.avail_out = static_cast<uInt>(usize);
+      int rc = inflate(&s, Z_FINISH);
+      inflateEnd(&s);
+      if (rc != Z_STREAM_END || s.total_out != usize) bad(what, "the deflated entry is corrupt");
+    } else {
+      bad(what, fmt::format("zip compression method {} is not supported", method));
+    }
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".npy")
+      bad(what, "an .npz entry must be a .npy array");
+    name.resize(name.size() - 4);
+    out[name] = parse_npy(bytes, what);
+  }
+  return out;
+}
+
+void write_npz(const std::string& path, const std::map<std::string, Tensor<double>>& arrays,
+               bool f64) {
+  std::string z, dir;
+  size_t count = 0;
+  for (const auto& [name, t] : arrays) {
+    std::string payload = make_npy(t, f64);
+    std::string file = name + ".npy";
+    if (payload.size() >= 0xFFFFFFFFu || z.size() >= 0xFFFFFFFFu)
+      throw UserError(SourceLoc{path}, "the outputs are too large for a zip without zip64");
+    uint32_t crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(payload.data()),
+                                               static_cast<uInt>(payload.size())));
+    auto offset = static_cast<uint32_t>(z.size());
+    auto header = [&](std::string& s, bool central) {
+      put32(s, central ? 0x02014b50 : 0x04034b50);
+      if (central) put16(s, 20);  // made by
+      put16(s, 20);               // needed to extract
+      put16(s, 0);                // flags
+      put16(s, 0);                // stored
+      put16(s, 0);                // time
+      put16(s, 0x21);             // date: 1980-01-01
+      put32(s, crc);
+      put32(s, static_cast<uint32_t>(payload.size()));
+      put32(s, static_cast<uint32_t>(payload.size()));
+      put16(s, static_cast<uint16_t>(file.size()));
+      put16(s, 0);  // extra
+      if (central) {
+        put16(s, 0);  // comment
+        put16(s, 0);  // disk
+        put16(s, 0);  // internal attributes
+        put32(s, 0);  // external attributes
+        put32(s, offset);
+      }
+      s += file;
+    };
+    header(z, false);
+    z += payload;
+    header(dir, true);
+    ++count;
+  }
+  auto dir_offset = static_cast<uint32_t>(z.size());
+  z += dir;
+  put32(z, 0x06054b50);
+  put16(z, 0);
+  put16(z, 0);
+  put16(z, static_cast<uint16_t>(count));
+  put16(z, static_cast<uint16_t>(count));
+  put32(z, static_cast<uint32_t>(dir.size()));
+  put32(z, dir_offset);
+  put16(z, 0);
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError(SourceLoc{path}, "cannot write the file");
+  out.write(z.data(), static_cast<std::streamsize>(z.size()));
+  if (!out) throw UserError(SourceLoc{path}, "cannot write the file");
+}
+
+}  // namespace weft

@@ -1,0 +1,23 @@
+// Arguments from and results to NumPy archives for `weft model run`: parameters are matched by
+// name; results are named "result" (a tensor or integer) or "result.0", "result.1.0", ... (tuples).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/npz.h"
+#include "model/vm.h"
+
+namespace weft {
+
+// One value per parameter of `fn`, from the archive's entry of the same name. Throws UserError
+// (naming the file and the parameter) for a missing entry, a tuple parameter, or an integer
+// parameter given a non-integral array or one that is not a scalar.
+std::vector<VmValue> arguments_from_npz(const Function& fn, const NpzArrays& arrays,
+                                        const std::string& path);
+
+// Flattens a result into named arrays (integers become 0-d arrays).
+std::map<std::string, Tensor<double>> result_arrays(const VmValue& result);
+
+}  // namespace weft
