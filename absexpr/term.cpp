@@ -53,8 +53,7 @@ const char* term_op_name(TermOp op) {
 }
 
 bool is_term_function(OpKind kind) {
-  return class_of(kind) == OpClass::unary &&
-         (kind == OpKind::exp || op_info(kind).formula.empty());
+  return class_of(kind) == OpClass::unary && (kind == OpKind::exp || op_info(kind).formula.empty());
 }
 
 bool read_term_symbol(std::string_view head, TermOp& op, int64_t& k) {
@@ -143,9 +142,9 @@ TermId TermStore::make(TermNode n) {
   if (n.op == TermOp::fn)  // which operators may be functions is checked where terms are read
     WEFT_CHECK(n.k >= 0 && n.k < kNumOpKinds, "{} is not an operator", n.k);
   else
-    WEFT_CHECK((n.op == TermOp::sum || n.op == TermOp::max) ? n.k >= 1
-                                                            : (n.op == TermOp::var || n.k == 0),
-               "bad size {} for {}", n.k, term_op_name(n.op));
+    WEFT_CHECK(
+        (n.op == TermOp::sum || n.op == TermOp::max) ? n.k >= 1 : (n.op == TermOp::var || n.k == 0),
+        "bad size {} for {}", n.k, term_op_name(n.op));
   size_t have = size();
   WEFT_CHECK(arity < 1 || n.a < have, "operand {} does not exist", n.a);
   WEFT_CHECK(arity < 2 ? n.b == kNoTerm : n.b < have, "bad second operand {}", n.b);

@@ -65,7 +65,9 @@ class TermStore {
   TermId mul(TermId a, TermId b) { return make({TermOp::mul, 0, a, b}); }
   TermId div(TermId a, TermId b) { return make({TermOp::div, 0, a, b}); }
   // The uninterpreted function `kind` (is_term_function) applied to a.
-  TermId fn(OpKind kind, TermId a) { return make({TermOp::fn, static_cast<int64_t>(kind), a, kNoTerm}); }
+  TermId fn(OpKind kind, TermId a) {
+    return make({TermOp::fn, static_cast<int64_t>(kind), a, kNoTerm});
+  }
   // sum(1, x) and max(1, x) are x itself: reducing one element is the identity, and keeping the
   // form canonical lets the oracle's lookups match without a rule that grows every e-class.
   TermId sum(int64_t k, TermId a) { return make({TermOp::sum, k, a, kNoTerm}); }

@@ -30,7 +30,8 @@ double issue_slots(OpKind kind) {
 double cuda_flops_of(const Graph& g, const Op& op) {
   switch (op_info(op.kind).cost) {
     case CostClass::per_result_element:
-      return 2.0 * issue_slots(op.kind) * static_cast<double>(numel(g.type(op.outputs.at(0)).shape));
+      return 2.0 * issue_slots(op.kind) *
+             static_cast<double>(numel(g.type(op.outputs.at(0)).shape));
     case CostClass::per_operand_element:
       return 2.0 * issue_slots(op.kind) * static_cast<double>(numel(g.type(op.inputs.at(0)).shape));
     case CostClass::contraction:

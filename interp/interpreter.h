@@ -272,8 +272,7 @@ class Evaluator {
     out.shape = s;
     out.data.reserve(static_cast<size_t>(numel(s)));
     if (a.shape == b.shape) {
-      for (size_t i = 0; i < a.data.size(); ++i)
-        out.data.push_back(apply(a.data[i], b.data[i]));
+      for (size_t i = 0; i < a.data.size(); ++i) out.data.push_back(apply(a.data[i], b.data[i]));
       return out;
     }
     auto sa = broadcast_strides(a.shape, s), sb = broadcast_strides(b.shape, s);
@@ -406,7 +405,7 @@ class Evaluator {
         for (int64_t t = 0; t < times; ++t) place_dim(out, x, dim, t * x.shape[dim]);
         return {out};
       }
-      WEFT_CASES_NOT_MOVEMENT
+        WEFT_CASES_NOT_MOVEMENT
         break;
     }
     WEFT_CHECK(false, "'{}' is not a movement op", op_info(op.kind).name);

@@ -7,9 +7,12 @@ namespace weft {
 
 std::string_view level_name(Level level) {
   switch (level) {
-    case Level::kernel: return "kernel";
-    case Level::block: return "block";
-    case Level::thread: return "thread";
+    case Level::kernel:
+      return "kernel";
+    case Level::block:
+      return "block";
+    case Level::thread:
+      return "thread";
   }
   return "?";
 }
@@ -134,8 +137,8 @@ void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
                      : info.min_inputs == info.max_inputs
                          ? fmt::format("{}", info.min_inputs)
                          : fmt::format("{} to {}", info.min_inputs, info.max_inputs);
-  WEFT_USER_ERROR(loc, "'{}' takes {} operand{}, got {}", info.name, want,
-                  want == "1" ? "" : "s", n);
+  WEFT_USER_ERROR(loc, "'{}' takes {} operand{}, got {}", info.name, want, want == "1" ? "" : "s",
+                  n);
 }
 
 static void check_level(const OpInfo& info, Level level, const SourceLoc& loc) {

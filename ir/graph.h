@@ -1,10 +1,10 @@
 // The µGraph IR: one value-semantic Graph type for the kernel, block and thread levels.
 //
 // A kernel graph's ops are pre-defined operators and graph-defined `kernel` ops whose body is a
-// block graph. A block graph's inputs are the kernel op's operands (whole tensors in device memory);
-// `iter` ops load the block's tiles from them, loop-stage ops run once per for-loop iteration,
-// accumulators carry values out of the loop, post-stage ops run once per block, and `save` ops
-// produce the block graph's outputs (whole tensors again). A thread graph is a chain of
+// block graph. A block graph's inputs are the kernel op's operands (whole tensors in device
+// memory); `iter` ops load the block's tiles from them, loop-stage ops run once per for-loop
+// iteration, accumulators carry values out of the loop, post-stage ops run once per block, and
+// `save` ops produce the block graph's outputs (whole tensors again). A thread graph is a chain of
 // elementwise ops; a block-level `thread` op holds one as its body.
 #pragma once
 
@@ -40,8 +40,8 @@ struct Op {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   Attrs attrs;
-  Stage stage = Stage::loop;           // meaningful in block graphs only
-  std::shared_ptr<const Graph> body;   // block graph (kernel op) or thread graph (thread op)
+  Stage stage = Stage::loop;          // meaningful in block graphs only
+  std::shared_ptr<const Graph> body;  // block graph (kernel op) or thread graph (thread op)
   SourceLoc loc;
 };
 

@@ -18,17 +18,21 @@ std::string TensorType::str() const {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw UserError(message); }
+[[noreturn]] void fail(const std::string& message) {
+  throw UserError(message);
+}
 
-const char* grid_axis_name(int g) { return g == 0 ? "x" : g == 1 ? "y" : "z"; }
+const char* grid_axis_name(int g) {
+  return g == 0 ? "x" : g == 1 ? "y" : "z";
+}
 
 // Normalizes attribute `name` (a dim, possibly negative) against `rank`.
 int64_t take_dim(Attrs& attrs, const char* name, size_t rank) {
   int64_t d = attrs.get_int(name);
   int64_t r = static_cast<int64_t>(rank);
   if (d < -r || d >= r)
-    fail(fmt::format("{}={} is out of range for a tensor of rank {} (valid: {}..{})", name, d,
-                     rank, -r, r - 1));
+    fail(fmt::format("{}={} is out of range for a tensor of rank {} (valid: {}..{})", name, d, rank,
+                     -r, r - 1));
   if (d < 0) d += r;
   attrs.set(name, d);
   return d;
@@ -51,15 +55,17 @@ std::vector<TensorType> infer_binary(const std::vector<TensorType>& in, Attrs&,
   require_same_dtype(in);
   const Shape &a = in[0].shape, &b = in[1].shape;
   if (a.size() != b.size())
-    fail(fmt::format("operands have ranks {} and {} ({} and {}); elementwise operands need the "
-                     "same rank (use reshape to add size-1 dims)",
-                     a.size(), b.size(), shape_str(a), shape_str(b)));
+    fail(
+        fmt::format("operands have ranks {} and {} ({} and {}); elementwise operands need the "
+                    "same rank (use reshape to add size-1 dims)",
+                    a.size(), b.size(), shape_str(a), shape_str(b)));
   Shape out(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
-      fail(fmt::format("shapes {} and {} do not broadcast: dim {} is {} vs {} (only size-1 dims "
-                       "broadcast)",
-                       shape_str(a), shape_str(b), i, a[i], b[i]));
+      fail(
+          fmt::format("shapes {} and {} do not broadcast: dim {} is {} vs {} (only size-1 dims "
+                      "broadcast)",
+                      shape_str(a), shape_str(b), i, a[i], b[i]));
     out[i] = std::max(a[i], b[i]);
   }
   return {TensorType{in[0].dtype, out}};
@@ -70,13 +76,14 @@ std::vector<TensorType> infer_matmul(const std::vector<TensorType>& in, Attrs&,
   require_same_dtype(in);
   const Shape &a = in[0].shape, &b = in[1].shape;
   if (a.size() < 2 || b.size() < 2 || a.size() != b.size())
-    fail(fmt::format("matmul needs two operands of the same rank >= 2, got {} and {}",
-                     shape_str(a), shape_str(b)));
+    fail(fmt::format("matmul needs two operands of the same rank >= 2, got {} and {}", shape_str(a),
+                     shape_str(b)));
   size_t r = a.size();
   if (a[r - 1] != b[r - 2])
-    fail(fmt::format("matmul contraction mismatch: {} x {} (last dim of the first operand, {}, "
-                     "must equal the second-to-last dim of the second, {})",
-                     shape_str(a), shape_str(b), a[r - 1], b[r - 2]));
+    fail(
+        fmt::format("matmul contraction mismatch: {} x {} (last dim of the first operand, {}, "
+                    "must equal the second-to-last dim of the second, {})",
+                    shape_str(a), shape_str(b), a[r - 1], b[r - 2]));
   Shape out(r);
   for (size_t i = 0; i + 2 < r; ++i) {
     if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
@@ -107,8 +114,8 @@ std::vector<TensorType> infer_reshape(const std::vector<TensorType>& in, Attrs& 
   for (int64_t d : shape)
     if (d < 1) fail(fmt::format("reshape to {}: every dim must be >= 1", shape_str(shape)));
   if (numel(shape) != numel(in[0].shape))
-    fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)",
-                     shape_str(in[0].shape), numel(in[0].shape), shape_str(shape), numel(shape)));
+    fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(in[0].shape),
+                     numel(in[0].shape), shape_str(shape), numel(shape)));
   return {TensorType{in[0].dtype, shape}};
 }
 
@@ -123,9 +130,10 @@ std::vector<TensorType> infer_concat(const std::vector<TensorType>& in, Attrs& a
     for (size_t j = 0; ok && j < t.size(); ++j)
       if (static_cast<int64_t>(j) != d && t[j] != s[j]) ok = false;
     if (!ok)
-      fail(fmt::format("concat along dim {}: operand {} has shape {} but operand 1 has {}; all "
-                       "other dims must agree",
-                       d, i + 1, shape_str(t), shape_str(in[0].shape)));
+      fail(
+          fmt::format("concat along dim {}: operand {} has shape {} but operand 1 has {}; all "
+                      "other dims must agree",
+                      d, i + 1, shape_str(t), shape_str(in[0].shape)));
     s[d] += t[d];
   }
   return {TensorType{in[0].dtype, s}};
@@ -155,8 +163,7 @@ std::vector<TensorType> infer_repeat(const std::vector<TensorType>& in, Attrs& a
 std::vector<TensorType> infer_normalizing(const std::vector<TensorType>& in, Attrs& attrs,
                                           const InferContext&) {
   take_dim(attrs, "dim", in[0].shape.size());
-  if (attrs.has("eps") && attrs.get_rational("eps") < Rational(0))
-    fail("eps must be >= 0");
+  if (attrs.has("eps") && attrs.get_rational("eps") < Rational(0)) fail("eps must be >= 0");
   return {in[0]};
 }
 
@@ -164,7 +171,8 @@ std::vector<TensorType> infer_normalizing(const std::vector<TensorType>& in, Att
 std::vector<int64_t> take_grid_map(Attrs& attrs, const char* name, size_t rank,
                                    const InferContext& ctx) {
   std::vector<int64_t> m = attrs.get_list(name);
-  if (m.size() > 3) fail(fmt::format("{} has {} entries; a grid has at most 3 dims", name, m.size()));
+  if (m.size() > 3)
+    fail(fmt::format("{} has {} entries; a grid has at most 3 dims", name, m.size()));
   m.resize(3, -1);
   std::set<int64_t> used;
   for (int g = 0; g < 3; ++g) {
@@ -176,8 +184,7 @@ std::vector<int64_t> take_grid_map(Attrs& attrs, const char* name, size_t rank,
     if (ctx.grid[g] == 1)
       fail(fmt::format("grid dim {} has size 1, so its {} entry must be '-' (got {})",
                        grid_axis_name(g), name, d));
-    if (!used.insert(d).second)
-      fail(fmt::format("{} maps two grid dims to data dim {}", name, d));
+    if (!used.insert(d).second) fail(fmt::format("{} maps two grid dims to data dim {}", name, d));
   }
   attrs.set(name, m);
   return m;
@@ -190,9 +197,10 @@ std::vector<TensorType> infer_iter(const std::vector<TensorType>& in, Attrs& att
   for (int g = 0; g < 3; ++g) {
     if (imap[g] < 0) continue;
     if (s[imap[g]] % ctx.grid[g] != 0)
-      fail(fmt::format("imap cuts dim {} (size {}) into {} blocks along grid dim {}, which does "
-                       "not divide it",
-                       imap[g], s[imap[g]], ctx.grid[g], grid_axis_name(g)));
+      fail(
+          fmt::format("imap cuts dim {} (size {}) into {} blocks along grid dim {}, which does "
+                      "not divide it",
+                      imap[g], s[imap[g]], ctx.grid[g], grid_axis_name(g)));
     s[imap[g]] /= ctx.grid[g];
   }
   int64_t f = attrs.get_int("fmap");
@@ -200,9 +208,10 @@ std::vector<TensorType> infer_iter(const std::vector<TensorType>& in, Attrs& att
     if (f < 0 || f >= static_cast<int64_t>(s.size()))
       fail(fmt::format("fmap={} is not a dim of a rank-{} tensor", f, s.size()));
     if (s[f] % ctx.loop != 0)
-      fail(fmt::format("fmap cuts dim {} (size {} per block) into {} iterations, which does not "
-                       "divide it",
-                       f, s[f], ctx.loop));
+      fail(
+          fmt::format("fmap cuts dim {} (size {} per block) into {} iterations, which does not "
+                      "divide it",
+                      f, s[f], ctx.loop));
     s[f] /= ctx.loop;
   }
   return {TensorType{in[0].dtype, s}};
@@ -222,9 +231,10 @@ std::vector<TensorType> infer_save(const std::vector<TensorType>& in, Attrs& att
   auto omap = take_grid_map(attrs, "omap", s.size(), ctx);
   for (int g = 0; g < 3; ++g) {
     if (ctx.grid[g] > 1 && omap[g] < 0)
-      fail(fmt::format("omap entry for grid dim {} (size {}) is '-', but blocks along it must "
-                       "write disjoint parts of the output: map it to a data dim",
-                       grid_axis_name(g), ctx.grid[g]));
+      fail(
+          fmt::format("omap entry for grid dim {} (size {}) is '-', but blocks along it must "
+                      "write disjoint parts of the output: map it to a data dim",
+                      grid_axis_name(g), ctx.grid[g]));
     if (omap[g] >= 0) s[omap[g]] *= ctx.grid[g];
   }
   return {TensorType{in[0].dtype, s}};
@@ -258,9 +268,11 @@ class FormulaReader {
   // "(op F F)" or "(exp F)", the '(' next; returns the node's index.
   int8_t read_operation() {
     ++pos_;
-    static constexpr std::pair<const char*, FormulaOp> kHeads[] = {
-        {"add", FormulaOp::add}, {"sub", FormulaOp::sub}, {"mul", FormulaOp::mul},
-        {"div", FormulaOp::div}, {"exp", FormulaOp::exp}};
+    static constexpr std::pair<const char*, FormulaOp> kHeads[] = {{"add", FormulaOp::add},
+                                                                   {"sub", FormulaOp::sub},
+                                                                   {"mul", FormulaOp::mul},
+                                                                   {"div", FormulaOp::div},
+                                                                   {"exp", FormulaOp::exp}};
     std::string_view head = word();
     FormulaNode n;
     bool known = false;
@@ -320,19 +332,34 @@ void complete_row(OpInfo& op) {
   WEFT_CHECK(elementwise == (op.symbolic == Symbolic::elementwise),
              "'{}': elementwise operators and only they have elementwise symbolic semantics",
              op.name);
+  WEFT_CHECK(op.symbolic == Symbolic::expansion || !op.composite_lax,
+             "'{}' is not a composite but declares composite_lax", op.name);
+  switch (op.symbolic) {
+    case Symbolic::elementwise:
+      break;  // below, from its formula
+    case Symbolic::max:
+      op.lax = false;
+      break;
+    case Symbolic::expansion:
+      op.lax = op.composite_lax;
+      break;
+    case Symbolic::contraction:
+    case Symbolic::sum:
+    case Symbolic::mean:
+    case Symbolic::select:
+    case Symbolic::join:
+    case Symbolic::body:
+      op.lax = true;
+      break;
+  }
   if (!elementwise) {
     WEFT_CHECK(!op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda,
                "'{}' is not elementwise but has scalar semantics or code", op.name);
-    WEFT_CHECK(op.symbolic != Symbolic::max || !op.lax, "'{}': max is outside the Lax fragment",
-               op.name);
     return;
   }
-  WEFT_CHECK(op.real && op.code.cpu && op.code.cuda, "'{}' lacks real semantics or code",
-             op.name);
+  WEFT_CHECK(op.real && op.code.cpu && op.code.cuda, "'{}' lacks real semantics or code", op.name);
   if (op.lax_formula) op.formula = FormulaReader(op.lax_formula, op.attrs).read_all();
-  WEFT_CHECK(op.lax == !op.formula.empty(),
-             "'{}': an elementwise operator is in the Lax fragment exactly when it has a formula",
-             op.name);
+  op.lax = !op.formula.empty();
   // The verifier's uninterpreted functions take one argument.
   WEFT_CHECK(op.max_inputs == 1 || op.lax, "binary operator '{}' needs a Lax formula", op.name);
   for (const FormulaNode& n : op.formula.nodes)
@@ -352,13 +379,13 @@ std::vector<OpInfo> make_table() {
   std::vector<OpInfo> t = {
     {.kind = K::exp, .name = "exp", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
      .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::exp(x); },
-     .lax_formula = "(exp x)", .lax = true, .fusion = F::elementwise,
+     .lax_formula = "(exp x)", .fusion = F::elementwise,
      .code = {"std::exp({0})", "expf({0})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1, .sfu = 1},  // ex2 on the SFU after a scale by log2(e)
      .doc = "e^x"},
     {.kind = K::sqr, .name = "sqr", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
      .infer = infer_unary, .real = [](double x, double, const Attrs&) { return x * x; },
-     .lax_formula = "(mul x x)", .lax = true, .fusion = F::elementwise,
+     .lax_formula = "(mul x x)", .fusion = F::elementwise,
      .code = {"({0} * {0})", "({0} * {0})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x^2"},
     {.kind = K::sqrt, .name = "sqrt", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
@@ -388,7 +415,7 @@ std::vector<OpInfo> make_table() {
      .real = [](double x, double, const Attrs& a) {
        return x * a.get_rational("factor").to_double();
      },
-     .lax_formula = "(mul x factor)", .lax = true, .homogeneous = 0b1, .fusion = F::elementwise,
+     .lax_formula = "(mul x factor)", .homogeneous = 0b1, .fusion = F::elementwise,
      .code = {"({0} * {2})", "({0} * {2})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x * factor, factor a rational constant"},
     {.kind = K::shift, .name = "shift", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
@@ -396,46 +423,46 @@ std::vector<OpInfo> make_table() {
      .real = [](double x, double, const Attrs& a) {
        return x + a.get_rational("offset").to_double();
      },
-     .lax_formula = "(add x offset)", .lax = true, .fusion = F::elementwise,
+     .lax_formula = "(add x offset)", .fusion = F::elementwise,
      .code = {"({0} + {2})", "({0} + {2})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x + offset, offset a rational constant"},
     {.kind = K::add, .name = "add", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
      .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a + b; },
-     .lax_formula = "(add x y)", .lax = true, .commutative = true, .fusion = F::broadcast,
+     .lax_formula = "(add x y)", .commutative = true, .fusion = F::broadcast,
      .code = {"({0} + {1})", "({0} + {1})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "a + b, size-1 dims broadcast"},
     {.kind = K::sub, .name = "sub", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
      .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a - b; },
-     .lax_formula = "(sub x y)", .lax = true, .same_operands_redundant = true,  // 0
+     .lax_formula = "(sub x y)", .same_operands_redundant = true,  // 0
      .fusion = F::broadcast, .code = {"({0} - {1})", "({0} - {1})"},
      .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "a - b, size-1 dims broadcast"},
     {.kind = K::mul, .name = "mul", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
      .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a * b; },
-     .lax_formula = "(mul x y)", .lax = true, .commutative = true, .homogeneous = 0b11,
+     .lax_formula = "(mul x y)", .commutative = true, .homogeneous = 0b11,
      .same_operands_redundant = true,  // sqr
      .fusion = F::broadcast, .code = {"({0} * {1})", "({0} * {1})"},
      .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "a * b, size-1 dims broadcast"},
     {.kind = K::div, .name = "div", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
      .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a / b; },
-     .lax_formula = "(div x y)", .lax = true, .homogeneous = 0b1,
+     .lax_formula = "(div x y)", .homogeneous = 0b1,
      .same_operands_redundant = true,  // 1
      .fusion = F::broadcast, .code = {"({0} / {1})", "({0} / {1})"},
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 1, .sfu = 1},  // reciprocal on the SFU, then a multiply
      .doc = "a / b, size-1 dims broadcast"},
     {.kind = K::matmul, .name = "matmul", .min_inputs = 2, .max_inputs = 2, .levels = kKB,
-     .infer = infer_matmul, .symbolic = S::contraction, .lax = true, .homogeneous = 0b11,
+     .infer = infer_matmul, .symbolic = S::contraction, .homogeneous = 0b11,
      .fusion = F::out_elementwise_fusable, .cost = Cost::contraction,
      .doc = "[..., m, k] x [..., k, n] -> [..., m, n], size-1 batch dims broadcast"},
     {.kind = K::sum, .name = "sum", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::sum, .lax = true,
+     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::sum,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1},
      .doc = "sum over dim, to size `to`: element g sums elements g, g + to, g + 2 to, ... (per-block tiles laid side by side)"},
     {.kind = K::mean, .name = "mean", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::mean, .lax = true,
+     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::mean,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1},
      .doc = "mean over dim, to size `to`: element g averages elements g, g + to, g + 2 to, ..."},
@@ -445,18 +472,18 @@ std::vector<OpInfo> make_table() {
      .doc = "maximum over dim, to size `to`: element g is the max of elements g, g + to, g + 2 to, ..."},
     {.kind = K::reshape, .name = "reshape", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
      .attrs = {{"shape", AttrKind::int_list, true, std::vector<int64_t>{}}},
-     .infer = infer_reshape, .symbolic = S::select, .lax = true, .homogeneous = 0b1,
+     .infer = infer_reshape, .symbolic = S::select, .homogeneous = 0b1,
      .fusion = F::injective, .doc = "same elements in row-major order, new shape"},
     {.kind = K::concat, .name = "concat", .min_inputs = 2, .max_inputs = -1, .levels = kKB,
-     .attrs = {dim}, .infer = infer_concat, .symbolic = S::join, .lax = true,
+     .attrs = {dim}, .infer = infer_concat, .symbolic = S::join,
      .fusion = F::injective, .doc = "operands joined along dim"},
     {.kind = K::split, .name = "split", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
      .attrs = {dim, {"parts", AttrKind::integer, true, int64_t{2}}}, .infer = infer_split,
-     .symbolic = S::select, .lax = true, .homogeneous = 0b1, .fusion = F::injective,
+     .symbolic = S::select, .homogeneous = 0b1, .fusion = F::injective,
      .doc = "cut along dim into `parts` equal consecutive pieces (one result each)"},
     {.kind = K::repeat, .name = "repeat", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
      .attrs = {dim, {"times", AttrKind::integer, true, int64_t{1}}}, .infer = infer_repeat,
-     .symbolic = S::select, .lax = true, .homogeneous = 0b1, .fusion = F::injective,
+     .symbolic = S::select, .homogeneous = 0b1, .fusion = F::injective,
      .doc = "the whole tensor tiled `times` times along dim (like concat of copies)"},
     {.kind = K::rms_norm, .name = "rms_norm", .min_inputs = 1, .max_inputs = 1,
      .levels = kAtKernel, .attrs = {dim_last, {"eps", AttrKind::rational, false, Rational(0)}},
@@ -466,18 +493,18 @@ std::vector<OpInfo> make_table() {
      .doc = "x / sqrt(mean(x^2, dim) + eps)"},
     {.kind = K::softmax, .name = "softmax", .min_inputs = 1, .max_inputs = 1,
      .levels = kAtKernel, .attrs = {dim_last}, .infer = infer_normalizing,
-     .symbolic = S::expansion, .lax = true, .fusion = F::opaque,
+     .symbolic = S::expansion, .composite_lax = true, .fusion = F::opaque,
      .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3, .sfu = 1},  // exp, sum, multiply by the row's reciprocal sum
      .doc = "exp(x) / sum(exp(x), dim) (no max subtraction: stays in the Lax fragment)"},
     {.kind = K::iter, .name = "iter", .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
      .attrs = {{"imap", AttrKind::dim_map, false, std::vector<int64_t>{-1, -1, -1}},
                {"fmap", AttrKind::opt_dim, false, int64_t{-1}}},
-     .infer = infer_iter, .symbolic = S::select, .lax = true, .homogeneous = 0b1,
+     .infer = infer_iter, .symbolic = S::select, .homogeneous = 0b1,
      .fusion = F::injective,
      .doc = "input iterator: the block's slice (imap) and the iteration's chunk (fmap) of a kernel input"},
     {.kind = K::accum_sum, .name = "accum_sum", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtBlock, .infer = infer_unary, .symbolic = S::sum, .lax = true,
+     .levels = kAtBlock, .infer = infer_unary, .symbolic = S::sum,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1}, .doc = "for-loop accumulator: sum over iterations"},
     {.kind = K::accum_max, .name = "accum_max", .min_inputs = 1, .max_inputs = 1,
@@ -486,18 +513,18 @@ std::vector<OpInfo> make_table() {
      .doc = "for-loop accumulator: elementwise maximum over iterations"},
     {.kind = K::accum_concat, .name = "accum_concat", .min_inputs = 1, .max_inputs = 1,
      .levels = kAtBlock, .attrs = {dim}, .infer = infer_accum_concat, .symbolic = S::select,
-     .lax = true, .homogeneous = 0b1, .fusion = F::injective,
+     .homogeneous = 0b1, .fusion = F::injective,
      .doc = "for-loop accumulator: iterations' tiles concatenated along dim"},
     {.kind = K::save, .name = "save", .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
      .attrs = {{"omap", AttrKind::dim_map, false, std::vector<int64_t>{-1, -1, -1}}},
-     .infer = infer_save, .symbolic = S::select, .lax = true, .homogeneous = 0b1,
+     .infer = infer_save, .symbolic = S::select, .homogeneous = 0b1,
      .fusion = F::injective,
      .doc = "output saver: blocks' tiles placed along the data dims of omap"},
     {.kind = K::kernel, .name = "kernel", .min_inputs = 1, .max_inputs = -1,
-     .levels = kAtKernel, .symbolic = S::body, .lax = true, .fusion = F::opaque,
+     .levels = kAtKernel, .symbolic = S::body, .fusion = F::opaque,
      .cost = Cost::body, .doc = "graph-defined kernel operator; its body is a block graph"},
     {.kind = K::thread, .name = "thread", .min_inputs = 1, .max_inputs = -1,
-     .levels = kAtBlock, .symbolic = S::body, .lax = true, .fusion = F::opaque,
+     .levels = kAtBlock, .symbolic = S::body, .fusion = F::opaque,
      .cost = Cost::body,
      .doc = "fused elementwise chain kept in registers; its body is a thread graph"},
     {.kind = K::sigmoid, .name = "sigmoid", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
@@ -518,7 +545,7 @@ std::vector<OpInfo> make_table() {
      .doc = "hyperbolic tangent"},
     {.kind = K::neg, .name = "neg", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
      .infer = infer_unary, .real = [](double x, double, const Attrs&) { return -x; },
-     .lax_formula = "(mul x -1)", .lax = true, .homogeneous = 0b1, .fusion = F::elementwise,
+     .lax_formula = "(mul x -1)", .homogeneous = 0b1, .fusion = F::elementwise,
      .code = {"(-{0})", "(-{0})"}, .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "-x"},
   };
@@ -555,6 +582,24 @@ bool Formula::uses_exp() const {
   return false;
 }
 
+const char* fusion_pattern_name(FusionPattern pattern) {
+  switch (pattern) {
+    case FusionPattern::elementwise:
+      return "elementwise";
+    case FusionPattern::broadcast:
+      return "broadcast";
+    case FusionPattern::injective:
+      return "injective";
+    case FusionPattern::reduction:
+      return "reduction";
+    case FusionPattern::out_elementwise_fusable:
+      return "out-elementwise-fusable";
+    case FusionPattern::opaque:
+      return "opaque";
+  }
+  return "?";
+}
+
 const AttrSpec* rational_attr(const OpInfo& info) {
   for (const AttrSpec& a : info.attrs)
     if (a.kind == AttrKind::rational) return &a;
@@ -564,10 +609,13 @@ const AttrSpec* rational_attr(const OpInfo& info) {
 static bool kind_matches(AttrKind kind, const AttrValue& v) {
   switch (kind) {
     case AttrKind::integer:
-    case AttrKind::opt_dim: return std::holds_alternative<int64_t>(v);
-    case AttrKind::rational: return std::holds_alternative<Rational>(v);
+    case AttrKind::opt_dim:
+      return std::holds_alternative<int64_t>(v);
+    case AttrKind::rational:
+      return std::holds_alternative<Rational>(v);
     case AttrKind::int_list:
-    case AttrKind::dim_map: return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrKind::dim_map:
+      return std::holds_alternative<std::vector<int64_t>>(v);
   }
   return false;
 }
@@ -579,10 +627,11 @@ void complete_attrs(const OpInfo& info, Attrs& attrs) {
       if (name == s.name) spec = &s;
     if (!spec) {
       std::string known;
-      for (const AttrSpec& s : info.attrs) known += (known.empty() ? "" : ", ") + std::string(s.name);
-      fail(fmt::format("'{}' has no attribute '{}'{}", info.name, name,
-                       known.empty() ? std::string(" (it takes none)")
-                                     : fmt::format(" (it takes: {})", known)));
+      for (const AttrSpec& s : info.attrs)
+        known += (known.empty() ? "" : ", ") + std::string(s.name);
+      fail(fmt::format(
+          "'{}' has no attribute '{}'{}", info.name, name,
+          known.empty() ? std::string(" (it takes none)") : fmt::format(" (it takes: {})", known)));
     }
     if (!kind_matches(spec->kind, value)) {
       // Integers are rationals too.
@@ -592,7 +641,8 @@ void complete_attrs(const OpInfo& info, Attrs& attrs) {
   }
   for (const AttrSpec& s : info.attrs) {
     if (attrs.has(s.name)) {
-      if (s.kind == AttrKind::rational && std::holds_alternative<int64_t>(attrs.entries().at(s.name)))
+      if (s.kind == AttrKind::rational &&
+          std::holds_alternative<int64_t>(attrs.entries().at(s.name)))
         attrs.set(s.name, Rational(attrs.get_int(s.name)));
       continue;
     }

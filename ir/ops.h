@@ -19,6 +19,7 @@ namespace weft {
 // Every operator. The values are stable identifiers (search checkpoints store them, the
 // finite-field verifier derives its random functions from them): a new operator is appended at the
 // end, and its class list below says which family it belongs to.
+// clang-format off
 enum class OpKind : uint8_t {
   // Elementwise, one input.
   exp, sqr, sqrt, silu, gelu, relu,
@@ -65,16 +66,17 @@ inline constexpr int kNumOpKinds = static_cast<int>(OpKind::neg) + 1;
 #define WEFT_CASES_NOT_MOVEMENT                                                          \
   WEFT_CASES_UNARY WEFT_CASES_BINARY WEFT_CASES_MATMUL WEFT_CASES_REDUCTION              \
   WEFT_CASES_COMPOSITE WEFT_CASES_STRUCTURE WEFT_CASES_HIERARCHY
+// clang-format on
 
 enum class OpClass : uint8_t {
-  unary,        // elementwise, one input
-  binary,       // elementwise, two inputs with broadcasting
+  unary,   // elementwise, one input
+  binary,  // elementwise, two inputs with broadcasting
   matmul,
   reduction,
-  movement,     // reshape / concat / split / repeat
+  movement,  // reshape / concat / split / repeat
   composite,
-  structure,    // iter / accum_* / save
-  hierarchy,    // kernel / thread
+  structure,  // iter / accum_* / save
+  hierarchy,  // kernel / thread
 };
 
 // The class of an operator, from the case lists above.
@@ -165,11 +167,21 @@ template <class Algebra>
   for (size_t i = 0; i < f.nodes.size(); ++i) {
     const FormulaNode& n = f.nodes[i];
     switch (n.op) {
-      case FormulaOp::add: v[i] = algebra.add(operand(n, n.a), operand(n, n.b)); break;
-      case FormulaOp::sub: v[i] = algebra.sub(operand(n, n.a), operand(n, n.b)); break;
-      case FormulaOp::mul: v[i] = algebra.mul(operand(n, n.a), operand(n, n.b)); break;
-      case FormulaOp::div: v[i] = algebra.div(operand(n, n.a), operand(n, n.b)); break;
-      case FormulaOp::exp: v[i] = algebra.exp(operand(n, n.a)); break;
+      case FormulaOp::add:
+        v[i] = algebra.add(operand(n, n.a), operand(n, n.b));
+        break;
+      case FormulaOp::sub:
+        v[i] = algebra.sub(operand(n, n.a), operand(n, n.b));
+        break;
+      case FormulaOp::mul:
+        v[i] = algebra.mul(operand(n, n.a), operand(n, n.b));
+        break;
+      case FormulaOp::div:
+        v[i] = algebra.div(operand(n, n.a), operand(n, n.b));
+        break;
+      case FormulaOp::exp:
+        v[i] = algebra.exp(operand(n, n.a));
+        break;
     }
   }
   return std::move(v[f.nodes.size() - 1]);
@@ -201,6 +213,8 @@ enum class FusionPattern : uint8_t {
   out_elementwise_fusable,  // a contraction: elementwise consumers fuse into its epilogue
   opaque,                   // nothing fuses across it
 };
+// "elementwise", "broadcast", "injective", "reduction", "out-elementwise-fusable", "opaque".
+const char* fusion_pattern_name(FusionPattern pattern);
 
 // How the cost model counts an operator's arithmetic (cost/op_work.h).
 enum class CostClass : uint8_t {
@@ -238,13 +252,16 @@ struct OpInfo {
   std::vector<AttrSpec> attrs = {};
   InferFn infer = nullptr;
   // Semantics.
-  RealFn real = nullptr;              // elementwise operators
-  const char* lax_formula = nullptr;  // elementwise operators in the Lax fragment (else uninterpreted)
+  RealFn real = nullptr;  // elementwise operators
+  // Elementwise operators in the Lax fragment: the formula (else uninterpreted).
+  const char* lax_formula = nullptr;
   Symbolic symbolic = Symbolic::elementwise;
-  bool lax = false;  // in the Lax fragment the verifier models exactly; else uninterpreted
+  // Composites: their expansion stays in the Lax fragment (OpTable tests hold it to the
+  // expansion; the table cannot expand while it is being built).
+  bool composite_lax = false;
   // Algebra the search's canonical forms use.
   bool commutative = false;
-  uint8_t homogeneous = 0;  // bit i: op(.., c x_i, ..) = c op(..) for every constant c
+  uint8_t homogeneous = 0;               // bit i: op(.., c x_i, ..) = c op(..) for every constant c
   bool same_operands_redundant = false;  // op(x, x) is another operator or a constant
   // Fusion, code and cost.
   FusionPattern fusion = FusionPattern::opaque;
@@ -256,6 +273,11 @@ struct OpInfo {
   // Filled in by the table from the above.
   OpClass op_class = OpClass::unary;  // class_of(kind)
   Formula formula = {};               // lax_formula parsed; empty when uninterpreted
+  // In the Lax fragment the verifier models exactly (shown by `weft ops`): elementwise operators
+  // with a formula; contractions, sums, means, data movement and graph-defined operators; the
+  // composites that say so. Not: max (a symmetric function) and elementwise operators without a
+  // formula (uninterpreted functions).
+  bool lax = false;
 };
 
 const std::vector<OpInfo>& all_ops();

@@ -474,12 +474,12 @@ class Parser {
       case OpKind::iter:
       case OpKind::accum_sum:
       case OpKind::accum_max:
-      WEFT_CASES_UNARY
-      WEFT_CASES_BINARY
-      WEFT_CASES_MATMUL
-      WEFT_CASES_REDUCTION
-      WEFT_CASES_COMPOSITE
-      WEFT_CASES_HIERARCHY
+        WEFT_CASES_UNARY
+        WEFT_CASES_BINARY
+        WEFT_CASES_MATMUL
+        WEFT_CASES_REDUCTION
+        WEFT_CASES_COMPOSITE
+        WEFT_CASES_HIERARCHY
         break;
     }
   }

@@ -188,7 +188,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
   };
   switch (kind) {
     WEFT_CASES_UNARY
-      return x;
+    return x;
     WEFT_CASES_BINARY {
       require_same_rank(ctx, in, info.name);
       if (!known) return result(x.rank, {});
@@ -286,15 +286,15 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       s[d] *= times;
       return result(x.rank, s);
     }
-    WEFT_CASES_COMPOSITE {
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      if (attrs.count("eps") && std::get<Rational>(attrs.at("eps")) < Rational(0))
-        ctx.fail("eps must be >= 0");
-      return x;
-    }
-    WEFT_CASES_STRUCTURE
-    WEFT_CASES_HIERARCHY
+      WEFT_CASES_COMPOSITE {
+        int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
+        attrs["dim"] = SymExpr(d);
+        if (attrs.count("eps") && std::get<Rational>(attrs.at("eps")) < Rational(0))
+          ctx.fail("eps must be >= 0");
+        return x;
+      }
+      WEFT_CASES_STRUCTURE
+      WEFT_CASES_HIERARCHY
       break;
   }
   ctx.fail(fmt::format("'{}' is not a model-level operator", info.name));

@@ -146,10 +146,10 @@ namespace {
   std::string msg = fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
   // A list rather than a switch: cudaError_t has over a hundred values (-Wswitch-enum).
   static constexpr cudaError_t kEnvironment[] = {
-      cudaErrorMemoryAllocation,        cudaErrorNoDevice,
-      cudaErrorInsufficientDriver,      cudaErrorCallRequiresNewerDriver,
-      cudaErrorNoKernelImageForDevice,  cudaErrorUnsupportedPtxVersion,
-      cudaErrorDevicesUnavailable,      cudaErrorSystemNotReady,
+      cudaErrorMemoryAllocation,       cudaErrorNoDevice,
+      cudaErrorInsufficientDriver,     cudaErrorCallRequiresNewerDriver,
+      cudaErrorNoKernelImageForDevice, cudaErrorUnsupportedPtxVersion,
+      cudaErrorDevicesUnavailable,     cudaErrorSystemNotReady,
       cudaErrorInitializationError};
   if (std::find(std::begin(kEnvironment), std::end(kEnvironment), e) != std::end(kEnvironment))
     throw UserError(msg);

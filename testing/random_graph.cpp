@@ -277,7 +277,7 @@ class Generator {
       case OpKind::repeat:
         return try_add(b, pool, kind, {a},
                        {{"dim", random_dim(r)}, {"times", int64_t{uniform(1, 3)}}}, stage, prefix);
-      WEFT_CASES_NOT_MOVEMENT
+        WEFT_CASES_NOT_MOVEMENT
         break;
     }
     return false;

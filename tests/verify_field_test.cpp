@@ -160,10 +160,9 @@ TEST(FieldDomain, ExpOfAnExponentiatedValueIsOutsideLax) {
   EXPECT_NO_THROW(d.elementwise(OpKind::exp, none)(d.elementwise(OpKind::sqrt, none)(s, {}), {}));
   // exp(a + b) = exp(a) * exp(b).
   FieldPQ a{11, 100}, b{13, 200};
-  EXPECT_EQ(d.elementwise(OpKind::exp, none)(d.add(a, b), {}).p,
-            d.mul(d.elementwise(OpKind::exp, none)(a, {}),
-                  d.elementwise(OpKind::exp, none)(b, {}))
-                .p);
+  EXPECT_EQ(
+      d.elementwise(OpKind::exp, none)(d.add(a, b), {}).p,
+      d.mul(d.elementwise(OpKind::exp, none)(a, {}), d.elementwise(OpKind::exp, none)(b, {})).p);
 }
 
 TEST(FieldDomain, ZeroDivisorsAreReported) {

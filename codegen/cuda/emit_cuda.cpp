@@ -318,7 +318,7 @@ class Emitter {
         close();
         return;
       }
-      WEFT_CASES_NOT_MOVEMENT
+        WEFT_CASES_NOT_MOVEMENT
         break;
     }
     WEFT_CHECK(false, "{} is not a movement operator", op_info(s.op).name);
