@@ -240,8 +240,7 @@ class Analyzer {
   }
   // max returns one member (degrees of a member); every member is ranked by a random function:
   // g ranks per result element.
-  Cone max_cone(const Cone& x, double g, uint64_t bit, bool keep, double apps,
-                const Shape& shape) {
+  Cone max_cone(const Cone& x, double g, uint64_t bit, bool keep, double apps, const Shape& shape) {
     Cone r = x;
     r.exp_src = reduce_src(x.exp_src, bit, g, keep);
     r.uf_src = reduce_src(x.uf_src, bit, g, keep);
@@ -288,8 +287,7 @@ class Analyzer {
       const int64_t dim = op.attrs.get_int("dim");
       const int64_t to = op.attrs.get_int_or("to", 1);
       const auto grp = static_cast<double>(s[dim] / to);
-      if (is_max)
-        return max_cone(c, grp, uint64_t{1} << dim, to > 1, apps, out_shape);
+      if (is_max) return max_cone(c, grp, uint64_t{1} << dim, to > 1, apps, out_shape);
       return sum_cone(c, grp, static_cast<int>(dim), to > 1);
     };
     switch (op.kind) {
@@ -399,7 +397,8 @@ class Analyzer {
         const Shape& s = g.type(op.inputs[0]).shape;
         auto dim = static_cast<size_t>(op.attrs.get_int("dim"));
         Cone e = exp_cone(in[0], apps, s);
-        return {div_cone(e, sum_cone(e, static_cast<double>(s[dim]), static_cast<int>(dim), false))};
+        return {
+            div_cone(e, sum_cone(e, static_cast<double>(s[dim]), static_cast<int>(dim), false))};
       }
       case OpKind::accum_sum:
         return {sum_cone(in[0], static_cast<double>(g.loop), 63, false)};
