@@ -131,6 +131,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
       return;
     }
     c.predicted_s = predict(g, target).total_s;
+    c.found_s = stop.elapsed_s();
     c.graph = std::move(g);
     std::lock_guard<std::mutex> lock(mu);
     if (!seen.insert(c.text).second) return;

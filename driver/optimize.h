@@ -21,6 +21,7 @@ struct RankedCandidate {
   Graph graph;
   std::string text;  // canonical printed form (no type comments)
   double predicted_s = 0;
+  double found_s = 0;  // search time when it was found (in this run)
   VerifiedRecord verification;
 };
 

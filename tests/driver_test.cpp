@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -167,6 +168,11 @@ TEST(OptimizeDriver, WritesTheResultFiles) {
       nlohmann::json::parse(test::read_text((dir.path / "out/timing.json").string()));
   EXPECT_EQ(timing.at("search_s"), r.search_s);
   EXPECT_EQ(timing.at("resumed_from_checkpoint"), false);
+  // When the best was found: within the search, after the start.
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_GT(r.top[0].found_s, 0);
+  EXPECT_LE(r.top[0].found_s, r.search_s);
+  EXPECT_EQ(timing.at("best_found_s"), std::round(r.top[0].found_s * 1000) / 1000);
 
   // A file where the directory should be is a UserError naming it.
   fs::path blocked = dir.path / "blocked";
