@@ -202,5 +202,20 @@ TEST(MpkCompile, RejectsUnknownPassesAndKernels) {
   EXPECT_THROW(compile_task_graph(plan, options("", {"k7"})), UserError);
 }
 
+TEST(MpkCli, CompileWritesTheGraphAndRejectsBadOptions) {
+  std::string dir = ::testing::TempDir() + "mpk_cli";
+  auto [rc, out] = test::run_weft("mpk compile " + test::example_path("tiny_decoder_step.weft") +
+                                  " -o " + dir + " --workers 4 2>&1");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("empty"), std::string::npos) << out;
+  TaskGraph g = parse_tgraph(test::read_text(dir + "/tiny_decoder_step.tgraph"));
+  EXPECT_TRUE(verify_task_graph(g).empty());
+  EXPECT_FALSE(test::read_text(dir + "/tiny_decoder_step.tgraph.dot").empty());
+  auto [bad, msg] = test::run_weft("mpk compile " + test::example_path("tiny_decoder_step.weft") +
+                                   " -o " + dir + " --dispatch eager 2>&1");
+  EXPECT_EQ(bad, 1) << msg;
+  EXPECT_NE(msg.find("unknown dispatch 'eager'"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace weft
