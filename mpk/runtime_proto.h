@@ -78,11 +78,15 @@ class TaskGraphProtocol {
         start = 0;
         continue;
       }
-      if (!keep_spinning(start, [&] {
-            return fmt::format(
-                "worker {} waits for the end of iteration {}: event e{} counter {}, need {}", w,
-                cfg_.iterations, end_event(), p_.load_acquire(&counters_[end_event()]), end_need);
-          }))
+      if (!keep_spinning(
+              start,
+              [&] {
+                return fmt::format(
+                    "worker {} waits for the end of iteration {}: event e{} counter {}, need {}", w,
+                    cfg_.iterations, end_event(), p_.load_acquire(&counters_[end_event()]),
+                    end_need);
+              },
+              2))
         return;
     }
   }
@@ -105,11 +109,15 @@ class TaskGraphProtocol {
           start = 0;
           continue;
         }
-        if (!keep_spinning(start, [&] {
-              return fmt::format(
-                  "scheduler {} waits for the end of iteration {}: event e{} counter {}, need {}",
-                  s, k, end_event(), p_.load_acquire(&counters_[end_event()]), end_need);
-            }))
+        if (!keep_spinning(
+                start,
+                [&] {
+                  return fmt::format(
+                      "scheduler {} waits for the end of iteration {}: event e{} counter {}, need "
+                      "{}",
+                      s, k, end_event(), p_.load_acquire(&counters_[end_event()]), end_need);
+                },
+                2))
           return;
       }
       if (s == 0) p_.after_iteration(k);
@@ -198,12 +206,14 @@ class TaskGraphProtocol {
   }
 
   // One step of a bounded spin: false once the run failed or this spin passed the watchdog.
+  // Waits for the end of an iteration (schedulers, idle workers) span every task's wait, so they
+  // get twice the limit: the spin on the stuck task itself trips first and names it.
   template <class Describe>
-  bool keep_spinning(uint64_t& start, Describe&& describe) {
+  bool keep_spinning(uint64_t& start, Describe&& describe, uint64_t limits = 1) {
     if (p_.load_acquire(&failed_) != 0) return false;
     const uint64_t now = p_.clock_ns();
     if (start == 0) start = now;
-    if (now - start > cfg_.watchdog_ns) {
+    if (now - start > cfg_.watchdog_ns * limits) {
       fail("watchdog: " + describe());
       return false;
     }
