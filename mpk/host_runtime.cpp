@@ -142,13 +142,20 @@ HostRunResult run_on_host(const ProgramPlan& plan, const CpuProgram& program,
 
 void run_sequential(const CpuProgram& program, HostTensors& tensors, uint64_t iterations,
                     const IterationHook& before, const IterationHook& after) {
+  int64_t arena_bytes = 4;
+  for (const KernelPlan& k : program.plan().kernels)
+    arena_bytes = std::max(arena_bytes, k.smem_bytes);
+  std::vector<float> arena(static_cast<size_t>(arena_bytes / 4 + 1));
   for (uint64_t k = 1; k <= iterations; ++k) {
     if (before) before(k);
-    std::vector<const float*> in;
-    std::vector<float*> out;
-    for (const auto& x : tensors.inputs) in.push_back(x.data());
-    for (auto& x : tensors.outputs) out.push_back(x.data());
-    program.run(in, out);
+    const auto& kernels = program.plan().kernels;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const auto& g = kernels[i].grid;
+      const int64_t blocks = kernels[i].library ? 1 : kernels[i].num_blocks();
+      for (int64_t b = 0; b < blocks; ++b)
+        program.run_task(tensors.table.data(), static_cast<int>(i), b % g[0], (b / g[0]) % g[1],
+                         b / (g[0] * g[1]), arena.data());
+    }
     if (after) after(k);
   }
 }

@@ -53,8 +53,9 @@ HostRunResult run_on_host(const ProgramPlan& plan, const CpuProgram& program,
                           const HostRunOptions& options, const IterationHook& before = {},
                           const IterationHook& after = {});
 
-// The reference: each iteration runs the program's kernels one after another (weft_main), with
-// the same hooks.
+// The reference: each iteration runs the program's kernels one after another on the calling
+// thread, each block in order (the block functions weft_main's grid wrapper runs, without its
+// thread pool, which ThreadSanitizer cannot see into), with the same hooks.
 void run_sequential(const CpuProgram& program, HostTensors& tensors, uint64_t iterations,
                     const IterationHook& before = {}, const IterationHook& after = {});
 
