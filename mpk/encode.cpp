@@ -91,6 +91,7 @@ DeviceGraph decode_task_graph(const std::vector<uint8_t>& blob, const std::strin
   size_t at = 32;
   auto take = [&](auto& vec, uint32_t count) {
     vec.resize(count);
+    if (count == 0) return;  // an empty vector's data() may be null, which memcpy must not get
     std::memcpy(vec.data(), blob.data() + at, count * sizeof(vec[0]));
     at += count * sizeof(vec[0]);
   };
