@@ -111,10 +111,30 @@ class Emitter {
     for (const KernelPlan& k : p_.kernels) line("{}(rt, T);", k.name);
     ind_ = 0;
     line("}}");
+    run_task();
     return std::move(out_);
   }
 
  private:
+  // One task of the task-graph runtime (mpk/): block (bx, by, bz) of a graph-defined kernel over
+  // the caller's arena, or a whole library kernel on the caller's rt.
+  void run_task() {
+    line(
+        "extern \"C\" void weft_run_task(const weft_rt* rt, float* const* T, int64_t kernel, "
+        "int64_t bx, int64_t by, int64_t bz, float* arena) {{");
+    line("  (void)rt; (void)T; (void)bx; (void)by; (void)bz; (void)arena;");
+    line("  switch (kernel) {{");
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      const KernelPlan& k = p_.kernels[i];
+      if (k.library)
+        line("    case {}: {}(rt, T); return;", i, k.name);
+      else
+        line("    case {}: {}_block(T, bx, by, bz, arena); return;", i, k.name);
+    }
+    line("  }}");
+    line("}}");
+  }
+
   void raw(const std::string& text) { out_ += std::string(2 * ind_, ' ') + text + "\n"; }
   template <class... A>
   void line(fmt::format_string<A...> f, A&&... a) {
@@ -285,55 +305,58 @@ class Emitter {
     WEFT_CHECK(mb >= 1 && nb >= 1 && m % mb == 0 && n % nb == 0,
                "matmul {}x{} has register tile {}x{} (was the plan lowered for the CPU?)", m, n, mb,
                nb);
-    for_each_matrix(a, b, c, [&](const std::string& base_a, const std::string& base_b,
-                                 const std::string& base_c) {
-      line("{{");
-      ++ind_;
-      line("const float* A = {} + {};", a.ptr, base_a);
-      line("const float* B = {} + {};", b.ptr, base_b);
-      line("float* C = {} + {};", c.ptr, base_c);
-      int64_t as_m = a.strides[r - 2], as_k = a.strides[r - 1];
-      int64_t bs_k = b.strides[r - 2], bs_n = b.strides[r - 1];
-      int64_t cs_m = c.strides[r - 2], cs_n = c.strides[r - 1];
-      // An mb x nb tile of C is accumulated in a local array the compiler keeps in vector registers
-      // over the whole k loop; each row of B is loaded once per tile and reused by mb rows, so B
-      // streams from cache m / mb times.
-      line("for (int64_t m0 = 0; m0 < {}; m0 += {}) {{", m, mb);
-      line("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{", n, nb);
-      line("    const int64_t nn = std::min<int64_t>({}, {} - n0);", nb, n);
-      line("    float acc[{}][{}];", mb, nb);
-      line("    for (int64_t r = 0; r < {}; ++r)", mb);
-      line("      for (int64_t j = 0; j < {}; ++j) acc[r][j] = {};", nb,
-           accumulate ? fmt::format("j < nn ? C[(m0 + r)*{} + (n0 + j)*{}] : 0.0f", cs_m, cs_n)
-                      : "0.0f");
-      line("    for (int64_t k = 0; k < {}; ++k) {{", kk);
-      line("      const float* Bk = B + k*{} + n0*{};", bs_k, bs_n);
-      line("      for (int64_t r = 0; r < {}; ++r) {{", mb);
-      line("        const float av = A[(m0 + r)*{} + k*{}];", as_m, as_k);
-      line("#pragma omp simd");
-      line("        for (int64_t j = 0; j < {}; ++j) acc[r][j] += av * Bk[j*{}];", nb, bs_n);
-      line("      }}");
-      line("    }}");
-      line("    for (int64_t r = 0; r < {}; ++r)", mb);
-      line("      for (int64_t j = 0; j < nn; ++j) C[(m0 + r)*{} + (n0 + j)*{}] = acc[r][j];", cs_m,
-           cs_n);
-      line("  }}");
-      line("}}");
-      --ind_;
-      line("}}");
-    });
+    for_each_matrix(
+        a, b, c,
+        [&](const std::string& base_a, const std::string& base_b, const std::string& base_c) {
+          line("{{");
+          ++ind_;
+          line("const float* A = {} + {};", a.ptr, base_a);
+          line("const float* B = {} + {};", b.ptr, base_b);
+          line("float* C = {} + {};", c.ptr, base_c);
+          int64_t as_m = a.strides[r - 2], as_k = a.strides[r - 1];
+          int64_t bs_k = b.strides[r - 2], bs_n = b.strides[r - 1];
+          int64_t cs_m = c.strides[r - 2], cs_n = c.strides[r - 1];
+          // An mb x nb tile of C is accumulated in a local array the compiler keeps in vector
+          // registers over the whole k loop; each row of B is loaded once per tile and reused by mb
+          // rows, so B streams from cache m / mb times.
+          line("for (int64_t m0 = 0; m0 < {}; m0 += {}) {{", m, mb);
+          line("  for (int64_t n0 = 0; n0 < {}; n0 += {}) {{", n, nb);
+          line("    const int64_t nn = std::min<int64_t>({}, {} - n0);", nb, n);
+          line("    float acc[{}][{}];", mb, nb);
+          line("    for (int64_t r = 0; r < {}; ++r)", mb);
+          line("      for (int64_t j = 0; j < {}; ++j) acc[r][j] = {};", nb,
+               accumulate ? fmt::format("j < nn ? C[(m0 + r)*{} + (n0 + j)*{}] : 0.0f", cs_m, cs_n)
+                          : "0.0f");
+          line("    for (int64_t k = 0; k < {}; ++k) {{", kk);
+          line("      const float* Bk = B + k*{} + n0*{};", bs_k, bs_n);
+          line("      for (int64_t r = 0; r < {}; ++r) {{", mb);
+          line("        const float av = A[(m0 + r)*{} + k*{}];", as_m, as_k);
+          line("#pragma omp simd");
+          line("        for (int64_t j = 0; j < {}; ++j) acc[r][j] += av * Bk[j*{}];", nb, bs_n);
+          line("      }}");
+          line("    }}");
+          line("    for (int64_t r = 0; r < {}; ++r)", mb);
+          line("      for (int64_t j = 0; j < nn; ++j) C[(m0 + r)*{} + (n0 + j)*{}] = acc[r][j];",
+               cs_m, cs_n);
+          line("  }}");
+          line("}}");
+          --ind_;
+          line("}}");
+        });
   }
 
   void library_matmul(const Operand& a, const Operand& b, const Operand& c) {
     size_t r = c.shape.size();
     int64_t m = c.shape[r - 2], n = c.shape[r - 1], kk = a.shape[r - 1];
-    for_each_matrix(a, b, c, [&](const std::string& base_a, const std::string& base_b,
-                                 const std::string& base_c) {
-      line(
-          "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, {}, {}, {}, 1.0f, {} + {}, {}, "
-          "{} + {}, {}, 0.0f, {} + {}, {});",
-          m, n, kk, a.ptr, base_a, kk, b.ptr, base_b, n, c.ptr, base_c, n);
-    });
+    for_each_matrix(
+        a, b, c,
+        [&](const std::string& base_a, const std::string& base_b, const std::string& base_c) {
+          line(
+              "cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, {}, {}, {}, 1.0f, {} + {}, "
+              "{}, "
+              "{} + {}, {}, 0.0f, {} + {}, {});",
+              m, n, kk, a.ptr, base_a, kk, b.ptr, base_b, n, c.ptr, base_c, n);
+        });
   }
 
   // One compute step over operands (library kernels: device tensors; blocks: shared buffers).
