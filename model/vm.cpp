@@ -265,7 +265,7 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
       }
     }
   }
-  WEFT_CHECK(false, "function {} has no ret", fn.name);
+  WEFT_FAIL("function {} has no ret", fn.name);
 }
 
 namespace {
@@ -395,7 +395,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::match_cast:
       break;
   }
-  WEFT_CHECK(false, "match_cast reached execute");
+  WEFT_FAIL("match_cast reached execute");
 }
 
 }  // namespace weft

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <regex>
 #include <stdexcept>
 #include <thread>
 
@@ -252,7 +253,9 @@ TEST(OptimizeDriver, CtrlCStopsTheCliSearchAndWritesWhatItFound) {
       exited = true;
       break;
     }
-    if (!signalled && test::read_text(log).find("candidates") != std::string::npos) {
+    // Interrupt once a progress line counts a candidate: on a loaded machine (or under a
+    // sanitizer) the first line can come before any.
+    if (!signalled && std::regex_search(test::read_text(log), std::regex("candidates [1-9]"))) {
       kill(pid, SIGINT);
       signalled = true;
     }
@@ -271,8 +274,7 @@ TEST(OptimizeDriver, CtrlCStopsTheCliSearchAndWritesWhatItFound) {
   EXPECT_NE(text.find("(stop: interrupted)"), std::string::npos) << text;
   nlohmann::json summary = nlohmann::json::parse(test::read_text(out + "/summary.json"));
   EXPECT_EQ(summary.at("stop_reason"), "interrupted");
-  // The search had run at least a second (one progress line) on a program with candidates
-  // in its first fraction of a second.
+  // A progress line had counted a candidate before the interrupt.
   EXPECT_TRUE(fs::exists(out + "/best.weft")) << text;
 }
 
