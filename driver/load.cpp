@@ -1,12 +1,15 @@
-// Loading µGraph files for the CLI commands: read the bytes, reject non-text, parse.
+// Loading µGraph files (the CLI commands, the Python binding): read the bytes, reject non-text,
+// parse.
+#include "driver/load.h"
+
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
+#include "core/error.h"
 #include "ir/parser.h"
-#include "tools/weft/command.h"
 
-namespace weft::cli {
+namespace weft {
 namespace {
 
 constexpr std::streamoff kMaxFileBytes = std::streamoff{64} << 20;
@@ -69,4 +72,4 @@ Graph load_graph(const std::string& path) {
   return parse_graph(text, path);
 }
 
-}  // namespace weft::cli
+}  // namespace weft
