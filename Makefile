@@ -43,8 +43,10 @@ test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
 
 # The Python package in a virtual environment under $(BUILD): its build requirements (read from
-# pyproject.toml) installed once, then `pip install .[test]` without build isolation, so the
-# extension's build folder (build/python) is reused and a rebuild compiles only what changed.
+# pyproject.toml) installed once, then `pip install .[test]` without build isolation in a build
+# folder of its own ($(BUILD)/python-venv: an isolated `pip install .` uses build/python, and a
+# folder switched between the two is rebuilt from scratch), so a rebuild compiles only what
+# changed.
 $(PY_VENV)/.requirements: pyproject.toml
 	$(PYTHON) -m venv $(PY_VENV)
 	$(PY_VENV)/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))" > $@.tmp
@@ -52,7 +54,8 @@ $(PY_VENV)/.requirements: pyproject.toml
 	mv $@.tmp $@
 
 python: deps $(PY_VENV)/.requirements
-	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install -q --no-build-isolation '.[test]'
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install -q --no-build-isolation \
+	  --config-settings=build-dir=$(BUILD)/python-venv '.[test]'
 
 # The Python tests (tests/python); the CLI comparison runs $(BUILD)/weft.
 test-python: python build
