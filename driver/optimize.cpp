@@ -68,9 +68,7 @@ VerifiedRecord verify_candidate(EquivalenceChecker& checker, const Graph& candid
   rec.bound = v.bound;
   rec.tests = v.tests_run;
   rec.numerically_ok = rec.equivalent && (!v.floats || v.floats->acceptable);
-  if (v.floats)
-    for (const OutputFloatError& e : v.floats->outputs)
-      rec.f32_error = std::max(rec.f32_error, e.f32.scaled_error);
+  if (v.floats) rec.f32_error = v.floats->worst_f32_error();
   rec.detail =
       v.verdict == Verdict::equivalent
           ? ""

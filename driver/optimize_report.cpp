@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,17 @@ double microseconds(double seconds) {
   return std::round(seconds * 1e9) / 1e3;
 }
 
+std::string gigabytes(int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (int64_t{1} << 30));
+}
+
+std::string si(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
 std::string top_file_name(size_t index) {
   return fmt::format("top-{}.weft", index + 1);
 }
@@ -47,6 +59,55 @@ std::string candidate_file_text(const RankedCandidate& c, int rank, const std::s
              rank, c.predicted_s * 1e6, target, error_bound_text(c.verification.bound),
              c.verification.tests, c.verification.f32_error) +
          print_graph(c.graph);
+}
+
+std::string optimize_summary_text(const OptimizeResult& r, const std::string& name,
+                                  const std::string& out_dir) {
+  const SearchConfig& config = r.config;
+  std::string s = fmt::format("weft optimize: {} on {}\n", name, config.target);
+  s += fmt::format(
+      "  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n", r.states,
+      r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "", r.pruned_expr);
+  s += fmt::format(
+      "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
+      megabytes(r.peak_accounted_bytes),
+      config.memory_budget_mb > 0 ? fmt::format("a {} MB budget", config.memory_budget_mb)
+                                  : std::string("no budget"),
+      r.memo_truncated > 0
+          ? fmt::format(" (memo full: {} schedules' block graphs cut short)", r.memo_truncated)
+          : std::string(),
+      megabytes(r.peak_rss_bytes));
+  s += fmt::format(
+      "  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
+      "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
+      r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
+      r.unverified, config.top_k);
+  s += fmt::format("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
+                   r.program_predicted_s * 1e6, r.roofline_s * 1e6);
+  if (r.top.empty()) return s + "  no verified µGraph found within the budget\n";
+  const RankedCandidate& best = r.top[0];
+  s += fmt::format(
+      "  best µGraph: {:.2f} us predicted ({} kernel op{}), {:.2f}x the input program; error "
+      "bound {} after {} tests, f32 error {:.1e}\n",
+      best.predicted_s * 1e6, best.graph.ops.size(), best.graph.ops.size() == 1 ? "" : "s",
+      r.program_predicted_s / best.predicted_s, error_bound_text(best.verification.bound),
+      best.verification.tests, best.verification.f32_error);
+  s += fmt::format("  wrote {}/best.weft, top-1..{}.weft, summary.json, timing.json\n", out_dir,
+                   r.top.size());
+  s += fmt::format("  picture: weft dot {}/best.weft -o {}/best.svg\n", out_dir, out_dir);
+  return s;
+}
+
+std::string optimize_progress_line(const OptimizeProgress& p) {
+  return fmt::format(
+      "[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {} mem {}/{} GB",
+      p.elapsed_s, si(static_cast<double>(p.states)),
+      si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
+      si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)), p.candidates,
+      p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
+                             : std::string("-"),
+      gigabytes(p.memory_held_bytes),
+      p.memory_budget_bytes > 0 ? gigabytes(p.memory_budget_bytes) : std::string("-"));
 }
 
 nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string& input_file) {
