@@ -130,9 +130,22 @@ class KernelSearcher {
     }
     for (ValueId o : p.outputs) output_types_.push_back(to_stype(p.type(o)));
     // Iterative deepening: all µGraphs of one kernel operator first, then two, ...; each level
-    // emits only graphs of exactly that size, so nothing is emitted twice.
-    for (depth_ = 1; depth_ <= ctx_.config.max_kernel_ops && !ctx_.stop.stopped(); ++depth_)
+    // emits only graphs of exactly that size, so nothing is emitted twice. With a time budget,
+    // level d of n must end by d/n of it (time a level leaves unused goes to the next), so every
+    // size is reached; a level also ends when the driver sees the best stop improving
+    // (StopSignal::end_level, SearchConfig::converge_s).
+    const int levels = ctx_.config.max_kernel_ops;
+    const double budget = ctx_.config.time_budget_s;
+    for (depth_ = 1; depth_ <= levels && !ctx_.stop.search_stopped(); ++depth_) {
+      ctx_.stop.start_level(budget > 0 ? budget * depth_ / levels : 0);
+      ctx_.stats.levels_reached.fetch_add(1);
       dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
+      if (ctx_.stop.level_ended() && !ctx_.stop.search_stopped())
+        (ctx_.stop.level_end() == SearchStop::converged ? ctx_.stats.levels_converged
+                                                        : ctx_.stats.levels_cut)
+            .fetch_add(1);
+    }
+    ctx_.stop.start_level(0);
     track_memory();
   }
 
