@@ -496,6 +496,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     options.on_progress(p);
   }
   result.search_s = stop.elapsed_s();
+  result.best_found_s = pool.improved_s();
   result.peak_rss_bytes = peak_resident_bytes();
 
   // Step 3: rank by predicted time, verify in that order.

@@ -75,6 +75,7 @@ struct OptimizeResult {
   int64_t memo_truncated = 0;  // schedules whose block graphs the full memo did not all keep
   int64_t peak_rss_bytes = 0;  // the process's resident peak at the end of the search
   double search_s = 0, verify_s = 0, wall_s = 0;
+  double best_found_s = 0;  // when the fastest candidate (verified or not) was found
   bool resumed = false;  // from the checkpoint file
 };
 

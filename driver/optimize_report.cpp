@@ -41,6 +41,11 @@ std::string error_bound_text(double bound) {
 }
 
 std::string candidate_file_text(const RankedCandidate& c, int rank, const std::string& target) {
+  if (c.verification.tests == 0 && c.verification.bound == 0)
+    return fmt::format("# weft optimize: rank {}, predicted {:.2f} us on {}\n# the input program "
+                       "itself ({}): equivalent without a test\n",
+                       rank, c.predicted_s * 1e6, target, c.origin) +
+           print_graph(c.graph);
   return fmt::format(
              "# weft optimize: rank {}, predicted {:.2f} us on {}\n# verified: equivalent to the "
              "input program with error bound {} ({} finite-field tests); f32 error {:.2e}\n",
@@ -54,9 +59,13 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
   for (size_t i = 0; i < r.top.size(); ++i) {
     const RankedCandidate& c = r.top[i];
     top.push_back({{"file", top_file_name(i)},
+                   {"origin", c.origin},
                    {"predicted_us", microseconds(c.predicted_s)},
                    {"kernels", c.graph.ops.size()},
-                   {"error_bound_log2", std::floor(std::log2(c.verification.bound))},
+                   // null for the input program itself, equivalent without a test
+                   {"error_bound_log2", c.verification.bound > 0
+                                            ? nlohmann::json(std::floor(std::log2(c.verification.bound)))
+                                            : nlohmann::json(nullptr)},
                    {"tests", c.verification.tests},
                    {"f32_error", c.verification.f32_error}});
   }
@@ -64,6 +73,10 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"input", std::filesystem::path(input_file).filename().string()},
                             {"config", r.config.to_json()},
                             {"stop_reason", search_stop_name(r.stop)},
+                            {"levels_reached", r.levels_reached},
+                            {"levels_cut_by_time", r.levels_cut},
+                            {"levels_converged", r.levels_converged},
+                            {"baselines", r.baselines},
                             {"memory_budget_mb", r.config.memory_budget_mb},
                             {"peak_accounted_memory_mb", megabytes(r.peak_accounted_bytes)},
                             {"memo_schedules_truncated", r.memo_truncated},
@@ -82,7 +95,22 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"oracle_complete", r.oracle_complete},
                             {"input_predicted_us", microseconds(r.program_predicted_s)},
                             {"roofline_floor_us", microseconds(r.roofline_s)},
+                            {"rejections", r.rejections},
                             {"top", top}};
+  if (!r.partition.empty()) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const OptimizeResult::Part& p : r.partition)
+      parts.push_back({{"computes", p.ops},
+                       {"rule", p.rule},
+                       {"searched", p.searched},
+                       {"stop_reason", search_stop_name(p.stop)},
+                       {"states", p.states},
+                       {"candidates", p.candidates},
+                       {"input_predicted_us", microseconds(p.input_predicted_s)},
+                       {"best_predicted_us", microseconds(p.best_predicted_s)},
+                       {"best_origin", p.best_origin}});
+    summary["partition"] = parts;
+  }
   if (!r.top.empty())
     summary["predicted_speedup"] =
         std::round(r.program_predicted_s / r.top[0].predicted_s * 1000) / 1000;
@@ -90,7 +118,12 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
 }
 
 nlohmann::json optimize_timing_json(const OptimizeResult& r) {
+  nlohmann::json parts = nlohmann::json::array();
+  for (const OptimizeResult::Part& p : r.partition)
+    parts.push_back({{"budget_s", p.budget_s}, {"search_s", p.search_s}});
   return {{"search_s", r.search_s},
+          {"best_found_s", r.best_found_s},
+          {"partition", parts},
           {"verify_s", r.verify_s},
           {"wall_s", r.wall_s},
           {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},

@@ -708,6 +708,15 @@ class KernelSearcher {
     bb.set_block_params(sk.schedule.grid, ctx_.config.threads_per_block.front(), sk.schedule.loop);
     std::vector<ValueId> params;
     for (int v : operands) params.push_back(bb.add_input(names[v], to_tensor_type(vals_[v].type)));
+    // Block values are vN, made distinct from the operands' and results' names (a program may
+    // name its own values vN).
+    std::set<std::string> taken(out_names.begin(), out_names.end());
+    for (int v : operands) taken.insert(names[v]);
+    auto block_name = [&](size_t n) {
+      std::string name = fmt::format("v{}", n);
+      while (taken.count(name)) name += "_";
+      return name;
+    };
     // Loop-stage iterators first, post-stage ones just before the first post-stage operator, so
     // the graph lists its loop before what comes after it.
     std::vector<ValueId> ids(operands.size() + sk.ops.size(), -1);
@@ -718,7 +727,7 @@ class KernelSearcher {
         Attrs a;
         a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
         a.set("fmap", int64_t{c.fmap});
-        ids[i] = bb.add(OpKind::iter, {params[i]}, a, fmt::format("v{}", i), {},
+        ids[i] = bb.add(OpKind::iter, {params[i]}, a, block_name(i), {},
                         post ? Stage::post : Stage::loop);
       }
     };
@@ -734,7 +743,7 @@ class KernelSearcher {
       if (op.b >= 0) in.push_back(ids[op.b]);
       size_t v = operands.size() + j;
       ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to),
-                      fmt::format("v{}", v), {}, op.stage);
+                      block_name(v), {}, op.stage);
     }
     if (!post_started) add_iters(true);
     for (size_t i = 0; i < sk.saves.size(); ++i) {

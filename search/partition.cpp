@@ -77,12 +77,21 @@ bool searchable(const Op& op, const SearchConfig& config) {
 }
 
 std::vector<SubProgram> partition_program(const Graph& program, const SearchConfig& config) {
-  const int limit = std::max(1, std::min(config.max_kernel_ops, config.max_block_ops));
   const int n = static_cast<int>(program.ops.size());
+  // Ops [begin, end) fit the search: as that many kernel operators, or as one graph-defined
+  // kernel whose block graph holds them and an accumulator per reduction or matmul.
+  auto fits = [&](int begin, int end) {
+    int ops = end - begin, accumulators = 0;
+    for (int i = begin; i < end; ++i) {
+      OpClass c = op_info(program.ops[i].kind).op_class;
+      accumulators += c == OpClass::reduction || c == OpClass::matmul;
+    }
+    return ops <= config.max_kernel_ops || ops + accumulators <= config.max_block_ops;
+  };
   bool all_searchable = true;
   for (const Op& op : program.ops) all_searchable &= searchable(op, config);
   std::vector<SubProgram> parts;
-  if (all_searchable && n <= limit) {
+  if (all_searchable && fits(0, n)) {
     parts.push_back(make_part(program, 0, n, "whole", true, 0));
     parts.back().graph.name = program.name;
     return parts;
@@ -97,10 +106,12 @@ std::vector<SubProgram> partition_program(const Graph& program, const SearchConf
     }
     int run_end = i;
     while (run_end < n && searchable(program.ops[run_end], config)) ++run_end;
-    // Cut the run into pieces of at most `limit` operators: each piece as long as it can be
-    // among the cuts with the fewest values crossing.
+    // Cut the run into pieces that fit: each piece as long as it can be among the cuts with the
+    // fewest values crossing.
     while (i < run_end) {
-      int best = std::min(i + limit, run_end), best_cross = crossing(program, consumers, i, best);
+      int longest = i + 1;
+      while (longest < run_end && fits(i, longest + 1)) ++longest;
+      int best = longest, best_cross = crossing(program, consumers, i, best);
       for (int end = best - 1; end > i && best != run_end; --end) {
         int c = crossing(program, consumers, i, end);
         if (c < best_cross) {

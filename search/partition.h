@@ -28,10 +28,11 @@ struct SubProgram {
 bool searchable(const Op& op, const SearchConfig& config);
 
 // The parts of `program` (composites expanded), in program order. One part ("whole") when every
-// operator is searchable and there are at most min(max_kernel_ops, max_block_ops) of them;
-// otherwise every unsearchable operator is a part of its own and each run of searchable
-// operators between them is cut into pieces of at most that many operators, where the fewest
-// values cross the cut.
+// operator is searchable and the program fits the search: at most max_kernel_ops operators, or
+// few enough that one block graph holds them and an accumulator per reduction or matmul (at most
+// max_block_ops). Otherwise every unsearchable operator is a part of its own and each run of
+// searchable operators between them is cut into pieces that fit, each as long as it can be among
+// the cuts where the fewest values cross.
 std::vector<SubProgram> partition_program(const Graph& program, const SearchConfig& config);
 
 // The program with each part replaced by a µGraph of it (`replacements[i]`: a kernel graph with
