@@ -76,7 +76,7 @@ struct OptimizeResult {
   int64_t peak_rss_bytes = 0;  // the process's resident peak at the end of the search
   double search_s = 0, verify_s = 0, wall_s = 0;
   double best_found_s = 0;  // when the fastest candidate (verified or not) was found
-  bool resumed = false;  // from the checkpoint file
+  bool resumed = false;     // from the checkpoint file
 };
 
 // Where a running optimize stands: what a progress display shows.

@@ -42,9 +42,10 @@ std::string error_bound_text(double bound) {
 
 std::string candidate_file_text(const RankedCandidate& c, int rank, const std::string& target) {
   if (c.verification.tests == 0 && c.verification.bound == 0)
-    return fmt::format("# weft optimize: rank {}, predicted {:.2f} us on {}\n# the input program "
-                       "itself ({}): equivalent without a test\n",
-                       rank, c.predicted_s * 1e6, target, c.origin) +
+    return fmt::format(
+               "# weft optimize: rank {}, predicted {:.2f} us on {}\n# the input program "
+               "itself ({}): equivalent without a test\n",
+               rank, c.predicted_s * 1e6, target, c.origin) +
            print_graph(c.graph);
   return fmt::format(
              "# weft optimize: rank {}, predicted {:.2f} us on {}\n# verified: equivalent to the "
@@ -58,16 +59,17 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
   nlohmann::json top = nlohmann::json::array();
   for (size_t i = 0; i < r.top.size(); ++i) {
     const RankedCandidate& c = r.top[i];
-    top.push_back({{"file", top_file_name(i)},
-                   {"origin", c.origin},
-                   {"predicted_us", microseconds(c.predicted_s)},
-                   {"kernels", c.graph.ops.size()},
-                   // null for the input program itself, equivalent without a test
-                   {"error_bound_log2", c.verification.bound > 0
-                                            ? nlohmann::json(std::floor(std::log2(c.verification.bound)))
-                                            : nlohmann::json(nullptr)},
-                   {"tests", c.verification.tests},
-                   {"f32_error", c.verification.f32_error}});
+    top.push_back(
+        {{"file", top_file_name(i)},
+         {"origin", c.origin},
+         {"predicted_us", microseconds(c.predicted_s)},
+         {"kernels", c.graph.ops.size()},
+         // null for the input program itself, equivalent without a test
+         {"error_bound_log2", c.verification.bound > 0
+                                  ? nlohmann::json(std::floor(std::log2(c.verification.bound)))
+                                  : nlohmann::json(nullptr)},
+         {"tests", c.verification.tests},
+         {"f32_error", c.verification.f32_error}});
   }
   nlohmann::json summary = {{"program", r.program.name},
                             {"input", std::filesystem::path(input_file).filename().string()},

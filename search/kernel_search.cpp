@@ -742,8 +742,8 @@ class KernelSearcher {
       std::vector<ValueId> in{ids[op.a]};
       if (op.b >= 0) in.push_back(ids[op.b]);
       size_t v = operands.size() + j;
-      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to),
-                      block_name(v), {}, op.stage);
+      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to), block_name(v), {},
+                      op.stage);
     }
     if (!post_started) add_iters(true);
     for (size_t i = 0; i < sk.saves.size(); ++i) {

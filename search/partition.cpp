@@ -91,7 +91,7 @@ std::vector<SubProgram> partition_program(const Graph& program, const SearchConf
   bool all_searchable = true;
   for (const Op& op : program.ops) all_searchable &= searchable(op, config);
   std::vector<SubProgram> parts;
-  if (all_searchable && fits(0, n)) {
+  if (!config.partition || (all_searchable && fits(0, n))) {
     parts.push_back(make_part(program, 0, n, "whole", true, 0));
     parts.back().graph.name = program.name;
     return parts;

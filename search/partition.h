@@ -27,7 +27,8 @@ struct SubProgram {
 // mean also when sum and scale are).
 bool searchable(const Op& op, const SearchConfig& config);
 
-// The parts of `program` (composites expanded), in program order. One part ("whole") when every
+// The parts of `program` (composites expanded), in program order. One part ("whole") when
+// config.partition is off, or when every
 // operator is searchable and the program fits the search: at most max_kernel_ops operators, or
 // few enough that one block graph holds them and an accumulator per reduction or matmul (at most
 // max_block_ops). Otherwise every unsearchable operator is a part of its own and each run of

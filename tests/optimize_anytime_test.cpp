@@ -69,10 +69,9 @@ TEST(OptimizeAnytime, BaselinesOfRandomProgramsAreNeverWrong) {
       } catch (const UserError&) {
         continue;  // a verifier limit (too deep for the finite-field test), not a verdict
       }
-      EXPECT_NE(v.verdict, Verdict::not_equivalent)
-          << "seed " << seed << " rule " << b.rule << "\n"
-          << print_graph(g) << "\n"
-          << print_graph(b.graph);
+      EXPECT_NE(v.verdict, Verdict::not_equivalent) << "seed " << seed << " rule " << b.rule << "\n"
+                                                    << print_graph(g) << "\n"
+                                                    << print_graph(b.graph);
       checked += v.verdict == Verdict::equivalent;
     }
   }

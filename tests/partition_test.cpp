@@ -84,8 +84,12 @@ TEST(Partition, LongRunsAreCutBySizeWhereFewestValuesCross) {
   // The longest first piece would end after S (two values cross); the cut comes after the
   // rms_norm instead, where only N crosses (X is an input).
   EXPECT_EQ(names(g, parts[0]).back(), "N");
-  EXPECT_EQ(names(g, parts[1]),
-            (std::vector<std::string>{"A", "B", "S", "M", "D", "O"}));
+  EXPECT_EQ(names(g, parts[1]), (std::vector<std::string>{"A", "B", "S", "M", "D", "O"}));
+  // Turned off, the search takes the program whole whatever its size.
+  SearchConfig whole;
+  whole.partition = false;
+  ASSERT_EQ(partition_program(g, whole).size(), 1u);
+  EXPECT_EQ(partition_program(g, whole)[0].rule, "whole");
   // Smaller limits, smaller pieces: at most max_kernel_ops operators when no kernel holds more.
   config.max_kernel_ops = 3;
   config.max_block_ops = 2;

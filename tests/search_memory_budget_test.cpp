@@ -45,6 +45,7 @@ SearchConfig two_kernel_ops_config() {
   c.top_k = 2;
   c.threads = 1;  // budget decisions are then the same every run
   c.memory_budget_mb = 0;
+  c.partition = false;  // the memo of the whole program's search is what is measured
   return c;
 }
 

@@ -39,21 +39,22 @@ std::string si(double v) {
 // The search's progress line: redrawn in place on a terminal, one line per report otherwise.
 void print_progress(const OptimizeProgress& p, bool tty) {
   if (p.phase != OptimizeProgress::Phase::search) return;
-  std::cerr << fmt::format(
-                   "{}[{:6.1f}s]{} states {} ({}/s) pruned {} block graphs {} candidates {} best {} "
-                   "mem {}/{} GB{}",
-                   tty ? "\r" : "", p.elapsed_s,
-                   p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(),
-                   si(static_cast<double>(p.states)),
-                   si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
-                   si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)),
-                   p.candidates,
-                   p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
-                                          : std::string("-"),
-                   gigabytes(p.memory_held_bytes),
-                   p.memory_budget_bytes > 0 ? gigabytes(p.memory_budget_bytes) : std::string("-"),
-                   tty ? "" : "\n")
-            << (p.search_done && tty ? "\n" : "") << std::flush;
+  std::cerr
+      << fmt::format(
+             "{}[{:6.1f}s]{} states {} ({}/s) pruned {} block graphs {} candidates {} best {} "
+             "mem {}/{} GB{}",
+             tty ? "\r" : "", p.elapsed_s,
+             p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(),
+             si(static_cast<double>(p.states)),
+             si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
+             si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)),
+             p.candidates,
+             p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
+                                    : std::string("-"),
+             gigabytes(p.memory_held_bytes),
+             p.memory_budget_bytes > 0 ? gigabytes(p.memory_budget_bytes) : std::string("-"),
+             tty ? "" : "\n")
+      << (p.search_done && tty ? "\n" : "") << std::flush;
 }
 
 // SIGINT while a search runs: the first sets the flag (and restores the default action, so a
@@ -100,17 +101,17 @@ void print_summary(const OptimizeResult& r, const std::string& name, const std::
   fmt::print("  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n",
              r.states, r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "",
              r.pruned_expr);
-  fmt::print("  anytime: {} baselines before the search; kernel-graph sizes reached {}, {} cut "
-             "by their time share, {} converged; best found at {:.1f} s\n",
-             r.baselines, r.levels_reached, r.levels_cut, r.levels_converged, r.best_found_s);
+  fmt::print(
+      "  anytime: {} baselines before the search; kernel-graph sizes reached {}, {} cut "
+      "by their time share, {} converged; best found at {:.1f} s\n",
+      r.baselines, r.levels_reached, r.levels_cut, r.levels_converged, r.best_found_s);
   for (size_t i = 0; i < r.partition.size(); ++i) {
     const OptimizeResult::Part& p = r.partition[i];
-    fmt::print("  part {}/{} ({}: {}): {}\n", i + 1, r.partition.size(), p.rule,
-               fmt::join(p.ops, " "),
-               p.searched ? fmt::format("{:.2f} -> {:.2f} us ({}, stop: {})",
-                                        p.input_predicted_s * 1e6, p.best_predicted_s * 1e6,
-                                        p.best_origin, search_stop_name(p.stop))
-                          : fmt::format("{:.2f} us, kept as it is", p.input_predicted_s * 1e6));
+    fmt::print(
+        "  part {}/{} ({}: {}): {}\n", i + 1, r.partition.size(), p.rule, fmt::join(p.ops, " "),
+        p.searched ? fmt::format("{:.2f} -> {:.2f} us ({}, stop: {})", p.input_predicted_s * 1e6,
+                                 p.best_predicted_s * 1e6, p.best_origin, search_stop_name(p.stop))
+                   : fmt::format("{:.2f} us, kept as it is", p.input_predicted_s * 1e6));
   }
   fmt::print(
       "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
@@ -128,8 +129,7 @@ void print_summary(const OptimizeResult& r, const std::string& name, const std::
       r.unverified, config.top_k);
   fmt::print("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
              r.program_predicted_s * 1e6, r.roofline_s * 1e6);
-  for (const auto& [why, n] : r.rejections)
-    fmt::print("  rejected {}x: {}\n", n, why);
+  for (const auto& [why, n] : r.rejections) fmt::print("  rejected {}x: {}\n", n, why);
   if (r.top.empty()) {
     fmt::print("  no verified µGraph found within the budget\n");
     return;
@@ -139,9 +139,9 @@ void print_summary(const OptimizeResult& r, const std::string& name, const std::
       "  best µGraph: {:.2f} us predicted ({} kernel op{}, from {}), {:.2f}x the input program; "
       "error bound {} after {} tests, f32 error {:.1e}\n",
       best.predicted_s * 1e6, best.graph.ops.size(), best.graph.ops.size() == 1 ? "" : "s",
-      best.origin,
-      r.program_predicted_s / best.predicted_s, error_bound_text(best.verification.bound),
-      best.verification.tests, best.verification.f32_error);
+      best.origin, r.program_predicted_s / best.predicted_s,
+      error_bound_text(best.verification.bound), best.verification.tests,
+      best.verification.f32_error);
   fmt::print("  wrote {}/best.weft, top-1..{}.weft, summary.json, timing.json\n", out_dir,
              r.top.size());
   fmt::print("  picture: weft dot {}/best.weft -o {}/best.svg\n", out_dir, out_dir);
