@@ -18,17 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<fs::path> fixtures() {
-  std::vector<fs::path> out;
-  for (const char* dir : {"tests/model", "examples/models"})
-    for (const auto& e : fs::directory_iterator(test::source_path(dir)))
-      if (e.path().extension() == ".wmod") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(ModelFormat, EveryFixtureRoundTripsAndMatchesItsGolden) {
-  auto files = fixtures();
+  auto files = test::model_fixtures();
   ASSERT_GE(files.size(), 4u);
   for (const fs::path& f : files) {
     SCOPED_TRACE(f.string());
@@ -255,17 +246,27 @@ TEST(ModelExample, NumpyArchivesFromNumpyReadBack) {
 
 // The tiny Llama: prefill and decode steps at three bindings of (b, n) with the cache fed back,
 // against the independent NumPy implementation.
-TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
+void run_tiny_llama_reference(const std::string& flags) {
   std::string py = python_with_numpy();
   ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
-  std::string work = testing::TempDir() + "/weft_tiny_llama";
+  std::string work = testing::TempDir() + "/weft_tiny_llama" + (flags.empty() ? "" : "_poison");
   fs::create_directories(work);
   const char* env = std::getenv("WEFT_BINARY");
   std::string weft = env && *env ? env : WEFT_BINARY;
   std::string cmd = py + " '" + test::source_path("examples/models/tiny_llama_reference.py") +
-                    "' '" + weft + "' '" + work + "' > '" + work + "/log.txt' 2>&1";
+                    "' '" + weft + "' '" + work + "' " + flags + " > '" + work + "/log.txt' 2>&1";
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << test::read_text(work + "/log.txt");
+}
+
+TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
+  run_tiny_llama_reference("");
+}
+
+// The same with planned storage filled with NaN when allocated and when each tensor dies: a plan
+// that reused bytes still needed would put NaN into the logits.
+TEST(ModelExample, TinyLlamaWithPoisonedStorageMatchesTheNumpyReference) {
+  run_tiny_llama_reference("--poison");
 }
 
 }  // namespace
