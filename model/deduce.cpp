@@ -111,6 +111,14 @@ void complete_model_attrs(DeduceContext& ctx, const std::vector<AttrSpec>& specs
   }
 }
 
+SymExpr broadcast_dim(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i) {
+  if (ctx.provably_eq(a, b)) return a;
+  if (a.as_constant() == 1) return b;
+  if (b.as_constant() == 1) return a;
+  ctx.require_eq(a, b, fmt::format("dim {} of the operands to agree (or one to be 1)", i));
+  return a;
+}
+
 namespace {
 
 const SymExpr& attr_sym(const MAttrs& a, const char* name) {
@@ -123,14 +131,6 @@ int64_t attr_const(DeduceContext& ctx, const MAttrs& a, const char* name, int64_
   if (!c || *c < lo)
     ctx.fail(fmt::format("{}={} must be an integer >= {}", name, attr_sym(a, name).str(), lo));
   return *c;
-}
-
-SymExpr broadcast(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i) {
-  if (ctx.provably_eq(a, b)) return a;
-  if (a.as_constant() == 1) return b;
-  if (b.as_constant() == 1) return a;
-  ctx.require_eq(a, b, fmt::format("dim {} of the operands to agree (or one to be 1)", i));
-  return a;
 }
 
 std::vector<SymExpr> dims_of(const MType& t) {
@@ -204,7 +204,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       if (!known) return result(x.rank, {});
       std::vector<SymExpr> out;
       for (size_t i = 0; i < static_cast<size_t>(x.rank); ++i)
-        out.push_back(broadcast(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
+        out.push_back(broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
       return result(x.rank, out);
     }
     case OpKind::matmul: {
@@ -217,7 +217,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
           a[r - 1], b[r - 2],
           fmt::format("matmul's contraction dims to agree ({} x {})", in[0].str(), in[1].str()));
       std::vector<SymExpr> out(r);
-      for (size_t i = 0; i + 2 < r; ++i) out[i] = broadcast(ctx, a[i], b[i], i);
+      for (size_t i = 0; i + 2 < r; ++i) out[i] = broadcast_dim(ctx, a[i], b[i], i);
       out[r - 2] = a[r - 2];
       out[r - 1] = b[r - 1];
       return result(x.rank, out);

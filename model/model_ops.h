@@ -15,7 +15,17 @@
 
 namespace weft {
 
-enum class ModelOpKind : uint8_t { permute, embedding, rope, causal_mask, softmax_safe };
+enum class ModelOpKind : uint8_t {
+  permute,
+  embedding,
+  rope,
+  causal_mask,
+  softmax_safe,
+  slice,
+  where,
+  layer_norm,
+  gelu_tanh,
+};
 
 // Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
 using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,

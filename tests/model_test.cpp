@@ -246,17 +246,31 @@ TEST(ModelExample, NumpyArchivesFromNumpyReadBack) {
 
 // The tiny Llama: prefill and decode steps at three bindings of (b, n) with the cache fed back,
 // against the independent NumPy implementation.
-void run_tiny_llama_reference(const std::string& flags) {
+// Runs a NumPy reference script (SCRIPT WEFT_BINARY WORK_DIR FLAGS...) that exits 0 when every
+// output of `weft model run` matches.
+void run_numpy_reference(const std::string& script, const std::string& work_name,
+                         const std::string& flags) {
   std::string py = python_with_numpy();
   ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
-  std::string work = testing::TempDir() + "/weft_tiny_llama" + (flags.empty() ? "" : "_poison");
+  std::string work = testing::TempDir() + "/" + work_name;
   fs::create_directories(work);
   const char* env = std::getenv("WEFT_BINARY");
   std::string weft = env && *env ? env : WEFT_BINARY;
-  std::string cmd = py + " '" + test::source_path("examples/models/tiny_llama_reference.py") +
-                    "' '" + weft + "' '" + work + "' " + flags + " > '" + work + "/log.txt' 2>&1";
+  std::string cmd = py + " '" + test::source_path(script) + "' '" + weft + "' '" + work + "' " +
+                    flags + " > '" + work + "/log.txt' 2>&1";
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << test::read_text(work + "/log.txt");
+}
+
+void run_tiny_llama_reference(const std::string& flags) {
+  run_numpy_reference("examples/models/tiny_llama_reference.py",
+                      flags.empty() ? "weft_tiny_llama" : "weft_tiny_llama_poison", flags);
+}
+
+// slice, where, layer_norm and gelu_tanh at three bindings against NumPy (poisoned storage), and
+// a parameter of the wrong shape failing cleanly.
+TEST(ModelOps, SliceWhereLayerNormGeluTanhMatchNumpy) {
+  run_numpy_reference("tests/model/new_ops_reference.py", "weft_model_new_ops", "");
 }
 
 TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
