@@ -123,6 +123,64 @@ MType infer_layer_norm(DeduceContext& ctx, const std::vector<MType>& in, const M
   return in[0];
 }
 
+// q [..., s, d], k [..., t, d], v [..., t, e] -> [..., s, e].
+MType infer_attention(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType &q = in[0], &k = in[1], &v = in[2];
+  if (q.rank < 2 || k.rank != q.rank || v.rank != q.rank)
+    ctx.fail(fmt::format("attention needs q, k, v of one rank >= 2, got {}, {}, {}", q.str(),
+                         k.str(), v.str()));
+  auto causal = sym_int(attrs, "causal").as_constant();
+  if (!causal || (*causal != 0 && *causal != 1)) ctx.fail("attention causal must be 0 or 1");
+  if (!q.dims || !k.dims || !v.dims) return MType::tensor_of_rank(q.dtype, q.rank);
+  auto r = static_cast<size_t>(q.rank);
+  const auto &qd = *q.dims, &kd = *k.dims, &vd = *v.dims;
+  ctx.require_eq(qd[r - 1], kd[r - 1], "the head dims of q and k to agree");
+  ctx.require_eq(kd[r - 2], vd[r - 2], "the key lengths of k and v to agree");
+  std::vector<SymExpr> out;
+  for (size_t i = 0; i + 2 < r; ++i)
+    out.push_back(broadcast_dim(ctx, broadcast_dim(ctx, qd[i], kd[i], i), vd[i], i));
+  out.push_back(qd[r - 2]);
+  out.push_back(vd[r - 1]);
+  return MType::tensor(q.dtype, out);
+}
+
+// softmax(q k^T * scale [+ causal mask at offset]) v, as permute, matmul, scale, causal_mask,
+// softmax_safe and matmul bindings.
+std::vector<Binding> expand_attention(const Binding& b, const std::vector<MType>& in,
+                                      const std::function<std::string(const char*)>& fresh) {
+  const Call& c = b.call;
+  int r = in[0].rank;
+  std::vector<Binding> out;
+  auto add = [&](std::string var, CallKind kind, const char* callee, std::vector<std::string> args,
+                 MAttrs attrs) {
+    Binding x;
+    x.var = std::move(var);
+    x.loc = b.loc;
+    x.call.kind = kind;
+    x.call.callee = callee;
+    x.call.args = std::move(args);
+    x.call.attrs = std::move(attrs);
+    x.call.loc = c.loc;
+    out.push_back(std::move(x));
+    return out.back().var;
+  };
+  std::vector<SymExpr> perm;
+  for (int i = 0; i < r - 2; ++i) perm.push_back(i);
+  perm.push_back(r - 1);
+  perm.push_back(r - 2);
+  std::string kt = add(fresh("kt"), CallKind::model_op, "permute", {c.args[1]}, {{"perm", perm}});
+  std::string s = add(fresh("scores"), CallKind::op, "matmul", {c.args[0], kt}, {});
+  std::string p = add(fresh("scaled"), CallKind::op, "scale", {s},
+                      {{"factor", std::get<Rational>(c.attrs.at("scale"))}});
+  if (std::get<SymExpr>(c.attrs.at("causal")).as_constant() == 1)
+    p = add(fresh("masked"), CallKind::model_op, "causal_mask", {p},
+            {{"offset", std::get<SymExpr>(c.attrs.at("offset"))}});
+  std::string w =
+      add(fresh("probs"), CallKind::model_op, "softmax_safe", {p}, {{"dim", SymExpr(-1)}});
+  add(b.var, CallKind::op, "matmul", {w, c.args[2]}, {});
+  return out;
+}
+
 // Calls fn(outer, row) for each row of the last dim: the rows of a [..., rows, cols] tensor.
 int64_t last_dim(const Tensor<double>& t) {
   return t.shape.empty() ? 1 : t.shape.back();
@@ -334,6 +392,13 @@ std::vector<ModelOpInfo> make_table() {
      "(x - mean) / sqrt(var + eps) over the last dim (no weight: mul and add follow)"},
     {K::gelu_tanh, "gelu_tanh", 1, {}, infer_same_shape, eval_gelu_tanh,
      "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu's tanh form"},
+    {K::attention, "attention", 3,
+     {{"scale", AttrKind::rational, true, Rational(1)}, {"causal", AttrKind::integer, false, int64_t{0}},
+      offset},
+     infer_attention, nullptr,
+     "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
+     "causal mask at offset when causal=1) v; a composite, run as its expansion",
+     expand_attention},
   };
   // clang-format on
   for (size_t i = 0; i < t.size(); ++i)

@@ -11,6 +11,7 @@
 
 #include "driver/run.h"
 #include "interp/interpreter.h"
+#include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
 
@@ -109,7 +110,16 @@ void vm_match(const MType& type, const VmValue& value, SymBinding& heap, const s
   }
 }
 
-Vm::Vm(const Module& module, VmOptions options) : module_(module), options_(std::move(options)) {
+namespace {
+Module expanded(const Module& module) {
+  SymProver prover;
+  return expand_composites(module, prover);
+}
+}  // namespace
+
+Vm::Vm(const Module& module_in, VmOptions options)
+    : module_(expanded(module_in)), options_(std::move(options)) {
+  const Module& module = module_;
   if (options_.plan && options_.given_plan) {
     WEFT_CHECK(options_.given_plan->element_bytes == sizeof(double),
                "a VM plan must count 8-byte elements");
@@ -547,6 +557,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::model_op: {
       require_tensors();
       const ModelOpInfo& info = model_op_info(*model_op_by_name(c.callee));
+      WEFT_CHECK(info.eval, "composite {} reached the VM unexpanded", info.name);
       Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
       try {
         return tensor_value(info.eval(tensors, attrs));

@@ -103,8 +103,10 @@ struct VmStats {
 
 class Vm {
  public:
-  // Compiles every function of `module` (which must outlive the VM).
+  // Compiles every function of `module` with its composites expanded (model/expand.h).
   explicit Vm(const Module& module, VmOptions options = {});
+  Vm(const Vm&) = delete;  // compiled code points into the VM's module
+  Vm& operator=(const Vm&) = delete;
 
   // Runs function `name` on `args`. Throws UserError for wrong arguments, failed run-time checks
   // (naming the variable or condition and the values), and bad data.
@@ -122,7 +124,7 @@ class Vm {
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
 
-  const Module& module_;
+  Module module_;  // the caller's, composites expanded
   VmOptions options_;
   ModulePlan plan_;
   std::map<std::string, VmFunction> functions_;

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "model/deduce.h"
+#include "model/expand.h"
 #include "model/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
@@ -139,6 +140,38 @@ TEST(ModelDeduce, RefutedEqualitiesAreErrors) {
                                 MType::tensor(DType::f32, {n})},
                                attrs),
                UserError);
+}
+
+// attention is a composite: expanded, it is primitive bindings that pass the check and
+// round-trip; names of the intermediates never clash with the function's.
+TEST(ModelExpand, AttentionExpandsToPrimitivesThatPassTheCheck) {
+  const char* text = R"(sym n <= 64, t <= 64
+fn main(q: f32[2, n, 8], k: f32[2, t, 8], v: f32[1, t, 4]) -> f32[2, n, 4] {
+  dataflow {
+    a.kt = exp(q)
+    a = attention(a.kt, k, v, scale=1/8)
+    o = attention(q, k, v, scale=1/8, causal=1, offset=t - n)
+  }
+  return o
+}
+)";
+  SymProver prover;
+  Module m = parse_module(text, "att.wmod", prover);
+  Module x = expand_composites(m, prover);
+  check_module(x, prover);
+  std::string printed = print_module(x, false);
+  EXPECT_EQ(printed.find("attention("), std::string::npos) << printed;
+  for (const char* want :
+       {"a.kt2 = permute(k, perm=[0, 2, 1])", "a.scores = matmul(a.kt, a.kt2)",
+        "a.scaled = scale(a.scores, factor=1/8)", "a.probs = softmax_safe(a.scaled, dim=-1)",
+        "a = matmul(a.probs, v)", "o.masked = causal_mask(o.scaled, offset=t - n)",
+        "o.probs = softmax_safe(o.masked, dim=-1)"})
+    EXPECT_NE(printed.find(want), std::string::npos) << want << "\n" << printed;
+  EXPECT_EQ(printed.find("a.masked"), std::string::npos) << "causal=0 has no mask";
+  EXPECT_TRUE(parse_module(printed, "expanded", prover) == x);
+  // The VM compiles the expansion (tests/model/new_ops_reference.py checks its numbers).
+  Vm vm(m);
+  EXPECT_NE(vm.disassemble("main").find("o.probs"), std::string::npos);
 }
 
 const char* kCastModule = R"(sym n, m

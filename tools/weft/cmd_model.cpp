@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "model/deduce.h"
+#include "model/expand.h"
 #include "model/parser.h"
 #include "model/plan.h"
 #include "model/printer.h"
@@ -128,7 +129,8 @@ weft::cli::Register reg("model", "Model files (.wmod): check, print, plan, run",
       po.element_bytes = *element_bytes;
       std::optional<weft::SymBinding> binding;
       if (!bind->empty()) binding = parse_binding(*bind, m);
-      std::cout << weft::plan_str(weft::plan_memory(m, prover, po), m, binding);
+      weft::Module expanded = weft::expand_composites(m, prover);  // as the VM runs it
+      std::cout << weft::plan_str(weft::plan_memory(expanded, prover, po), expanded, binding);
       return 0;
     }
     if (run->parsed()) {
