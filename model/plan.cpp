@@ -21,7 +21,8 @@ const FunctionPlan* ModulePlan::find(std::string_view function) const {
 namespace {
 
 // Calls that produce new tensors in the calling frame (a function call's results are the
-// callee's outputs; tuple, item and match_cast alias their operands).
+// callee's outputs, an if's are its arm's, allocated on their own; tuple, item and match_cast
+// alias their operands).
 bool allocates(CallKind kind) {
   switch (kind) {
     case CallKind::op:
@@ -30,6 +31,7 @@ bool allocates(CallKind kind) {
     case CallKind::lib:
       return true;
     case CallKind::func:
+    case CallKind::if_:
     case CallKind::tuple:
     case CallKind::item:
     case CallKind::match_cast:
@@ -120,7 +122,7 @@ FunctionPlan plan_function(const Function& fn, SymProver& prover, const PlanOpti
   std::map<std::string, int> last_read;  // value -> last binding reading it (end: the result)
   for (int i = 0; i < end; ++i) {
     const Binding& b = *bindings[static_cast<size_t>(i)];
-    for (const std::string& a : b.call.args) last_read[a] = i;
+    for (const std::string& a : reads_of(b.call)) last_read[a] = i;
     std::set<int>& mine = refs[b.var];
     if (allocates(b.call.kind)) {
       std::vector<std::pair<std::vector<int>, const MType*>> leaves;
@@ -143,7 +145,8 @@ FunctionPlan plan_function(const Function& fn, SymProver& prover, const PlanOpti
         mine.insert(static_cast<int>(plan.allocs.size()));
         plan.allocs.push_back(std::move(a));
       }
-    } else if (b.call.kind != CallKind::func) {
+    } else if (b.call.kind != CallKind::func && b.call.kind != CallKind::if_) {
+      // A function's and an if's results are owned (the VM copies out any slot they yield).
       for (const std::string& a : b.call.args)
         if (auto it = refs.find(a); it != refs.end())
           mine.insert(it->second.begin(), it->second.end());

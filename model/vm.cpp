@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <set>
 
 #include "driver/run.h"
 #include "interp/interpreter.h"
@@ -139,13 +140,19 @@ Vm::Vm(const Module& module_in, VmOptions options)
     std::vector<const Binding*> bindings;
     for (const Block& b : f.blocks)
       for (const Binding& x : b.bindings) bindings.push_back(&x);
-    for (const Binding* b : bindings) reg.emplace(b->var, static_cast<int>(reg.size()));
+    // One register per parameter and binding, the arms of ifs included.
+    std::function<void(const Binding&)> number = [&](const Binding& b) {
+      reg.emplace(b.var, static_cast<int>(reg.size()));
+      vf.fresh.push_back(b.call.kind != CallKind::tuple && b.call.kind != CallKind::item &&
+                         b.call.kind != CallKind::match_cast);
+      for (const IfBranch& arm : b.call.branches)
+        for (const Binding& x : arm.bindings) number(x);
+    };
+    vf.fresh.assign(f.params.size(), false);
+    for (const Binding* b : bindings) number(*b);
     vf.num_registers = static_cast<int>(reg.size());
-    vf.fresh.assign(reg.size(), false);
-    for (const Binding* b : bindings)
-      vf.fresh[static_cast<size_t>(reg.at(b->var))] = b->call.kind != CallKind::tuple &&
-                                                      b->call.kind != CallKind::item &&
-                                                      b->call.kind != CallKind::match_cast;
+    vf.register_names.resize(reg.size());
+    for (const auto& [name, r] : reg) vf.register_names[static_cast<size_t>(r)] = name;
     // The plan's storage allocations (symbolic plans: at their first tensor) and releases.
     vf.binding_allocs.assign(bindings.size(), {});
     std::vector<std::vector<int>> allocs_at(bindings.size()), releases_at(bindings.size());
@@ -160,36 +167,99 @@ Vm::Vm(const Module& module_in, VmOptions options)
         for (size_t s = 0; s < vf.plan->storages.size(); ++s)
           allocs_at[static_cast<size_t>(vf.plan->storages[s].first)].push_back(static_cast<int>(s));
     }
+    auto emit = [&](VmInstr in) {
+      vf.code.push_back(std::move(in));
+      return vf.code.size() - 1;
+    };
+    // Frees after the last use within `body` of the registers in `owned` (and of results
+    // nobody reads); `last_use` is by index in `body`.
+    auto frees_after = [&](size_t i, const std::vector<int>& args, const Binding& b,
+                           const std::map<int, int>& last_use) {
+      std::vector<int> dead;
+      for (int a : args)
+        if (auto it = last_use.find(a); it != last_use.end() && it->second == static_cast<int>(i))
+          dead.push_back(a);
+      if (!last_use.count(reg.at(b.var))) dead.push_back(reg.at(b.var));
+      std::sort(dead.begin(), dead.end());
+      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
+      for (int d : dead) emit({VmOpcode::free, d, -1, {}, nullptr});
+    };
+    auto last_uses = [&](const std::vector<const Binding*>& body, const std::set<int>& owned) {
+      std::map<int, int> last_use;
+      for (size_t i = 0; i < body.size(); ++i)
+        for (const std::string& a : reads_of(body[i]->call))
+          if (owned.count(reg.at(a))) last_use[reg.at(a)] = static_cast<int>(i);
+      return last_use;
+    };
+    // An if: branch to the else arm when the condition fails; each arm ends by moving its
+    // result into the if's register.
+    std::function<void(const Binding&)> emit_if = [&](const Binding& b) {
+      size_t branch = emit({VmOpcode::branch, -1, -1, {}, &b});
+      size_t jump = 0;
+      for (size_t a = 0; a < b.call.branches.size(); ++a) {
+        const IfBranch& arm = b.call.branches[a];
+        if (a == 1) {
+          jump = emit({VmOpcode::jump, -1, -1, {}, nullptr});
+          vf.code[branch].index = static_cast<int>(vf.code.size());
+        }
+        std::vector<const Binding*> body;
+        std::set<int> owned;
+        for (const Binding& x : arm.bindings) {
+          body.push_back(&x);
+          owned.insert(reg.at(x.var));
+        }
+        std::map<int, int> last_use = last_uses(body, owned);
+        if (owned.count(reg.at(arm.result)))
+          last_use[reg.at(arm.result)] = static_cast<int>(body.size());
+        for (size_t i = 0; i < body.size(); ++i) {
+          const Binding& x = *body[i];
+          std::vector<int> args;
+          for (const std::string& n : x.call.args) args.push_back(reg.at(n));
+          if (!x.runtime_checks.empty()) emit({VmOpcode::check, -1, -1, {}, &x});
+          if (x.call.kind == CallKind::if_)
+            emit_if(x);
+          else
+            emit({x.call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
+                  reg.at(x.var), -1, args, &x});
+          std::vector<int> reads;
+          for (const std::string& n : reads_of(x.call)) reads.push_back(reg.at(n));
+          frees_after(i, reads, x, last_use);
+        }
+        emit({VmOpcode::move, reg.at(b.var), -1, {reg.at(arm.result)}, &b});
+        if (owned.count(reg.at(arm.result)))
+          emit({VmOpcode::free, reg.at(arm.result), -1, {}, nullptr});
+      }
+      vf.code[jump].index = static_cast<int>(vf.code.size());
+    };
     // Last use of each register (the result's is the return: never freed before it).
-    std::vector<int> last_use(reg.size(), -1);
-    for (size_t i = 0; i < bindings.size(); ++i)
-      for (const std::string& a : bindings[i]->call.args) last_use[reg.at(a)] = static_cast<int>(i);
+    std::set<int> top;
+    for (size_t p = 0; p < f.params.size(); ++p) top.insert(static_cast<int>(p));
+    for (const Binding* b : bindings) top.insert(reg.at(b->var));
+    std::map<int, int> last_use = last_uses(bindings, top);
     last_use[reg.at(f.result)] = static_cast<int>(bindings.size());
-    vf.code.push_back({VmOpcode::bind_params, -1, -1, {}, nullptr});
+    emit({VmOpcode::bind_params, -1, -1, {}, nullptr});
+    for (size_t p = 0; p < f.params.size(); ++p)
+      if (!last_use.count(static_cast<int>(p)))
+        emit({VmOpcode::free, static_cast<int>(p), -1, {}, nullptr});
     if (vf.plan && vf.plan->is_static && options_.static_arena && !vf.plan->storages.empty())
-      vf.code.push_back({VmOpcode::alloc, -1, -1, {}, nullptr});
+      emit({VmOpcode::alloc, -1, -1, {}, nullptr});
     for (size_t i = 0; i < bindings.size(); ++i) {
       const Binding* b = bindings[i];
       std::vector<int> args;
       for (const std::string& a : b->call.args) args.push_back(reg.at(a));
-      if (!b->runtime_checks.empty()) vf.code.push_back({VmOpcode::check, -1, -1, {}, b});
-      for (int s : allocs_at[i]) vf.code.push_back({VmOpcode::alloc, -1, s, {}, nullptr});
-      VmOpcode op = b->call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call;
-      vf.code.push_back({op, reg.at(b->var), static_cast<int>(i), args, b});
-      for (int k : releases_at[i]) vf.code.push_back({VmOpcode::release, -1, k, {}, nullptr});
-      // Registers whose last use is this instruction, and a result nobody reads.
-      std::vector<int> dead;
-      for (int a : args)
-        if (last_use[a] == static_cast<int>(i)) dead.push_back(a);
-      if (last_use[reg.at(b->var)] < 0) dead.push_back(reg.at(b->var));
-      std::sort(dead.begin(), dead.end());
-      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
-      for (int d : dead) vf.code.push_back({VmOpcode::free, d, -1, {}, nullptr});
+      if (!b->runtime_checks.empty()) emit({VmOpcode::check, -1, -1, {}, b});
+      for (int s : allocs_at[i]) emit({VmOpcode::alloc, -1, s, {}, nullptr});
+      if (b->call.kind == CallKind::if_)
+        emit_if(*b);
+      else
+        emit({b->call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
+              reg.at(b->var), static_cast<int>(i), args, b});
+      for (int k : releases_at[i]) emit({VmOpcode::release, -1, k, {}, nullptr});
+      std::vector<int> reads;
+      for (const std::string& n : reads_of(b->call)) reads.push_back(reg.at(n));
+      frees_after(i, reads, *b, last_use);
     }
-    vf.code.push_back({VmOpcode::ret, reg.at(f.result), -1, {}, nullptr});
-    for (size_t p = 0; p < f.params.size(); ++p)
-      if (last_use[p] < 0)
-        vf.code.insert(vf.code.begin() + 1, {VmOpcode::free, static_cast<int>(p), -1, {}, nullptr});
+    emit({VmOpcode::ret, reg.at(f.result), -1, {}, nullptr});
     functions_.emplace(f.name, std::move(vf));
   }
 }
@@ -203,14 +273,7 @@ const VmFunction& Vm::compiled(const std::string& name) const {
 std::string Vm::disassemble(const std::string& name) const {
   const VmFunction& f = compiled(name);
   std::string out;
-  auto reg_name = [&](int r) {
-    if (r < static_cast<int>(f.fn->params.size())) return f.fn->params[static_cast<size_t>(r)].name;
-    int i = static_cast<int>(f.fn->params.size());
-    for (const Block& b : f.fn->blocks)
-      for (const Binding& x : b.bindings)
-        if (i++ == r) return x.var;
-    return std::string("?");
-  };
+  auto reg_name = [&](int r) { return f.register_names[static_cast<size_t>(r)]; };
   for (size_t i = 0; i < f.code.size(); ++i) {
     const VmInstr& in = f.code[i];
     std::string s;
@@ -221,12 +284,13 @@ std::string Vm::disassemble(const std::string& name) const {
       case VmOpcode::call: {
         s = fmt::format("call r{} ({})", in.reg, reg_name(in.reg));
         std::vector<std::string> places;
-        for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
-          const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
-          places.push_back(a.placement == AllocPlacement::storage  ? fmt::format("s{}", a.storage)
-                           : a.placement == AllocPlacement::output ? std::string("output")
-                                                                   : std::string("dynamic"));
-        }
+        if (in.index >= 0)
+          for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
+            const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
+            places.push_back(a.placement == AllocPlacement::storage  ? fmt::format("s{}", a.storage)
+                             : a.placement == AllocPlacement::output ? std::string("output")
+                                                                     : std::string("dynamic"));
+          }
         if (!places.empty()) s += fmt::format(" -> {}", fmt::join(places, ", "));
         break;
       }
@@ -249,6 +313,16 @@ std::string Vm::disassemble(const std::string& name) const {
       }
       case VmOpcode::free:
         s = fmt::format("free r{} ({})", in.reg, reg_name(in.reg));
+        break;
+      case VmOpcode::branch:
+        s = fmt::format("branch unless {} to {}", in.binding->call.cond.str(), in.index);
+        break;
+      case VmOpcode::jump:
+        s = fmt::format("jump to {}", in.index);
+        break;
+      case VmOpcode::move:
+        s = fmt::format("move r{} ({}) to r{} ({})", in.args[0], reg_name(in.args[0]), in.reg,
+                        reg_name(in.reg));
         break;
       case VmOpcode::ret:
         s = fmt::format("ret r{} ({})", in.reg, reg_name(in.reg));
@@ -371,7 +445,8 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
     account_storage(elements);
     return std::make_shared<std::vector<double>>(static_cast<size_t>(elements), fill);
   };
-  for (const VmInstr& in : f.code) {
+  for (size_t pc = 0; pc < f.code.size();) {
+    const VmInstr& in = f.code[pc++];
     ++stats_.instructions;
     switch (in.op) {
       case VmOpcode::bind_params:
@@ -454,7 +529,7 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
           naive_bytes_ += bytes;
           stats_.peak_naive_bytes = std::max(stats_.peak_naive_bytes, naive_bytes_);
         }
-        if (f.plan)
+        if (f.plan && in.index >= 0)
           for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
             const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
             if (a.placement != AllocPlacement::storage) continue;
@@ -481,6 +556,28 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
         regs[static_cast<size_t>(in.reg)] = VmValue{};
         live[static_cast<size_t>(in.reg)] = false;
         break;
+      case VmOpcode::branch: {
+        const SymCondition& c = in.binding->call.cond;
+        bool holds = false;
+        try {
+          holds = c.holds(heap);
+        } catch (const UserError& e) {
+          throw UserError(in.binding->call.loc, fmt::format("if {}: {}", c.str(), e.message()));
+        }
+        if (!holds) pc = static_cast<size_t>(in.index);
+        break;
+      }
+      case VmOpcode::jump:
+        pc = static_cast<size_t>(in.index);
+        break;
+      case VmOpcode::move: {
+        // The arm may yield a value of the enclosing frame's storage: the if's result is owned.
+        auto r = static_cast<size_t>(in.reg);
+        regs[r] = resolve(regs[static_cast<size_t>(in.args[0])]);
+        live[r] = true;
+        if (f.fresh[r]) account(regs[r], 1);
+        break;
+      }
       case VmOpcode::ret: {
         VmValue result = resolve(regs[static_cast<size_t>(in.reg)]);
         if (f.fresh[static_cast<size_t>(in.reg)]) account(regs[static_cast<size_t>(in.reg)], -1);
@@ -618,9 +715,10 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
       return (*tu)[static_cast<size_t>(*i)];
     }
     case CallKind::match_cast:
+    case CallKind::if_:
       break;
   }
-  WEFT_CHECK(false, "match_cast reached execute");
+  WEFT_CHECK(false, "{} reached execute", call_kind_name(c.kind));
 }
 
 }  // namespace weft

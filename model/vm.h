@@ -1,5 +1,6 @@
 // The model executor: each function compiled once to a register program (instructions: bind
-// parameters, allocate storage, call, match_cast, check, release, free, return), run by a small
+// parameters, allocate storage, call, match_cast, check, release, free, branch, jump, move,
+// return), run by a small
 // VM whose frames hold registers, the storage of the function's memory plan (model/plan.h) and a
 // heap of symbolic-variable values. Table operators run through the reference
 // interpreter, model operators and library functions through their CPU implementations,
@@ -49,13 +50,18 @@ enum class VmOpcode : uint8_t {
   alloc,        // allocate storage `index` of the plan (-1: the whole static arena)
   release,      // allocation `index` of the plan is dead (poisoned with NaN when asked)
   free,         // drop a register after its last use
+  branch,       // an if's condition: on to its then arm, or jump to `index` (the else arm)
+  jump,         // to `index` (past the else arm)
+  move,         // an arm's result into the if's register (copied out of planned storage)
   ret,          // check the result against the return type and return it
 };
 
 struct VmInstr {
   VmOpcode op;
-  int reg = -1;                      // the register written (call, match_cast) or dropped (free)
-  int index = -1;                    // call: the binding's index; alloc: storage; release: alloc
+  int reg = -1;  // the register written (call, match_cast) or dropped (free)
+  // call: the binding's index (-1 in an if's arm); alloc: storage; release: allocation; branch,
+  // jump: the target instruction.
+  int index = -1;
   std::vector<int> args;             // registers read
   const Binding* binding = nullptr;  // call, match_cast, check
 };
@@ -63,6 +69,7 @@ struct VmInstr {
 struct VmFunction {
   const Function* fn = nullptr;
   int num_registers = 0;
+  std::vector<std::string> register_names;
   std::vector<bool> fresh;  // registers holding newly produced values (not aliases)
   std::vector<VmInstr> code;
   const FunctionPlan* plan = nullptr;            // null: every tensor allocated on its own

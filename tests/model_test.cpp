@@ -1,7 +1,9 @@
 // The model layer: .wmod round trips and goldens, the bad-input corpus, symbolic deduction against
 // the operator table's InferFn, run-time match_cast failures, the VM's frees, and .npz files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -172,6 +174,61 @@ fn main(q: f32[2, n, 8], k: f32[2, t, 8], v: f32[1, t, 4]) -> f32[2, n, 4] {
   // The VM compiles the expansion (tests/model/new_ops_reference.py checks its numbers).
   Vm vm(m);
   EXPECT_NE(vm.disassemble("main").find("o.probs"), std::string::npos);
+}
+
+// tests/model/branch.wmod: each arm (and the nested if's) runs when its condition holds, against
+// the same arithmetic done here, with the plan's storage poisoned.
+TEST(ModelIf, TheVmTakesTheArmTheConditionSelects) {
+  SymProver prover;
+  Module m = load_module(test::source_path("tests/model/branch.wmod"), prover);
+  VmOptions options;
+  options.poison = true;
+  Vm vm(m, options);
+  auto silu = [](double v) { return v / (1 + std::exp(-v)); };
+  for (int64_t n : {1, 2, 5})
+    for (int64_t p : {0, 3}) {
+      SCOPED_TRACE(fmt::format("n={} p={}", n, p));
+      Tensor<double> x({n, 16}, 0.0), w({1, 16}, 0.0);
+      for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = std::sin(0.3 * static_cast<double>(i));
+      for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = std::cos(0.7 * static_cast<double>(i));
+      VmValue out = vm.run("main", {VmValue{p}, VmValue{std::make_shared<const Tensor<double>>(x)},
+                                    VmValue{std::make_shared<const Tensor<double>>(w)}});
+      ASSERT_NE(out.tensor(), nullptr);
+      for (size_t i = 0; i < x.data.size(); ++i) {
+        double h = std::exp(x.data[i]);
+        double y = p == 0 ? silu(h) : (n > 2 ? h * x.data[i] : x.data[i]) + w.data[i % 16];
+        EXPECT_NEAR(out.tensor()->data[i], y * h, 1e-5 * std::max(1.0, std::abs(y * h))) << i;
+      }
+    }
+  std::string vm_text = vm.disassemble("main");
+  EXPECT_NE(vm_text.find("branch unless p == 0"), std::string::npos) << vm_text;
+  EXPECT_NE(vm_text.find("jump to"), std::string::npos) << vm_text;
+}
+
+// Arms yielding tensors of different dims give a rank-only result; the condition must be
+// evaluable when the if runs.
+TEST(ModelIf, ArmsOfDifferentDimsJoinToTheirRank) {
+  const char* text = R"(sym n <= 8
+fn main(x: f32[n, 4]) -> f32[ndim=2] {
+  y = if n <= 4 {
+    c = concat(x, x, dim=0)
+    yield c
+  } else {
+    yield x
+  }
+  return y
+}
+)";
+  SymProver prover;
+  Module m = parse_module(text, "join.wmod", prover);
+  EXPECT_EQ(m.functions[0].blocks[0].bindings[0].type.str(), "f32[ndim=2]");
+  EXPECT_TRUE(parse_module(print_module(m), "again", prover) == m);
+  Vm vm(m);
+  for (int64_t n : {3, 6}) {
+    VmValue out = vm.run(
+        "main", {VmValue{std::make_shared<const Tensor<double>>(Tensor<double>({n, 4}, 1.5))}});
+    EXPECT_EQ(out.tensor()->shape, (Shape{n <= 4 ? 2 * n : n, 4}));
+  }
 }
 
 const char* kCastModule = R"(sym n, m
