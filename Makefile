@@ -86,8 +86,9 @@ test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DWEFT_BUILD_FUZZ=ON \
 	  -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	ninja -C $(BUILD_FUZZ) -j$(JOBS) parse_fuzzer
+	ninja -C $(BUILD_FUZZ) -j$(JOBS) parse_fuzzer model_fuzzer
 	scripts/run-fuzzer.sh $(BUILD_FUZZ)/parse_fuzzer
+	scripts/run-fuzzer.sh $(BUILD_FUZZ)/model_fuzzer
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
