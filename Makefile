@@ -4,12 +4,14 @@ BUILD_SAN  ?= build-asan
 BUILD_FUZZ ?= build-fuzz
 BUILD_TSAN ?= build-tsan
 JOBS       ?= $(shell nproc)
+PYTHON     ?= python3
+PY_VENV    ?= $(BUILD)/venv
 CMAKE_FLAGS ?=
 # Paths relative to the checkout in ccache keys, so fresh clones reuse earlier compilations.
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test check-layers test-unit test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
+.PHONY: all deps build demo test check-layers test-unit python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
 
 all: build
 
@@ -26,12 +28,12 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli)
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime)
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
 # run last so their summary closes the output.
-test: check-layers test-fuzz test-asan test-tsan test-unit
+test: check-layers test-fuzz test-asan test-tsan test-python test-unit
 
 # No #include against the layer order of scripts/layers.txt (also a ctest test).
 check-layers:
@@ -39,6 +41,25 @@ check-layers:
 
 test-unit: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
+
+# The Python package in a virtual environment under $(BUILD): its build requirements (read from
+# pyproject.toml) installed once, then `pip install .[test]` without build isolation in a build
+# folder of its own ($(BUILD)/python-venv: an isolated `pip install .` uses build/python, and a
+# folder switched between the two is rebuilt from scratch), so a rebuild compiles only what
+# changed.
+$(PY_VENV)/.requirements: pyproject.toml
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY_VENV)/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))" > $@.tmp
+	$(PY_VENV)/bin/pip install -q -r $@.tmp
+	mv $@.tmp $@
+
+python: deps $(PY_VENV)/.requirements
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install -q --no-build-isolation \
+	  --config-settings=build-dir=$(BUILD)/python-venv '.[test]'
+
+# The Python tests (tests/python); the CLI comparison runs $(BUILD)/weft.
+test-python: python build
+	WEFT_BINARY=$(BUILD)/weft $(PY_VENV)/bin/python -m pytest -q tests/python
 
 test-asan: deps
 	cmake -S . -B $(BUILD_SAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=address,undefined \
@@ -51,8 +72,9 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '$(LOADS_GENERATED)'
 
-# The parallel parts (search, oracle, verifier, symbolic prover) under ThreadSanitizer.
-TSAN_TESTS = Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
+# The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime) under
+# ThreadSanitizer.
+TSAN_TESTS = MpkRuntime.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
@@ -64,8 +86,9 @@ test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DWEFT_BUILD_FUZZ=ON \
 	  -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	ninja -C $(BUILD_FUZZ) -j$(JOBS) parse_fuzzer
+	ninja -C $(BUILD_FUZZ) -j$(JOBS) parse_fuzzer model_fuzzer
 	scripts/run-fuzzer.sh $(BUILD_FUZZ)/parse_fuzzer
+	scripts/run-fuzzer.sh $(BUILD_FUZZ)/model_fuzzer
 
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)

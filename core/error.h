@@ -49,8 +49,14 @@ namespace detail {
 // WEFT_CHECK(cond, "format {}", args...): internal invariant; throws InternalError when false.
 #define WEFT_CHECK(cond, ...)                                                              \
   do {                                                                                     \
-    if (!(cond)) ::weft::detail::check_failed(#cond, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
+    if (!(cond))                                                                           \
+      ::weft::detail::check_failed(#cond, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
   } while (0)
+
+// WEFT_FAIL("format {}", args...): an internal invariant known broken where control arrives;
+// never returns, so it may end a non-void function.
+#define WEFT_FAIL(...) \
+  ::weft::detail::check_failed("unreachable", __FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
 
 // Throws a UserError at a location with a formatted message.
 #define WEFT_USER_ERROR(loc, ...) throw ::weft::UserError((loc), ::fmt::format(__VA_ARGS__))

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -19,8 +20,10 @@
 #include "ir/printer.h"
 #include "ir/validate.h"
 #include "search/absexpr_oracle.h"
+#include "search/baselines.h"
 #include "search/kernel_search.h"
 #include "search/memory_account.h"
+#include "search/partition.h"
 #include "verify/equivalence.h"
 
 namespace weft {
@@ -62,8 +65,16 @@ class Ticker {
 };
 
 VerifiedRecord verify_candidate(EquivalenceChecker& checker, const Graph& candidate) {
-  VerifyResult v = checker.check(candidate);
   VerifiedRecord rec;
+  VerifyResult v;
+  try {
+    v = checker.check(candidate);
+  } catch (const UserError& e) {
+    // A limit of the verifier (e.g. a program too deep for the finite-field test), not a verdict
+    // on the candidate: reported as such, and the candidate is not kept.
+    rec.detail = fmt::format("verifier limit: {}", e.message());
+    return rec;
+  }
   rec.equivalent = v.verdict == Verdict::equivalent;
   rec.bound = v.bound;
   rec.tests = v.tests_run;
@@ -78,6 +89,365 @@ VerifiedRecord verify_candidate(EquivalenceChecker& checker, const Graph& candid
   return rec;
 }
 
+// The candidates found so far, from every source (baselines, the search, stitched partitions):
+// checked on the target, costed, deduplicated by text, with the best predicted time and when it
+// last improved (the anytime search's convergence clock).
+class CandidatePool {
+ public:
+  CandidatePool(const Target& target, MemoryAccount& memory, const StopSignal& clock)
+      : target_(target), memory_(memory), clock_(clock) {}
+
+  void add(Graph&& g, const std::string& origin) {
+    RankedCandidate c;
+    c.text = print_graph(g, false);
+    c.origin = origin;
+    if (!check_graph(g, target_).empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++invalid_;
+      return;
+    }
+    c.predicted_s = predict(g, target_).total_s;
+    c.found_s = clock_.elapsed_s();
+    c.graph = std::move(g);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!seen_.insert(c.text).second) return;
+    if (best_s_ == 0 || c.predicted_s < best_s_) {
+      best_s_ = c.predicted_s;
+      improved_s_ = clock_.elapsed_s();
+    }
+    // The candidate (graph and text), its text again in `seen_`, and the list's growth.
+    int64_t bytes = heap_bytes(c.graph) + 2 * heap_bytes(c.text) +
+                    map_node_bytes(sizeof(std::string)) - heap_bytes(found_);
+    found_.push_back(std::move(c));
+    memory_.add(bytes + heap_bytes(found_));
+    memory_.sample();  // the kernel search's thread: a deterministic point
+  }
+
+  int64_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int64_t>(found_.size());
+  }
+  int64_t invalid() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return invalid_;
+  }
+  double best_s() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return best_s_;
+  }
+  double improved_s() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return improved_s_;
+  }
+  // Every candidate, fastest first (ties by text, so the order never depends on timing).
+  std::vector<RankedCandidate> take_ranked() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<RankedCandidate> out = std::move(found_);
+    std::sort(out.begin(), out.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+      return a.predicted_s != b.predicted_s ? a.predicted_s < b.predicted_s : a.text < b.text;
+    });
+    return out;
+  }
+
+ private:
+  const Target& target_;
+  MemoryAccount& memory_;
+  const StopSignal& clock_;
+  mutable std::mutex mu_;
+  std::vector<RankedCandidate> found_;
+  std::set<std::string> seen_;
+  double best_s_ = 0, improved_s_ = 0;
+  int64_t invalid_ = 0;
+};
+
+// What the search steps share.
+struct Run {
+  const Graph& program;
+  const SearchConfig& config;
+  const OptimizeOptions& options;
+  const Target& target;
+  int threads;
+  StopSignal& stop;
+  MemoryAccount& memory;
+  CandidatePool& pool;
+  OptimizeResult& result;
+  CheckpointData& checkpoint;
+  // The whole program's search state, kept for the checkpoints saved while verifying (none when
+  // the program was searched in parts).
+  BlockMemo& memo;
+  std::unique_ptr<AbsExprOracle>& oracle;
+};
+
+void save_checkpoint_verdicts(const Run& run) {
+  if (run.oracle)
+    save_checkpoint(run.options.checkpoint_path, run.checkpoint, run.memo, *run.oracle);
+}
+
+// The search-phase progress of the whole run.
+OptimizeProgress pool_progress(const Run& run, const SearchStats* stats) {
+  OptimizeProgress p;
+  p.elapsed_s = run.stop.elapsed_s();
+  if (stats) {
+    p.states = stats->states.load();
+    p.pruned = stats->pruned_expr.load() + stats->pruned_bound.load();
+    p.block_graphs = stats->block_graphs.load();
+  } else {
+    p.states = run.result.states;
+    p.pruned = run.result.pruned_expr + run.result.pruned_bound;
+    p.block_graphs = run.result.block_graphs;
+  }
+  p.memory_held_bytes = run.memory.held();
+  p.memory_budget_bytes = run.memory.budget();
+  p.candidates = run.pool.size();
+  p.best_predicted_s = run.pool.best_s();
+  return p;
+}
+
+// The stop reason of a finished kernel search: a level cut by its share of the time budget
+// means the space was not exhausted; one ended by convergence means the search converged.
+SearchStop search_end(const StopSignal& stop, const SearchStats& stats) {
+  if (stop.search_stopped()) return stop.reason();
+  if (stats.levels_cut.load() > 0) return SearchStop::time_budget;
+  if (stats.levels_converged.load() > 0) return SearchStop::converged;
+  return SearchStop::complete;
+}
+
+// The program searched whole: the oracle, the checkpoint, the kernel search.
+void search_whole(Run& run) {
+  const Graph& program = run.program;
+  const SearchConfig& config = run.config;
+  const OptimizeOptions& options = run.options;
+  OptimizeResult& result = run.result;
+  StopSignal& stop = run.stop;
+  const std::string& checkpoint_path = options.checkpoint_path;
+
+  // The oracle (one saturated e-graph per output).
+  run.oracle = std::make_unique<AbsExprOracle>(program);
+  AbsExprOracle& oracle = *run.oracle;
+  BlockMemo& memo = run.memo;
+  result.oracle_complete = oracle.complete();
+
+  // Resume from a checkpoint when one matches this program and configuration.
+  std::string program_text = print_graph(program, false);
+  // The memory budget only decides where a search stops (and the memo checkpoints no schedule it
+  // cut short), so a run it stopped resumes under a larger one, or on a machine with more memory.
+  nlohmann::json searched = config.to_json();
+  searched.erase("memory_budget_mb");
+  run.checkpoint.fingerprint =
+      fmt::format("{:016x}", std::hash<std::string>{}(program_text + searched.dump()));
+  if (!checkpoint_path.empty())
+    result.resumed =
+        load_checkpoint(checkpoint_path, run.checkpoint.fingerprint, run.checkpoint, memo, oracle);
+  if (result.resumed) run.memory.add(memo.bytes());
+
+  SearchStats stats;
+  SearchConstants constants = constants_of(program);
+  // Convergence is judged only under a time budget, so unlimited runs stay deterministic.
+  const bool converge = config.converge_s > 0 && config.time_budget_s > 0;
+  // A callback's exception stops the search and is rethrown once the helper thread is gone.
+  std::exception_ptr hook_error;
+  {
+    double last_checkpoint = 0, last_progress = 0;
+    double period = 1.0;
+    if (options.on_progress) period = std::min(period, options.progress_interval_s);
+    if (!checkpoint_path.empty()) period = std::min(period, config.checkpoint_interval_s);
+    if (options.should_stop) period = std::min(period, kStopPollPeriodS);
+    if (converge) period = std::min(period, std::max(0.01, config.converge_s / 20));
+    Ticker ticker(std::max(period, 0.01), [&] {
+      if (hook_error) return;
+      try {
+        if (options.should_stop && options.should_stop()) stop.stop(SearchStop::interrupted);
+        double now = stop.elapsed_s();
+        if (converge &&
+            now - std::max(run.pool.improved_s(), stop.level_started_s()) >= config.converge_s)
+          stop.end_level(SearchStop::converged);
+        if (options.on_progress && now - last_progress >= options.progress_interval_s) {
+          last_progress = now;
+          options.on_progress(pool_progress(run, &stats));
+        }
+        if (!checkpoint_path.empty() && now - last_checkpoint >= config.checkpoint_interval_s) {
+          last_checkpoint = now;
+          save_checkpoint(checkpoint_path, run.checkpoint, memo, oracle);
+        }
+      } catch (...) {
+        hook_error = std::current_exception();
+        stop.stop(SearchStop::interrupted);
+      }
+    });
+    DimClasses classes = analyze_dim_classes(program);
+    KernelSearchContext ctx{program, config, run.target, constants,   classes,    oracle,
+                            stats,   stop,   memo,       run.threads, &run.memory};
+    search_kernel_graphs(ctx, [&](Graph&& g) { run.pool.add(std::move(g), "search"); });
+  }
+  if (hook_error) std::rethrow_exception(hook_error);
+  result.stop = search_end(stop, stats);
+  result.states = stats.states.load();
+  result.pruned_expr = stats.pruned_expr.load();
+  result.pruned_bound = stats.pruned_bound.load();
+  result.block_graphs = stats.block_graphs.load();
+  result.candidates = stats.candidates.load();
+  result.split_candidates = stats.split_candidates.load();
+  result.levels_reached = stats.levels_reached.load();
+  result.levels_cut = stats.levels_cut.load();
+  result.levels_converged = stats.levels_converged.load();
+  result.peak_accounted_bytes = result.stop == SearchStop::complete
+                                    ? run.memory.sampled_peak()
+                                    : std::max(run.memory.sampled_peak(), run.memory.peak());
+  for (const auto& [key, results] : memo.snapshot()) {
+    std::lock_guard<std::mutex> lock(results->mu);
+    for (bool t : results->truncated) result.memo_truncated += t;
+  }
+  if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, run.checkpoint, memo, oracle);
+}
+
+// Which of two stop reasons describes a run made of several searches.
+SearchStop worse_stop(SearchStop a, SearchStop b) {
+  auto rank = [](SearchStop s) {
+    switch (s) {
+      case SearchStop::complete:
+        return 0;
+      case SearchStop::converged:
+        return 1;
+      case SearchStop::time_budget:
+        return 2;
+      case SearchStop::state_budget:
+        return 3;
+      case SearchStop::memory_budget:
+        return 4;
+      case SearchStop::interrupted:
+        return 5;
+    }
+    return 5;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+// A program too large for the search, in parts: each searchable part is optimized on its own
+// (baselines, search, verification against the part) with an equal share of the time left, and
+// the parts' verified bests are stitched into one candidate of the whole program.
+void search_parts(Run& run, const std::vector<SubProgram>& parts) {
+  const SearchConfig& config = run.config;
+  OptimizeResult& result = run.result;
+  int left = 0;
+  for (const SubProgram& part : parts) left += part.searched;
+  std::vector<Graph> replacements;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const SubProgram& part = parts[i];
+    OptimizeResult::Part report;
+    for (int op : part.ops)
+      for (ValueId v : run.program.ops[op].outputs) report.ops.push_back(run.program.value(v).name);
+    report.rule = part.rule;
+    report.searched = part.searched;
+    report.input_predicted_s = predict(part.graph, run.target).total_s;
+    report.best_predicted_s = report.input_predicted_s;
+    report.best_origin = "input";
+    replacements.push_back(part.graph);
+    if (part.searched && !run.stop.search_stopped()) {
+      SearchConfig sub = config;
+      double remaining = config.time_budget_s - run.stop.elapsed_s();
+      sub.time_budget_s = config.time_budget_s > 0 ? std::max(0.01, remaining / left) : 0;
+      sub.top_k = 1;
+      report.budget_s = sub.time_budget_s;
+      OptimizeOptions sub_options;
+      sub_options.progress_interval_s = run.options.progress_interval_s;
+      sub_options.should_stop = run.options.should_stop;
+      const double offset = run.stop.elapsed_s();
+      if (run.options.on_progress)
+        sub_options.on_progress = [&, offset, i](const OptimizeProgress& p) {
+          if (p.phase != OptimizeProgress::Phase::search || p.search_done) return;
+          OptimizeProgress q = p;
+          q.elapsed_s += offset;
+          q.states += result.states;
+          q.part = static_cast<int>(i + 1);
+          q.parts = static_cast<int>(parts.size());
+          run.options.on_progress(q);
+        };
+      OptimizeResult r = optimize(part.graph, sub, sub_options);
+      report.stop = r.stop;
+      report.states = r.states;
+      report.candidates = r.candidates + r.baselines;
+      report.search_s = r.search_s;
+      result.states += r.states;
+      result.pruned_expr += r.pruned_expr;
+      result.pruned_bound += r.pruned_bound;
+      result.block_graphs += r.block_graphs;
+      result.candidates += r.candidates;
+      result.split_candidates += r.split_candidates;
+      result.levels_reached = std::max(result.levels_reached, r.levels_reached);
+      result.levels_cut += r.levels_cut;
+      result.levels_converged += r.levels_converged;
+      result.oracle_complete = result.oracle_complete && r.oracle_complete;
+      result.peak_accounted_bytes = std::max(result.peak_accounted_bytes, r.peak_accounted_bytes);
+      result.stop = worse_stop(result.stop, r.stop);
+      if (r.stop == SearchStop::interrupted) run.stop.stop(SearchStop::interrupted);
+      if (!r.top.empty()) {
+        replacements.back() = r.top[0].graph;
+        report.best_predicted_s = r.top[0].predicted_s;
+        report.best_origin = r.top[0].origin;
+      }
+      --left;
+    }
+    result.partition.push_back(std::move(report));
+  }
+  run.pool.add(stitch(run.program, parts, replacements), "partition");
+}
+
+// Verifies the ranked candidates in order until the top-k are proven equivalent and numerically
+// acceptable.
+void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
+  const SearchConfig& config = run.config;
+  OptimizeResult& result = run.result;
+  auto verify_start = std::chrono::steady_clock::now();
+  VerifyOptions vopt;
+  vopt.target_error = config.target_error;
+  vopt.seed = config.seed;
+  vopt.threads = run.threads;
+  EquivalenceChecker checker(run.program, vopt);
+  OptimizeProgress verify_progress = pool_progress(run, nullptr);
+  verify_progress.phase = OptimizeProgress::Phase::verify;
+  verify_progress.search_done = true;
+  const std::string& checkpoint_path = run.options.checkpoint_path;
+  for (RankedCandidate& c : found) {
+    if (static_cast<int>(result.top.size()) >= config.top_k) {
+      ++result.unverified;
+      continue;
+    }
+    auto cached = run.checkpoint.verified.find(c.text);
+    if (c.graph == run.program) {
+      // The input program itself is equivalent to itself: no test needed, and none can fail
+      // (a program can be too deep for the finite-field test: docs/verification.md).
+      c.verification.equivalent = c.verification.numerically_ok = true;
+      c.verification.bound = 0;
+      c.verification.detail = "identical to the input program";
+    } else if (cached != run.checkpoint.verified.end()) {
+      c.verification = cached->second;
+    } else {
+      c.verification = verify_candidate(checker, c.graph);
+      run.checkpoint.verified[c.text] = c.verification;
+      if (!checkpoint_path.empty()) save_checkpoint_verdicts(run);
+    }
+    result.tests += c.verification.tests;
+    if (!c.verification.equivalent) {
+      ++result.rejected;
+      ++result.rejections[c.verification.detail];
+    } else if (!c.verification.numerically_ok) {
+      ++result.verified;
+      ++result.numerically_rejected;
+    } else {
+      ++result.verified;
+      result.top.push_back(c);
+    }
+    if (run.options.on_progress) {
+      ++verify_progress.checked;
+      verify_progress.kept = static_cast<int64_t>(result.top.size());
+      verify_progress.elapsed_s = run.stop.elapsed_s();
+      run.options.on_progress(verify_progress);
+    }
+  }
+  result.verify_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
+}
+
 }  // namespace
 
 OptimizeResult optimize(const Graph& input, const SearchConfig& config,
@@ -90,172 +460,48 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   const Graph& program = result.program;
   result.program_predicted_s = predict(program, target).total_s;
   result.roofline_s = roofline_floor(program, target);
-  int threads = config.threads > 0 ? config.threads : hardware_threads();
-  const std::string& checkpoint_path = options.checkpoint_path;
 
-  // Step 1: the oracle (one saturated e-graph per output).
-  AbsExprOracle oracle(program);
-  result.oracle_complete = oracle.complete();
-
-  // Step 2: resume from a checkpoint when one matches this program and configuration.
-  std::string program_text = print_graph(program, false);
-  CheckpointData checkpoint;
-  // The memory budget only decides where a search stops (and the memo checkpoints no schedule it
-  // cut short), so a run it stopped resumes under a larger one, or on a machine with more memory.
-  nlohmann::json searched = config.to_json();
-  searched.erase("memory_budget_mb");
-  checkpoint.fingerprint =
-      fmt::format("{:016x}", std::hash<std::string>{}(program_text + searched.dump()));
-  BlockMemo memo;
-  if (!checkpoint_path.empty())
-    result.resumed =
-        load_checkpoint(checkpoint_path, checkpoint.fingerprint, checkpoint, memo, oracle);
-
-  // Step 3: search; every candidate is checked on the target and costed as it arrives.
-  SearchStats stats;
   StopSignal stop(config.time_budget_s);
   result.memory_budget_bytes = std::min(config.memory_budget_mb, int64_t{1} << 40) << 20;
   MemoryAccount memory(result.memory_budget_bytes, stop);
-  if (result.resumed) memory.add(memo.bytes());
-  SearchConstants constants = constants_of(program);
-  std::mutex mu;
-  std::vector<RankedCandidate> found;
-  std::set<std::string> seen;
-  double best_s = 0;
-  auto on_candidate = [&](Graph&& g) {
-    RankedCandidate c;
-    c.text = print_graph(g, false);
-    if (!check_graph(g, target).empty()) {
-      std::lock_guard<std::mutex> lock(mu);
-      ++result.invalid;
-      return;
-    }
-    c.predicted_s = predict(g, target).total_s;
-    c.graph = std::move(g);
-    std::lock_guard<std::mutex> lock(mu);
-    if (!seen.insert(c.text).second) return;
-    if (best_s == 0 || c.predicted_s < best_s) best_s = c.predicted_s;
-    // The candidate (graph and text), its text again in `seen`, and the list's growth.
-    int64_t bytes = heap_bytes(c.graph) + 2 * heap_bytes(c.text) +
-                    map_node_bytes(sizeof(std::string)) - heap_bytes(found);
-    found.push_back(std::move(c));
-    memory.add(bytes + heap_bytes(found));
-    memory.sample();  // the kernel search's thread: a deterministic point
-  };
-  auto search_progress = [&] {
-    OptimizeProgress p;
-    p.elapsed_s = stop.elapsed_s();
-    p.states = stats.states.load();
-    p.pruned = stats.pruned_expr.load() + stats.pruned_bound.load();
-    p.block_graphs = stats.block_graphs.load();
-    p.memory_held_bytes = memory.held();
-    p.memory_budget_bytes = memory.budget();
-    std::lock_guard<std::mutex> lock(mu);
-    p.candidates = static_cast<int64_t>(found.size());
-    p.best_predicted_s = best_s;
-    return p;
-  };
-  // A callback's exception stops the search and is rethrown once the helper thread is gone.
-  std::exception_ptr hook_error;
-  {
-    double last_checkpoint = 0, last_progress = 0;
-    double period = 1.0;
-    if (options.on_progress) period = std::min(period, options.progress_interval_s);
-    if (!checkpoint_path.empty()) period = std::min(period, config.checkpoint_interval_s);
-    if (options.should_stop) period = std::min(period, kStopPollPeriodS);
-    Ticker ticker(std::max(period, 0.01), [&] {
-      if (hook_error) return;
-      try {
-        if (options.should_stop && options.should_stop()) stop.stop(SearchStop::interrupted);
-        double now = stop.elapsed_s();
-        if (options.on_progress && now - last_progress >= options.progress_interval_s) {
-          last_progress = now;
-          options.on_progress(search_progress());
-        }
-        if (!checkpoint_path.empty() && now - last_checkpoint >= config.checkpoint_interval_s) {
-          last_checkpoint = now;
-          save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
-        }
-      } catch (...) {
-        hook_error = std::current_exception();
-        stop.stop(SearchStop::interrupted);
-      }
-    });
-    DimClasses classes = analyze_dim_classes(program);
-    KernelSearchContext ctx{program, config, target, constants, classes, oracle,
-                            stats,   stop,   memo,   threads,   &memory};
-    search_kernel_graphs(ctx, on_candidate);
+  CandidatePool pool(target, memory, stop);
+  CheckpointData checkpoint;
+  BlockMemo memo;
+  std::unique_ptr<AbsExprOracle> oracle;
+  Run run{
+      program, config, options, target, config.threads > 0 ? config.threads : hardware_threads(),
+      stop,    memory, pool,    result, checkpoint,
+      memo,    oracle};
+
+  // Step 1: the baselines seed the candidates, so the run has an answer from the start.
+  FuseOptions fuse;
+  fuse.max_blocks = config.max_blocks;
+  fuse.max_loop = config.max_loop;
+  fuse.max_grid_dims = config.max_grid_dims;
+  fuse.threads = config.threads_per_block.empty() ? 128 : config.threads_per_block.front();
+  for (BaselineCandidate& b : baseline_candidates(program, target, fuse)) {
+    pool.add(std::move(b.graph), "baseline:" + b.rule);
+    ++result.baselines;
   }
-  if (hook_error) std::rethrow_exception(hook_error);
+
+  // Step 2: the search, of the whole program or of its parts (partition.h).
+  std::vector<SubProgram> parts = partition_program(program, config);
+  if (parts.size() == 1)
+    search_whole(run);
+  else
+    search_parts(run, parts);
+  result.invalid = pool.invalid();
   if (options.on_progress) {
-    OptimizeProgress p = search_progress();
+    OptimizeProgress p = pool_progress(run, nullptr);
     p.search_done = true;
     options.on_progress(p);
   }
   result.search_s = stop.elapsed_s();
-  result.stop = stop.reason();
-  result.states = stats.states.load();
-  result.pruned_expr = stats.pruned_expr.load();
-  result.pruned_bound = stats.pruned_bound.load();
-  result.block_graphs = stats.block_graphs.load();
-  result.candidates = stats.candidates.load();
-  result.split_candidates = stats.split_candidates.load();
-  result.peak_accounted_bytes = result.stop == SearchStop::completed
-                                    ? memory.sampled_peak()
-                                    : std::max(memory.sampled_peak(), memory.peak());
-  for (const auto& [key, results] : memo.snapshot()) {
-    std::lock_guard<std::mutex> lock(results->mu);
-    for (bool t : results->truncated) result.memo_truncated += t;
-  }
+  result.best_found_s = pool.improved_s();
   result.peak_rss_bytes = peak_resident_bytes();
-  if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
 
-  // Step 4: rank by predicted time (ties by text, so the order never depends on timing), then
-  // verify in that order until the top-k are proven equivalent and numerically acceptable.
-  std::sort(found.begin(), found.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
-    return a.predicted_s != b.predicted_s ? a.predicted_s < b.predicted_s : a.text < b.text;
-  });
-  auto verify_start = std::chrono::steady_clock::now();
-  VerifyOptions vopt;
-  vopt.target_error = config.target_error;
-  vopt.seed = config.seed;
-  vopt.threads = threads;
-  EquivalenceChecker checker(program, vopt);
-  OptimizeProgress verify_progress = search_progress();
-  verify_progress.phase = OptimizeProgress::Phase::verify;
-  verify_progress.search_done = true;
-  for (RankedCandidate& c : found) {
-    if (static_cast<int>(result.top.size()) >= config.top_k) {
-      ++result.unverified;
-      continue;
-    }
-    auto cached = checkpoint.verified.find(c.text);
-    if (cached != checkpoint.verified.end()) {
-      c.verification = cached->second;
-    } else {
-      c.verification = verify_candidate(checker, c.graph);
-      checkpoint.verified[c.text] = c.verification;
-      if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, checkpoint, memo, oracle);
-    }
-    result.tests += c.verification.tests;
-    if (!c.verification.equivalent) {
-      ++result.rejected;
-    } else if (!c.verification.numerically_ok) {
-      ++result.verified;
-      ++result.numerically_rejected;
-    } else {
-      ++result.verified;
-      result.top.push_back(c);
-    }
-    if (options.on_progress) {
-      ++verify_progress.checked;
-      verify_progress.kept = static_cast<int64_t>(result.top.size());
-      verify_progress.elapsed_s = stop.elapsed_s();
-      options.on_progress(verify_progress);
-    }
-  }
-  result.verify_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
+  // Step 3: rank by predicted time, verify in that order.
+  rank_and_verify(run, pool.take_ranked());
   result.wall_s = result.search_s + result.verify_s;
   return result;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,11 @@ namespace weft {
 struct RankedCandidate {
   Graph graph;
   std::string text;  // canonical printed form (no type comments)
+  // Where it came from: "search", "baseline:RULE" (search/baselines.h), or "partition"
+  // (subprograms searched apart and stitched: search/partition.h).
+  std::string origin = "search";
   double predicted_s = 0;
+  double found_s = 0;  // search time when it was found (in this run)
   VerifiedRecord verification;
 };
 
@@ -34,6 +39,7 @@ struct OptimizeResult {
   // Search figures.
   int64_t states = 0, pruned_expr = 0, pruned_bound = 0, block_graphs = 0;
   int64_t candidates = 0;        // equivalent by abstract expression
+  int64_t baselines = 0;         // rule-built candidates, before the search (search/baselines.h)
   int64_t split_candidates = 0;  // of which split-reduction variants (split_reduction.h)
   int64_t invalid = 0;           // rejected by the checker on the target (e.g. shared memory)
   int64_t verified = 0;          // passed the finite-field tests
@@ -42,8 +48,27 @@ struct OptimizeResult {
   int64_t tests = 0;       // finite-field tests run
   int64_t unverified = 0;  // ranked below the top-k, never needed verification
   bool oracle_complete = true;
+  // Iterative deepening (search/kernel_search.cpp): kernel-graph sizes reached, and ended early
+  // by their share of the time budget or by convergence.
+  int levels_reached = 0, levels_cut = 0, levels_converged = 0;
+  // Why candidates failed verification (the verdict and its message), with counts: a verifier
+  // limit (e.g. a program too deep for the finite-field test) shows here.
+  std::map<std::string, int64_t> rejections;
+  // Subprograms searched apart (search/partition.h); empty when the program was searched whole.
+  struct Part {
+    std::vector<std::string> ops;  // the program's value names the part computes, in order
+    std::string rule;
+    bool searched = false;
+    SearchStop stop = SearchStop::complete;
+    int64_t states = 0, candidates = 0;
+    double budget_s = 0, search_s = 0;
+    double input_predicted_s = 0;
+    double best_predicted_s = 0;  // its verified best (the part's own ops when none)
+    std::string best_origin;      // "search", "baseline:RULE", or "input" (nothing verified)
+  };
+  std::vector<Part> partition;
   // Why the search stopped; `interrupted` when OptimizeOptions::should_stop asked for it.
-  SearchStop stop = SearchStop::completed;
+  SearchStop stop = SearchStop::complete;
   // Memory (search/memory_account.h). The accounted peak is the same on every run that completes
   // (sampled between batches of block searches); a stopped run's includes what workers held.
   int64_t memory_budget_bytes = 0;  // 0: unlimited
@@ -51,7 +76,8 @@ struct OptimizeResult {
   int64_t memo_truncated = 0;  // schedules whose block graphs the full memo did not all keep
   int64_t peak_rss_bytes = 0;  // the process's resident peak at the end of the search
   double search_s = 0, verify_s = 0, wall_s = 0;
-  bool resumed = false;  // from the checkpoint file
+  double best_found_s = 0;  // when the fastest candidate (verified or not) was found
+  bool resumed = false;     // from the checkpoint file
 };
 
 // Where a running optimize stands: what a progress display shows.
@@ -73,6 +99,9 @@ struct OptimizeProgress {
   // Verification (phase verify): candidates checked so far and how many of them made the top-k.
   int64_t checked = 0;
   int64_t kept = 0;
+  // A partitioned program (search/partition.h): which part is being searched (1-based; 0: the
+  // whole program), of how many.
+  int part = 0, parts = 0;
 };
 
 struct OptimizeOptions {

@@ -2,7 +2,9 @@
 #include "driver/optimize_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,17 @@ double microseconds(double seconds) {
   return std::round(seconds * 1e9) / 1e3;
 }
 
+std::string gigabytes(int64_t bytes) {
+  return fmt::format("{:.2f}", static_cast<double>(bytes) / (int64_t{1} << 30));
+}
+
+std::string si(double v) {
+  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
 std::string top_file_name(size_t index) {
   return fmt::format("top-{}.weft", index + 1);
 }
@@ -41,6 +54,12 @@ std::string error_bound_text(double bound) {
 }
 
 std::string candidate_file_text(const RankedCandidate& c, int rank, const std::string& target) {
+  if (c.verification.tests == 0 && c.verification.bound == 0)
+    return fmt::format(
+               "# weft optimize: rank {}, predicted {:.2f} us on {}\n# the input program "
+               "itself ({}): equivalent without a test\n",
+               rank, c.predicted_s * 1e6, target, c.origin) +
+           print_graph(c.graph);
   return fmt::format(
              "# weft optimize: rank {}, predicted {:.2f} us on {}\n# verified: equivalent to the "
              "input program with error bound {} ({} finite-field tests); f32 error {:.2e}\n",
@@ -49,21 +68,92 @@ std::string candidate_file_text(const RankedCandidate& c, int rank, const std::s
          print_graph(c.graph);
 }
 
+std::string optimize_summary_text(const OptimizeResult& r, const std::string& name,
+                                  const std::string& out_dir) {
+  const SearchConfig& config = r.config;
+  std::string s = fmt::format("weft optimize: {} on {}\n", name, config.target);
+  s += fmt::format(
+      "  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n", r.states,
+      r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "", r.pruned_expr);
+  s += fmt::format(
+      "  anytime: {} baselines before the search; kernel-graph sizes reached {}, {} cut "
+      "by their time share, {} converged; fastest candidate found at {:.1f} s\n",
+      r.baselines, r.levels_reached, r.levels_cut, r.levels_converged, r.best_found_s);
+  for (size_t i = 0; i < r.partition.size(); ++i) {
+    const OptimizeResult::Part& p = r.partition[i];
+    s += fmt::format(
+        "  part {}/{} ({}: {}): {}\n", i + 1, r.partition.size(), p.rule, fmt::join(p.ops, " "),
+        p.searched ? fmt::format("{:.2f} -> {:.2f} us ({}, stop: {})", p.input_predicted_s * 1e6,
+                                 p.best_predicted_s * 1e6, p.best_origin, search_stop_name(p.stop))
+                   : fmt::format("{:.2f} us, kept as it is", p.input_predicted_s * 1e6));
+  }
+  s += fmt::format(
+      "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
+      megabytes(r.peak_accounted_bytes),
+      config.memory_budget_mb > 0 ? fmt::format("a {} MB budget", config.memory_budget_mb)
+                                  : std::string("no budget"),
+      r.memo_truncated > 0
+          ? fmt::format(" (memo full: {} schedules' block graphs cut short)", r.memo_truncated)
+          : std::string(),
+      megabytes(r.peak_rss_bytes));
+  s += fmt::format(
+      "  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
+      "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
+      r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
+      r.unverified, config.top_k);
+  s += fmt::format("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
+                   r.program_predicted_s * 1e6, r.roofline_s * 1e6);
+  for (const auto& [why, n] : r.rejections) s += fmt::format("  rejected {}x: {}\n", n, why);
+  if (r.top.empty()) return s + "  no verified µGraph found within the budget\n";
+  const RankedCandidate& best = r.top[0];
+  s += fmt::format(
+      "  best µGraph: {:.2f} us predicted ({} kernel op{}, from {}), {:.2f}x the input program; "
+      "error bound {} after {} tests, f32 error {:.1e}\n",
+      best.predicted_s * 1e6, best.graph.ops.size(), best.graph.ops.size() == 1 ? "" : "s",
+      best.origin, r.program_predicted_s / best.predicted_s, error_bound_text(best.verification.bound),
+      best.verification.tests, best.verification.f32_error);
+  s += fmt::format("  wrote {}/best.weft, top-1..{}.weft, summary.json, timing.json\n", out_dir,
+                   r.top.size());
+  s += fmt::format("  picture: weft dot {}/best.weft -o {}/best.svg\n", out_dir, out_dir);
+  return s;
+}
+
+std::string optimize_progress_line(const OptimizeProgress& p) {
+  return fmt::format(
+      "[{:6.1f}s]{} states {} ({}/s) pruned {} block graphs {} candidates {} best {} mem {}/{} GB",
+      p.elapsed_s, p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(), si(static_cast<double>(p.states)),
+      si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
+      si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)), p.candidates,
+      p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
+                             : std::string("-"),
+      gigabytes(p.memory_held_bytes),
+      p.memory_budget_bytes > 0 ? gigabytes(p.memory_budget_bytes) : std::string("-"));
+}
+
 nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string& input_file) {
   nlohmann::json top = nlohmann::json::array();
   for (size_t i = 0; i < r.top.size(); ++i) {
     const RankedCandidate& c = r.top[i];
-    top.push_back({{"file", top_file_name(i)},
-                   {"predicted_us", microseconds(c.predicted_s)},
-                   {"kernels", c.graph.ops.size()},
-                   {"error_bound_log2", std::floor(std::log2(c.verification.bound))},
-                   {"tests", c.verification.tests},
-                   {"f32_error", c.verification.f32_error}});
+    top.push_back(
+        {{"file", top_file_name(i)},
+         {"origin", c.origin},
+         {"predicted_us", microseconds(c.predicted_s)},
+         {"kernels", c.graph.ops.size()},
+         // null for the input program itself, equivalent without a test
+         {"error_bound_log2", c.verification.bound > 0
+                                  ? nlohmann::json(std::floor(std::log2(c.verification.bound)))
+                                  : nlohmann::json(nullptr)},
+         {"tests", c.verification.tests},
+         {"f32_error", c.verification.f32_error}});
   }
   nlohmann::json summary = {{"program", r.program.name},
                             {"input", std::filesystem::path(input_file).filename().string()},
                             {"config", r.config.to_json()},
                             {"stop_reason", search_stop_name(r.stop)},
+                            {"levels_reached", r.levels_reached},
+                            {"levels_cut_by_time", r.levels_cut},
+                            {"levels_converged", r.levels_converged},
+                            {"baselines", r.baselines},
                             {"memory_budget_mb", r.config.memory_budget_mb},
                             {"peak_accounted_memory_mb", megabytes(r.peak_accounted_bytes)},
                             {"memo_schedules_truncated", r.memo_truncated},
@@ -82,7 +172,22 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"oracle_complete", r.oracle_complete},
                             {"input_predicted_us", microseconds(r.program_predicted_s)},
                             {"roofline_floor_us", microseconds(r.roofline_s)},
+                            {"rejections", r.rejections},
                             {"top", top}};
+  if (!r.partition.empty()) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const OptimizeResult::Part& p : r.partition)
+      parts.push_back({{"computes", p.ops},
+                       {"rule", p.rule},
+                       {"searched", p.searched},
+                       {"stop_reason", search_stop_name(p.stop)},
+                       {"states", p.states},
+                       {"candidates", p.candidates},
+                       {"input_predicted_us", microseconds(p.input_predicted_s)},
+                       {"best_predicted_us", microseconds(p.best_predicted_s)},
+                       {"best_origin", p.best_origin}});
+    summary["partition"] = parts;
+  }
   if (!r.top.empty())
     summary["predicted_speedup"] =
         std::round(r.program_predicted_s / r.top[0].predicted_s * 1000) / 1000;
@@ -90,12 +195,24 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
 }
 
 nlohmann::json optimize_timing_json(const OptimizeResult& r) {
-  return {{"search_s", r.search_s},
-          {"verify_s", r.verify_s},
-          {"wall_s", r.wall_s},
-          {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
-          {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
-          {"resumed_from_checkpoint", r.resumed}};
+  nlohmann::json parts = nlohmann::json::array();
+  for (const OptimizeResult::Part& p : r.partition)
+    parts.push_back({{"budget_s", p.budget_s}, {"search_s", p.search_s}});
+  nlohmann::json timing = {
+      {"search_s", r.search_s},
+      {"partition", parts},
+      {"verify_s", r.verify_s},
+      {"wall_s", r.wall_s},
+      {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
+      {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
+      {"resumed_from_checkpoint", r.resumed}};
+  // When the run found the best verified µGraph (null: none), and when the fastest candidate,
+  // verified or not, last improved. Timing-dependent, so they are here and not in the
+  // byte-stable summary.json.
+  timing["best_found_s"] = nullptr;
+  if (!r.top.empty()) timing["best_found_s"] = std::round(r.top[0].found_s * 1000) / 1000;
+  timing["fastest_candidate_found_s"] = std::round(r.best_found_s * 1000) / 1000;
+  return timing;
 }
 
 std::vector<std::string> write_optimize_report(const std::string& dir, const OptimizeResult& r,

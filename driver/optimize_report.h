@@ -19,6 +19,16 @@ std::string error_bound_text(double bound);
 std::string candidate_file_text(const RankedCandidate& candidate, int rank,
                                 const std::string& target);
 
+// What `weft optimize` (and `python -m weft optimize`) prints when done: the search figures, the
+// best µGraph's prediction and verification, and the files written to `out_dir`. `name`: the
+// program's (or its file's).
+std::string optimize_summary_text(const OptimizeResult& result, const std::string& name,
+                                  const std::string& out_dir);
+
+// One progress report of the search phase as a line (no line end): elapsed time, states and
+// their rate, pruned, block graphs, candidates, the best prediction so far, accounted memory.
+std::string optimize_progress_line(const OptimizeProgress& progress);
+
 // `input_file`: the program's file as given; the summary records its file name only.
 nlohmann::json optimize_summary_json(const OptimizeResult& result, const std::string& input_file);
 nlohmann::json optimize_timing_json(const OptimizeResult& result);

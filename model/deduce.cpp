@@ -111,6 +111,14 @@ void complete_model_attrs(DeduceContext& ctx, const std::vector<AttrSpec>& specs
   }
 }
 
+SymExpr broadcast_dim(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i) {
+  if (ctx.provably_eq(a, b)) return a;
+  if (a.as_constant() == 1) return b;
+  if (b.as_constant() == 1) return a;
+  ctx.require_eq(a, b, fmt::format("dim {} of the operands to agree (or one to be 1)", i));
+  return a;
+}
+
 namespace {
 
 const SymExpr& attr_sym(const MAttrs& a, const char* name) {
@@ -123,14 +131,6 @@ int64_t attr_const(DeduceContext& ctx, const MAttrs& a, const char* name, int64_
   if (!c || *c < lo)
     ctx.fail(fmt::format("{}={} must be an integer >= {}", name, attr_sym(a, name).str(), lo));
   return *c;
-}
-
-SymExpr broadcast(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i) {
-  if (ctx.provably_eq(a, b)) return a;
-  if (a.as_constant() == 1) return b;
-  if (b.as_constant() == 1) return a;
-  ctx.require_eq(a, b, fmt::format("dim {} of the operands to agree (or one to be 1)", i));
-  return a;
 }
 
 std::vector<SymExpr> dims_of(const MType& t) {
@@ -194,7 +194,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       if (!known) return result(x.rank, {});
       std::vector<SymExpr> out;
       for (size_t i = 0; i < static_cast<size_t>(x.rank); ++i)
-        out.push_back(broadcast(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
+        out.push_back(broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
       return result(x.rank, out);
     }
     WEFT_CASES_MATMUL {
@@ -207,7 +207,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
           a[r - 1], b[r - 2],
           fmt::format("matmul's contraction dims to agree ({} x {})", in[0].str(), in[1].str()));
       std::vector<SymExpr> out(r);
-      for (size_t i = 0; i + 2 < r; ++i) out[i] = broadcast(ctx, a[i], b[i], i);
+      for (size_t i = 0; i + 2 < r; ++i) out[i] = broadcast_dim(ctx, a[i], b[i], i);
       out[r - 2] = a[r - 2];
       out[r - 1] = b[r - 1];
       return result(x.rank, out);
@@ -350,7 +350,8 @@ class FunctionDeducer {
 
  private:
   void define(const std::string& name, const MType& type, const SourceLoc& loc) {
-    if (!env_.emplace(name, type).second)
+    // Names are unique in the whole function, arms of an if included (one VM register each).
+    if (!all_names_.insert(name).second || !env_.emplace(name, type).second)
       throw UserError(loc, fmt::format("'{}' is already defined in function '{}' (each name is "
                                        "bound once)",
                                        name, f_.name));
@@ -367,12 +368,12 @@ class FunctionDeducer {
                                          v.name(), where));
   }
 
-  void require_defined(const SymExpr& e, const SourceLoc& loc) {
+  void require_defined(const SymExpr& e, const SourceLoc& loc,
+                       const char* where = "in an attribute") {
     for (const SymVar& v : sym_variables(e))
       if (!defined_.count(v.name()))
-        throw UserError(loc, fmt::format("symbolic variable '{}' is used in an attribute before "
-                                         "it is defined",
-                                         v.name()));
+        throw UserError(loc, fmt::format("symbolic variable '{}' is used {} before it is defined",
+                                         v.name(), where));
   }
 
   // `actual` (deduced) where `declared` is expected: same kind, dtype and rank; dims equal
@@ -440,6 +441,8 @@ class FunctionDeducer {
         return deduce_ugraph(ctx, c, in);
       case CallKind::func:
         return deduce_func_call(ctx, c, in);
+      case CallKind::if_:
+        return deduce_if(ctx, block, c);
       case CallKind::tuple:
         if (in.empty()) ctx.fail("a tuple needs at least one field");
         return MType::tuple(in);
@@ -556,6 +559,41 @@ class FunctionDeducer {
     return out;
   }
 
+  // Each arm in its own scope (its names and match_cast definitions do not leak); the result is
+  // the arms' common type, or their common rank where dims differ.
+  MType deduce_if(DeduceContext& ctx, const Block& block, Call& c) {
+    if (block.dataflow) ctx.fail("'if' is not allowed in a dataflow block (it is control flow)");
+    if (c.branches.size() != 2) ctx.fail("'if' needs a then arm and an else arm");
+    require_defined(c.cond.lhs, c.loc, "in the if's condition");
+    require_defined(c.cond.rhs, c.loc, "in the if's condition");
+    std::vector<MType> results;
+    for (IfBranch& arm : c.branches) {
+      auto env = env_;
+      auto defined = defined_;
+      Block scope;  // plain: match_cast and nested ifs are allowed in an arm
+      for (Binding& b : arm.bindings) deduce(scope, b);
+      auto it = env_.find(arm.result);
+      if (it == env_.end())
+        throw UserError(arm.result_loc,
+                        fmt::format("'{}' is not defined before its use here", arm.result));
+      results.push_back(it->second);
+      env_ = std::move(env);
+      defined_ = std::move(defined);
+    }
+    const MType &a = results[0], &b = results[1];
+    if (a == b) return a;
+    bool same_dims = a.dims && b.dims;
+    for (size_t i = 0; same_dims && i < a.dims->size() && a.rank == b.rank; ++i)
+      same_dims = ctx.provably_eq((*a.dims)[i], (*b.dims)[i]);
+    if (a.kind == MTypeKind::tensor && b.kind == MTypeKind::tensor && a.dtype == b.dtype &&
+        a.rank == b.rank)
+      return same_dims ? a : MType::tensor_of_rank(a.dtype, a.rank);
+    ctx.fail(
+        fmt::format("the arms of 'if' yield {} and {}; they must agree (tensors may differ "
+                    "in dims only)",
+                    a.str(), b.str()));
+  }
+
   MType deduce_func_call(DeduceContext& ctx, const Call& c, const std::vector<MType>& in) {
     const Function* callee = m_.find_function(c.callee);
     if (!callee) ctx.fail(fmt::format("unknown function '{}'", c.callee));
@@ -575,6 +613,7 @@ class FunctionDeducer {
   SymProver& prover_;
   std::map<std::string, MType> env_;
   std::set<std::string> defined_;
+  std::set<std::string> all_names_;
 };
 
 }  // namespace
@@ -593,18 +632,26 @@ void deduce_module(Module& module, SymProver& prover) {
   for (Function& f : module.functions) FunctionDeducer(module, f, prover).run();
 }
 
+namespace {
+void compare_types(const std::vector<Binding>& held, const std::vector<Binding>& deduced) {
+  for (size_t i = 0; i < held.size(); ++i) {
+    const Binding &x = held[i], &y = deduced[i];
+    if (!(x.type == y.type))
+      throw UserError(x.loc, fmt::format("'{}' holds type {} but deduction gives {}", x.var,
+                                         x.type.str(), y.type.str()));
+    for (size_t a = 0; a < x.call.branches.size(); ++a)
+      compare_types(x.call.branches[a].bindings, y.call.branches[a].bindings);
+  }
+}
+}  // namespace
+
 void check_module(const Module& module, SymProver& prover) {
   Module copy = module;
   deduce_module(copy, prover);
   for (size_t fi = 0; fi < module.functions.size(); ++fi) {
     const Function &a = module.functions[fi], &b = copy.functions[fi];
     for (size_t bi = 0; bi < a.blocks.size(); ++bi)
-      for (size_t i = 0; i < a.blocks[bi].bindings.size(); ++i) {
-        const Binding &x = a.blocks[bi].bindings[i], &y = b.blocks[bi].bindings[i];
-        if (!(x.type == y.type))
-          throw UserError(x.loc, fmt::format("'{}' holds type {} but deduction gives {}", x.var,
-                                             x.type.str(), y.type.str()));
-      }
+      compare_types(a.blocks[bi].bindings, b.blocks[bi].bindings);
   }
 }
 

@@ -38,6 +38,9 @@ class DeduceContext {
 
 // A dim attribute (possibly negative) normalized against `rank`; throws at the call otherwise.
 int64_t normalize_dim(DeduceContext& ctx, const SymExpr& dim, int rank, const char* name);
+// Dim i of a broadcast of two operands: equal dims, or one of them the constant 1 (otherwise
+// their equality is required).
+SymExpr broadcast_dim(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i);
 // The tensor operands' types, checked to be tensors.
 void require_tensors(DeduceContext& ctx, const std::vector<MType>& in, const std::string& callee);
 

@@ -80,6 +80,107 @@ MType infer_softmax_safe(DeduceContext& ctx, const std::vector<MType>& in, const
   return in[0];
 }
 
+MType infer_slice(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType& x = in[0];
+  int64_t d = normalize_dim(ctx, sym_int(attrs, "dim"), x.rank, "dim");
+  const SymExpr &start = sym_int(attrs, "start"), &size = sym_int(attrs, "size");
+  ctx.require_le(0, start, "slice start to be >= 0");
+  ctx.require_le(0, size, "slice size to be >= 0");
+  if (!x.dims) return x;
+  std::vector<SymExpr> out = *x.dims;
+  ctx.require_le(start + size, out[static_cast<size_t>(d)],
+                 fmt::format("slice start + size to be within dim {}", d));
+  out[static_cast<size_t>(d)] = size;
+  return MType::tensor(x.dtype, out);
+}
+
+MType infer_where(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].rank != in[0].rank)
+      ctx.fail(
+          fmt::format("where's operands have ranks {} and {} ({} and {}); they need the "
+                      "same rank (use reshape to add size-1 dims)",
+                      in[0].rank, in[i].rank, in[0].str(), in[i].str()));
+  if (in[1].dtype != in[2].dtype)
+    ctx.fail(fmt::format("where's values are {} and {}; they must have the same dtype",
+                         dtype_name(in[1].dtype), dtype_name(in[2].dtype)));
+  if (!in[0].dims || !in[1].dims || !in[2].dims)
+    return MType::tensor_of_rank(in[1].dtype, in[1].rank);
+  std::vector<SymExpr> out;
+  for (size_t i = 0; i < static_cast<size_t>(in[0].rank); ++i)
+    out.push_back(broadcast_dim(ctx, broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i),
+                                (*in[2].dims)[i], i));
+  return MType::tensor(in[1].dtype, out);
+}
+
+MType infer_same_shape(DeduceContext&, const std::vector<MType>& in, const MAttrs&) {
+  return in[0];
+}
+
+MType infer_layer_norm(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  if (in[0].rank < 1) ctx.fail("layer_norm needs a tensor of rank >= 1");
+  if (std::get<Rational>(attrs.at("eps")) < Rational(0)) ctx.fail("layer_norm eps must be >= 0");
+  return in[0];
+}
+
+// q [..., s, d], k [..., t, d], v [..., t, e] -> [..., s, e].
+MType infer_attention(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType &q = in[0], &k = in[1], &v = in[2];
+  if (q.rank < 2 || k.rank != q.rank || v.rank != q.rank)
+    ctx.fail(fmt::format("attention needs q, k, v of one rank >= 2, got {}, {}, {}", q.str(),
+                         k.str(), v.str()));
+  auto causal = sym_int(attrs, "causal").as_constant();
+  if (!causal || (*causal != 0 && *causal != 1)) ctx.fail("attention causal must be 0 or 1");
+  if (!q.dims || !k.dims || !v.dims) return MType::tensor_of_rank(q.dtype, q.rank);
+  auto r = static_cast<size_t>(q.rank);
+  const auto &qd = *q.dims, &kd = *k.dims, &vd = *v.dims;
+  ctx.require_eq(qd[r - 1], kd[r - 1], "the head dims of q and k to agree");
+  ctx.require_eq(kd[r - 2], vd[r - 2], "the key lengths of k and v to agree");
+  std::vector<SymExpr> out;
+  for (size_t i = 0; i + 2 < r; ++i)
+    out.push_back(broadcast_dim(ctx, broadcast_dim(ctx, qd[i], kd[i], i), vd[i], i));
+  out.push_back(qd[r - 2]);
+  out.push_back(vd[r - 1]);
+  return MType::tensor(q.dtype, out);
+}
+
+// softmax(q k^T * scale [+ causal mask at offset]) v, as permute, matmul, scale, causal_mask,
+// softmax_safe and matmul bindings.
+std::vector<Binding> expand_attention(const Binding& b, const std::vector<MType>& in,
+                                      const std::function<std::string(const char*)>& fresh) {
+  const Call& c = b.call;
+  int r = in[0].rank;
+  std::vector<Binding> out;
+  auto add = [&](std::string var, CallKind kind, const char* callee, std::vector<std::string> args,
+                 MAttrs attrs) {
+    Binding x;
+    x.var = std::move(var);
+    x.loc = b.loc;
+    x.call.kind = kind;
+    x.call.callee = callee;
+    x.call.args = std::move(args);
+    x.call.attrs = std::move(attrs);
+    x.call.loc = c.loc;
+    out.push_back(std::move(x));
+    return out.back().var;
+  };
+  std::vector<SymExpr> perm;
+  for (int i = 0; i < r - 2; ++i) perm.push_back(i);
+  perm.push_back(r - 1);
+  perm.push_back(r - 2);
+  std::string kt = add(fresh("kt"), CallKind::model_op, "permute", {c.args[1]}, {{"perm", perm}});
+  std::string s = add(fresh("scores"), CallKind::op, "matmul", {c.args[0], kt}, {});
+  std::string p = add(fresh("scaled"), CallKind::op, "scale", {s},
+                      {{"factor", std::get<Rational>(c.attrs.at("scale"))}});
+  if (std::get<SymExpr>(c.attrs.at("causal")).as_constant() == 1)
+    p = add(fresh("masked"), CallKind::model_op, "causal_mask", {p},
+            {{"offset", std::get<SymExpr>(c.attrs.at("offset"))}});
+  std::string w =
+      add(fresh("probs"), CallKind::model_op, "softmax_safe", {p}, {{"dim", SymExpr(-1)}});
+  add(b.var, CallKind::op, "matmul", {w, c.args[2]}, {});
+  return out;
+}
+
 // Calls fn(outer, row) for each row of the last dim: the rows of a [..., rows, cols] tensor.
 int64_t last_dim(const Tensor<double>& t) {
   return t.shape.empty() ? 1 : t.shape.back();
@@ -185,6 +286,84 @@ Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, c
   return out;
 }
 
+Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  const Tensor<double>& x = *in[0];
+  auto r = static_cast<int64_t>(x.shape.size());
+  int64_t d = attrs.get_int("dim"), start = attrs.get_int("start"), size = attrs.get_int("size");
+  if (d < 0) d += r;
+  int64_t extent = x.shape[static_cast<size_t>(d)];
+  if (start < 0 || size < 0 || start > extent - size)
+    throw UserError(fmt::format("slice [{}, {}) of dim {} is outside its extent {}", start,
+                                start + size, d, extent));
+  std::vector<int64_t> first(x.shape.size(), 0);
+  Shape sizes = x.shape;
+  first[static_cast<size_t>(d)] = start;
+  sizes[static_cast<size_t>(d)] = size;
+  if (numel(sizes) == 0) return Tensor<double>(sizes, 0.0);
+  return slice_box(x, first, sizes);
+}
+
+// Broadcast operands of one rank: result index -> each operand's offset (stride 0 where the
+// operand's dim is 1).
+Tensor<double> eval_where(const std::vector<const Tensor<double>*>& in, const Attrs&) {
+  size_t r = in[0]->shape.size();
+  Shape out_shape(r, 1);
+  for (const Tensor<double>* t : in)
+    for (size_t i = 0; i < r; ++i)
+      if (t->shape[i] != 1) out_shape[i] = t->shape[i];
+  std::vector<std::vector<int64_t>> strides;
+  for (const Tensor<double>* t : in) {
+    auto s = strides_of(t->shape);
+    for (size_t i = 0; i < r; ++i) {
+      if (t->shape[i] == 1)
+        s[i] = 0;
+      else if (t->shape[i] != out_shape[i])
+        throw UserError(fmt::format("where's operand shapes {} do not broadcast to {}",
+                                    shape_str(t->shape), shape_str(out_shape)));
+    }
+    strides.push_back(s);
+  }
+  Tensor<double> out(out_shape, 0.0);
+  std::vector<int64_t> idx(r, 0);
+  for (int64_t o = 0; o < out.numel(); ++o) {
+    int64_t at[3] = {0, 0, 0};
+    for (size_t k = 0; k < 3; ++k)
+      for (size_t i = 0; i < r; ++i) at[k] += idx[i] * strides[k][i];
+    out.data[static_cast<size_t>(o)] = in[0]->data[static_cast<size_t>(at[0])] != 0
+                                           ? in[1]->data[static_cast<size_t>(at[1])]
+                                           : in[2]->data[static_cast<size_t>(at[2])];
+    for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < out_shape[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  Tensor<double> out = *in[0];
+  int64_t d = last_dim(out);
+  double eps = attrs.get_rational("eps").to_double();
+  for (int64_t r = 0; d > 0 && r < out.numel() / d; ++r) {
+    double* row = out.data.data() + r * d;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < d; ++j) mean += row[j];
+    mean /= static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) var += (row[j] - mean) * (row[j] - mean);
+    var /= static_cast<double>(d);
+    double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < d; ++j) row[j] = (row[j] - mean) * inv;
+  }
+  return out;
+}
+
+Tensor<double> eval_gelu_tanh(const std::vector<const Tensor<double>*>& in, const Attrs&) {
+  Tensor<double> out = *in[0];
+  const double c = std::sqrt(2.0 / std::acos(-1.0));
+  for (double& x : out.data) x = 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+  return out;
+}
+
 std::vector<ModelOpInfo> make_table() {
   using K = ModelOpKind;
   const AttrSpec offset{"offset", AttrKind::integer, false, int64_t{0}};
@@ -202,6 +381,24 @@ std::vector<ModelOpInfo> make_table() {
     {K::softmax_safe, "softmax_safe", 1, {{"dim", AttrKind::integer, false, int64_t{-1}}},
      infer_softmax_safe, eval_softmax_safe,
      "exp(x - max) / sum(exp(x - max)) over dim (numerically safe; not Lax)"},
+    {K::slice, "slice", 1,
+     {{"dim", AttrKind::integer, true, int64_t{0}}, {"start", AttrKind::integer, true, int64_t{0}},
+      {"size", AttrKind::integer, true, int64_t{0}}},
+     infer_slice, eval_slice, "the `size` entries of dim from `start` on (symbolic start and size)"},
+    {K::where, "where", 3, {}, infer_where, eval_where,
+     "where(cond, a, b): a where cond != 0, else b; the three broadcast (equal dims or 1)"},
+    {K::layer_norm, "layer_norm", 1, {{"eps", AttrKind::rational, false, Rational(0)}},
+     infer_layer_norm, eval_layer_norm,
+     "(x - mean) / sqrt(var + eps) over the last dim (no weight: mul and add follow)"},
+    {K::gelu_tanh, "gelu_tanh", 1, {}, infer_same_shape, eval_gelu_tanh,
+     "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu's tanh form"},
+    {K::attention, "attention", 3,
+     {{"scale", AttrKind::rational, true, Rational(1)}, {"causal", AttrKind::integer, false, int64_t{0}},
+      offset},
+     infer_attention, nullptr,
+     "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
+     "causal mask at offset when causal=1) v; a composite, run as its expansion",
+     expand_attention},
   };
   // clang-format on
   for (size_t i = 0; i < t.size(); ++i)

@@ -4,7 +4,9 @@
 // semantics; the operators shared with µGraphs stay in ir/ops.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -15,7 +17,18 @@
 
 namespace weft {
 
-enum class ModelOpKind : uint8_t { permute, embedding, rope, causal_mask, softmax_safe };
+enum class ModelOpKind : uint8_t {
+  permute,
+  embedding,
+  rope,
+  causal_mask,
+  softmax_safe,
+  slice,
+  where,
+  layer_norm,
+  gelu_tanh,
+  attention,
+};
 
 // Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
 using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,
@@ -25,6 +38,12 @@ using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,
 using ModelEvalFn = Tensor<double> (*)(const std::vector<const Tensor<double>*>& in,
                                        const Attrs& attrs);
 
+// A composite's expansion into primitive bindings (the last one binds `b.var`); `fresh(suffix)`
+// names an intermediate without clashing with the function's names. Types are deduced after.
+using ModelExpandFn =
+    std::vector<Binding> (*)(const Binding& b, const std::vector<MType>& in,
+                             const std::function<std::string(const char*)>& fresh);
+
 struct ModelOpInfo {
   ModelOpKind kind;
   const char* name;
@@ -32,8 +51,9 @@ struct ModelOpInfo {
   // Attribute kinds as in the table: integer and int_list values may be symbolic here.
   std::vector<AttrSpec> attrs;
   ModelInferFn infer;
-  ModelEvalFn eval;
+  ModelEvalFn eval;  // null for a composite: it runs as its expansion
   const char* doc;
+  ModelExpandFn expand = nullptr;  // composites only (model/expand.h applies it)
 };
 
 const std::vector<ModelOpInfo>& all_model_ops();

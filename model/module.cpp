@@ -1,6 +1,9 @@
 // Lookups and structural equality of model modules.
 #include "model/module.h"
 
+#include <algorithm>
+#include <set>
+
 namespace weft {
 
 const Function* Module::find_function(std::string_view name) const {
@@ -43,8 +46,31 @@ std::string_view call_kind_name(CallKind kind) {
       return "item";
     case CallKind::match_cast:
       return "match_cast";
+    case CallKind::if_:
+      return "if";
   }
   return "?";
+}
+
+bool operator==(const IfBranch& a, const IfBranch& b) {
+  return a.bindings == b.bindings && a.result == b.result;
+}
+
+std::vector<std::string> reads_of(const Call& c) {
+  std::vector<std::string> out = c.args;
+  for (const IfBranch& br : c.branches) {
+    std::set<std::string> local;
+    auto read = [&](const std::string& name) {
+      if (!local.count(name) && std::find(out.begin(), out.end(), name) == out.end())
+        out.push_back(name);
+    };
+    for (const Binding& b : br.bindings) {
+      for (const std::string& name : reads_of(b.call)) read(name);
+      local.insert(b.var);
+    }
+    read(br.result);
+  }
+  return out;
 }
 
 }  // namespace weft

@@ -32,6 +32,16 @@ enum class CallKind : uint8_t {
   tuple,       // tuple(a, b, ...)
   item,        // item(t, index=i)
   match_cast,  // match_cast(x, TYPE): x, asserted to have TYPE (binds its new variables)
+  if_,         // if COND { bindings; yield a } else { bindings; yield b } (plain blocks only)
+};
+
+struct Binding;
+
+// One arm of an `if`: bindings local to it, and the value it yields.
+struct IfBranch {
+  std::vector<Binding> bindings;
+  std::string result;
+  SourceLoc result_loc;
 };
 
 struct Call {
@@ -40,11 +50,11 @@ struct Call {
   std::vector<std::string> args;
   MAttrs attrs;     // completed with defaults
   MType cast_type;  // match_cast only
+  // if_ only: the condition over symbolic variables (true: then_branch), and the two arms.
+  SymCondition cond;
+  std::vector<IfBranch> branches;  // {then, else}
   SourceLoc loc;
-  friend bool operator==(const Call& a, const Call& b) {
-    return a.kind == b.kind && a.callee == b.callee && a.args == b.args && a.attrs == b.attrs &&
-           a.cast_type == b.cast_type;
-  }
+  friend bool operator==(const Call& a, const Call& b);
 };
 
 struct Binding {
@@ -58,6 +68,16 @@ struct Binding {
     return a.var == b.var && a.call == b.call && a.type == b.type;
   }
 };
+
+bool operator==(const IfBranch& a, const IfBranch& b);
+inline bool operator==(const Call& a, const Call& b) {
+  return a.kind == b.kind && a.callee == b.callee && a.args == b.args && a.attrs == b.attrs &&
+         a.cast_type == b.cast_type && a.cond.rel == b.cond.rel && a.cond.lhs == b.cond.lhs &&
+         a.cond.rhs == b.cond.rhs && a.branches == b.branches;
+}
+
+// The values a call reads: its operands and, for an if, what its arms read from outside them.
+std::vector<std::string> reads_of(const Call& c);
 
 struct Block {
   bool dataflow = false;  // pure bindings only: no match_cast

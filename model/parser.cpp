@@ -21,15 +21,16 @@ namespace {
 constexpr std::string_view kPunct = "<>+*/\"";
 
 bool is_keyword(std::string_view s) {
-  static const char* const kw[] = {"module",   "sym",   "ugraph", "fn",         "dataflow",
-                                   "return",   "tuple", "item",   "match_cast", "call_ugraph",
-                                   "call_lib", "shape", "int"};
+  static const char* const kw[] = {
+      "module",     "sym",         "ugraph",   "fn",    "dataflow", "return", "tuple", "item",
+      "match_cast", "call_ugraph", "call_lib", "shape", "int",      "if",     "else",  "yield"};
   for (const char* k : kw)
     if (s == k) return true;
   return false;
 }
 
 constexpr size_t kMaxListEntries = 4096;  // params, args, fields: far beyond any real model
+constexpr int kMaxIfDepth = 64;           // nested ifs (recursion in the parser and deduction)
 
 class Parser {
  public:
@@ -137,11 +138,18 @@ class Parser {
 
   // The raw text of a symbolic expression: tokens up to ',' ']' ')' or end of line at depth 0.
   SymExpr parse_sym(std::string_view what) {
+    return parse_sym_until(what,
+                           [&] { return at(Tok::comma) || at(Tok::rbrack) || at(Tok::rparen); });
+  }
+
+  // ... up to a token where `stop()` holds at depth 0 (or the end of the line).
+  template <class Stop>
+  SymExpr parse_sym_until(std::string_view what, Stop&& stop) {
     Token first = cur_;
     int depth = 0;
     Token last = cur_;
     while (!at(Tok::newline) && !at(Tok::end)) {
-      if (depth == 0 && (at(Tok::comma) || at(Tok::rbrack) || at(Tok::rparen))) break;
+      if (depth == 0 && stop()) break;
       if (at(Tok::lparen)) ++depth;
       if (at(Tok::rparen)) --depth;
       last = cur_;
@@ -312,15 +320,22 @@ class Parser {
         f.blocks.back().bindings.push_back(parse_binding());
       }
     }
-    advance();
-    Token result = expect_name("the returned value");
+    Token result =
+        parse_result_and_close("the returned value", "'}' to close the function after 'return'");
     f.result = std::string(result.text);
     f.result_loc = loc(result);
     end_statement();
-    skip_newlines();
-    expect(Tok::rbrace, "'}' to close the function after 'return'");
-    end_statement();
     m_.functions.push_back(std::move(f));
+  }
+
+  // At 'return' or 'yield': the name, the end of its line, and the '}' closing the body.
+  Token parse_result_and_close(std::string_view what, std::string_view close) {
+    advance();
+    Token result = expect_name(what);
+    end_statement();
+    skip_newlines();
+    expect(Tok::rbrace, close);
+    return result;
   }
 
   Binding parse_binding() {
@@ -329,9 +344,60 @@ class Parser {
     b.var = std::string(var.text);
     b.loc = loc(var);
     expect(Tok::equals, fmt::format("'=' after '{}'", var.text));
+    if (at_name("if")) {
+      b.call = parse_if();
+      return b;
+    }
     b.call = parse_call();
     end_statement();
     return b;
+  }
+
+  // if LHS REL RHS {  bindings  yield NAME  } else {  bindings  yield NAME  }
+  Call parse_if() {
+    Token kw = cur_;
+    if (++if_depth_ > kMaxIfDepth) fail(kw, fmt::format("ifs nest deeper than {}", kMaxIfDepth));
+    advance();
+    Call c;
+    c.kind = CallKind::if_;
+    c.loc = loc(kw);
+    auto at_rel = [&] { return at(Tok::equals) || at_punct('<') || at_punct('>'); };
+    SymExpr lhs = parse_sym_until("the condition's left side", at_rel);
+    Token rel = cur_;
+    bool greater = at_punct('>');
+    if (!at_rel())
+      fail(cur_, fmt::format("expected '==', '<=', '<', '>=' or '>', found {}", describe(cur_)));
+    bool equals_first = at(Tok::equals);
+    advance();
+    bool or_equal = at(Tok::equals);
+    if (or_equal) advance();
+    if (equals_first && !or_equal) fail(rel, "expected '==' (a single '=' is not a comparison)");
+    SymExpr rhs = parse_sym_until("the condition's right side", [&] { return at(Tok::lbrace); });
+    SymRel r = equals_first ? SymRel::eq : or_equal ? SymRel::le : SymRel::lt;
+    c.cond = greater ? SymCondition{r, rhs, lhs} : SymCondition{r, lhs, rhs};
+    for (int arm = 0; arm < 2; ++arm) {
+      if (arm == 1) {
+        if (!at_name("else"))
+          fail(cur_, fmt::format("expected 'else' after '}}', found {}", describe(cur_)));
+        advance();
+      }
+      expect(Tok::lbrace, arm == 0 ? "'{' after the if's condition" : "'{' after 'else'");
+      expect(Tok::newline, "end of line after '{'");
+      IfBranch branch;
+      for (skip_newlines(); !at_name("yield"); skip_newlines()) {
+        if (at(Tok::end) || at(Tok::rbrace))
+          fail(cur_, fmt::format("expected a binding or 'yield', found {}", describe(cur_)));
+        branch.bindings.push_back(parse_binding());
+      }
+      Token result =
+          parse_result_and_close("the value the arm yields", "'}' to close the arm after 'yield'");
+      branch.result = std::string(result.text);
+      branch.result_loc = loc(result);
+      c.branches.push_back(std::move(branch));
+    }
+    end_statement();
+    --if_depth_;
+    return c;
   }
 
   Call parse_call() {
@@ -426,6 +492,7 @@ class Parser {
   Token cur_, next_;
   Module m_;
   std::vector<Token> func_calls_;
+  int if_depth_ = 0;
 };
 
 }  // namespace

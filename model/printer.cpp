@@ -57,6 +57,7 @@ std::string call_str(const Call& c) {
     case CallKind::tuple:
     case CallKind::item:
     case CallKind::match_cast:
+    case CallKind::if_:  // print_binding writes the arms
       head = std::string(call_kind_name(c.kind));
       break;
   }
@@ -68,6 +69,21 @@ std::string call_str(const Call& c) {
 
 void print_binding(std::ostringstream& out, const Binding& b, const std::string& indent,
                    bool type_comments) {
+  if (b.call.kind == CallKind::if_) {
+    const SymCondition& c = b.call.cond;
+    out << indent << b.var << " = if " << c.lhs.str() << " " << sym_rel_symbol(c.rel) << " "
+        << c.rhs.str() << " {";
+    if (type_comments) out << "  # " << b.type.str();
+    out << "\n";
+    for (size_t i = 0; i < b.call.branches.size(); ++i) {
+      const IfBranch& arm = b.call.branches[i];
+      if (i > 0) out << indent << "} else {\n";
+      for (const Binding& x : arm.bindings) print_binding(out, x, indent + "  ", type_comments);
+      out << indent << "  yield " << arm.result << "\n";
+    }
+    out << indent << "}\n";
+    return;
+  }
   out << indent << b.var << " = " << call_str(b.call);
   if (type_comments) out << "  # " << b.type.str();
   out << "\n";

@@ -3,11 +3,16 @@
 #include "model/vm.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <set>
 
 #include "driver/run.h"
 #include "interp/interpreter.h"
+#include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
 
@@ -21,13 +26,23 @@ const VmTuple* VmValue::tuple() const {
   auto* p = std::get_if<std::shared_ptr<const VmTuple>>(&v);
   return p ? p->get() : nullptr;
 }
+const VmSlot* VmValue::slot() const {
+  return std::get_if<VmSlot>(&v);
+}
 
 namespace {
 
 constexpr int kMaxCallDepth = 256;
 
+// The shape of a tensor, in planned storage or not; null for other values.
+const Shape* tensor_shape(const VmValue& v) {
+  if (const Tensor<double>* t = v.tensor()) return &t->shape;
+  if (const VmSlot* s = v.slot()) return &s->shape;
+  return nullptr;
+}
+
 std::string kind_str(const VmValue& v) {
-  if (v.tensor()) return "a tensor of shape " + shape_str(v.tensor()->shape);
+  if (const Shape* s = tensor_shape(v)) return "a tensor of shape " + shape_str(*s);
   if (v.tuple()) return fmt::format("a tuple of {}", v.tuple()->size());
   return "an integer";
 }
@@ -65,16 +80,16 @@ void vm_match(const MType& type, const VmValue& value, SymBinding& heap, const s
   switch (type.kind) {
     case MTypeKind::tensor:
     case MTypeKind::shape: {
-      const Tensor<double>* t = value.tensor();
-      if (!t)
+      const Shape* shape = tensor_shape(value);
+      if (!shape)
         throw UserError(loc,
                         fmt::format("{}: expected {}, got {}", what, type.str(), kind_str(value)));
-      if (static_cast<int>(t->shape.size()) != type.rank)
+      if (static_cast<int>(shape->size()) != type.rank)
         throw UserError(loc, fmt::format("{}: expected {} (rank {}), got a tensor of shape {}",
-                                         what, type.str(), type.rank, shape_str(t->shape)));
+                                         what, type.str(), type.rank, shape_str(*shape)));
       if (type.dims)
-        for (size_t i = 0; i < t->shape.size(); ++i)
-          match_expr((*type.dims)[i], t->shape[i], heap, fmt::format("{}, dim {}", what, i), loc);
+        for (size_t i = 0; i < shape->size(); ++i)
+          match_expr((*type.dims)[i], (*shape)[i], heap, fmt::format("{}, dim {}", what, i), loc);
       return;
     }
     case MTypeKind::tuple: {
@@ -96,48 +111,155 @@ void vm_match(const MType& type, const VmValue& value, SymBinding& heap, const s
   }
 }
 
-Vm::Vm(const Module& module, VmOptions options) : module_(module), options_(std::move(options)) {
+namespace {
+Module expanded(const Module& module) {
+  SymProver prover;
+  return expand_composites(module, prover);
+}
+}  // namespace
+
+Vm::Vm(const Module& module_in, VmOptions options)
+    : module_(expanded(module_in)), options_(std::move(options)) {
+  const Module& module = module_;
+  if (options_.plan && options_.given_plan) {
+    WEFT_CHECK(options_.given_plan->element_bytes == sizeof(double),
+               "a VM plan must count 8-byte elements");
+    plan_ = *options_.given_plan;
+  } else if (options_.plan) {
+    SymProver prover;
+    PlanOptions po;
+    po.element_bytes = sizeof(double);  // the VM's tensors hold f64 values
+    plan_ = plan_memory(module, prover, po);
+  }
   for (const Function& f : module.functions) {
     VmFunction vf;
     vf.fn = &f;
+    vf.plan = options_.plan ? plan_.find(f.name) : nullptr;
     std::map<std::string, int> reg;
     for (const Param& p : f.params) reg.emplace(p.name, static_cast<int>(reg.size()));
     std::vector<const Binding*> bindings;
     for (const Block& b : f.blocks)
       for (const Binding& x : b.bindings) bindings.push_back(&x);
-    for (const Binding* b : bindings) reg.emplace(b->var, static_cast<int>(reg.size()));
+    // One register per parameter and binding, the arms of ifs included.
+    std::function<void(const Binding&)> number = [&](const Binding& b) {
+      reg.emplace(b.var, static_cast<int>(reg.size()));
+      vf.fresh.push_back(b.call.kind != CallKind::tuple && b.call.kind != CallKind::item &&
+                         b.call.kind != CallKind::match_cast);
+      for (const IfBranch& arm : b.call.branches)
+        for (const Binding& x : arm.bindings) number(x);
+    };
+    vf.fresh.assign(f.params.size(), false);
+    for (const Binding* b : bindings) number(*b);
     vf.num_registers = static_cast<int>(reg.size());
-    vf.fresh.assign(reg.size(), false);
-    for (const Binding* b : bindings)
-      vf.fresh[static_cast<size_t>(reg.at(b->var))] = b->call.kind != CallKind::tuple &&
-                                                      b->call.kind != CallKind::item &&
-                                                      b->call.kind != CallKind::match_cast;
+    vf.register_names.resize(reg.size());
+    for (const auto& [name, r] : reg) vf.register_names[static_cast<size_t>(r)] = name;
+    // The plan's storage allocations (symbolic plans: at their first tensor) and releases.
+    vf.binding_allocs.assign(bindings.size(), {});
+    std::vector<std::vector<int>> allocs_at(bindings.size()), releases_at(bindings.size());
+    if (vf.plan) {
+      for (size_t k = 0; k < vf.plan->allocs.size(); ++k) {
+        const PlannedAlloc& a = vf.plan->allocs[k];
+        vf.binding_allocs[static_cast<size_t>(a.binding)].push_back(static_cast<int>(k));
+        if (a.placement == AllocPlacement::storage)
+          releases_at[static_cast<size_t>(a.last_use)].push_back(static_cast<int>(k));
+      }
+      if (!vf.plan->is_static || !options_.static_arena)
+        for (size_t s = 0; s < vf.plan->storages.size(); ++s)
+          allocs_at[static_cast<size_t>(vf.plan->storages[s].first)].push_back(static_cast<int>(s));
+    }
+    auto emit = [&](VmInstr in) {
+      vf.code.push_back(std::move(in));
+      return vf.code.size() - 1;
+    };
+    // Frees after the last use within `body` of the registers in `owned` (and of results
+    // nobody reads); `last_use` is by index in `body`.
+    auto frees_after = [&](size_t i, const std::vector<int>& args, const Binding& b,
+                           const std::map<int, int>& last_use) {
+      std::vector<int> dead;
+      for (int a : args)
+        if (auto it = last_use.find(a); it != last_use.end() && it->second == static_cast<int>(i))
+          dead.push_back(a);
+      if (!last_use.count(reg.at(b.var))) dead.push_back(reg.at(b.var));
+      std::sort(dead.begin(), dead.end());
+      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
+      for (int d : dead) emit({VmOpcode::free, d, -1, {}, nullptr});
+    };
+    auto last_uses = [&](const std::vector<const Binding*>& body, const std::set<int>& owned) {
+      std::map<int, int> last_use;
+      for (size_t i = 0; i < body.size(); ++i)
+        for (const std::string& a : reads_of(body[i]->call))
+          if (owned.count(reg.at(a))) last_use[reg.at(a)] = static_cast<int>(i);
+      return last_use;
+    };
+    // An if: branch to the else arm when the condition fails; each arm ends by moving its
+    // result into the if's register.
+    std::function<void(const Binding&)> emit_if = [&](const Binding& b) {
+      size_t branch = emit({VmOpcode::branch, -1, -1, {}, &b});
+      size_t jump = 0;
+      for (size_t a = 0; a < b.call.branches.size(); ++a) {
+        const IfBranch& arm = b.call.branches[a];
+        if (a == 1) {
+          jump = emit({VmOpcode::jump, -1, -1, {}, nullptr});
+          vf.code[branch].index = static_cast<int>(vf.code.size());
+        }
+        std::vector<const Binding*> body;
+        std::set<int> owned;
+        for (const Binding& x : arm.bindings) {
+          body.push_back(&x);
+          owned.insert(reg.at(x.var));
+        }
+        std::map<int, int> last_use = last_uses(body, owned);
+        if (owned.count(reg.at(arm.result)))
+          last_use[reg.at(arm.result)] = static_cast<int>(body.size());
+        for (size_t i = 0; i < body.size(); ++i) {
+          const Binding& x = *body[i];
+          std::vector<int> args;
+          for (const std::string& n : x.call.args) args.push_back(reg.at(n));
+          if (!x.runtime_checks.empty()) emit({VmOpcode::check, -1, -1, {}, &x});
+          if (x.call.kind == CallKind::if_)
+            emit_if(x);
+          else
+            emit({x.call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
+                  reg.at(x.var), -1, args, &x});
+          std::vector<int> reads;
+          for (const std::string& n : reads_of(x.call)) reads.push_back(reg.at(n));
+          frees_after(i, reads, x, last_use);
+        }
+        emit({VmOpcode::move, reg.at(b.var), -1, {reg.at(arm.result)}, &b});
+        if (owned.count(reg.at(arm.result)))
+          emit({VmOpcode::free, reg.at(arm.result), -1, {}, nullptr});
+      }
+      vf.code[jump].index = static_cast<int>(vf.code.size());
+    };
     // Last use of each register (the result's is the return: never freed before it).
-    std::vector<int> last_use(reg.size(), -1);
-    for (size_t i = 0; i < bindings.size(); ++i)
-      for (const std::string& a : bindings[i]->call.args) last_use[reg.at(a)] = static_cast<int>(i);
+    std::set<int> top;
+    for (size_t p = 0; p < f.params.size(); ++p) top.insert(static_cast<int>(p));
+    for (const Binding* b : bindings) top.insert(reg.at(b->var));
+    std::map<int, int> last_use = last_uses(bindings, top);
     last_use[reg.at(f.result)] = static_cast<int>(bindings.size());
-    vf.code.push_back({VmOpcode::bind_params, -1, {}, nullptr});
+    emit({VmOpcode::bind_params, -1, -1, {}, nullptr});
+    for (size_t p = 0; p < f.params.size(); ++p)
+      if (!last_use.count(static_cast<int>(p)))
+        emit({VmOpcode::free, static_cast<int>(p), -1, {}, nullptr});
+    if (vf.plan && vf.plan->is_static && options_.static_arena && !vf.plan->storages.empty())
+      emit({VmOpcode::alloc, -1, -1, {}, nullptr});
     for (size_t i = 0; i < bindings.size(); ++i) {
       const Binding* b = bindings[i];
       std::vector<int> args;
       for (const std::string& a : b->call.args) args.push_back(reg.at(a));
-      if (!b->runtime_checks.empty()) vf.code.push_back({VmOpcode::check, -1, {}, b});
-      VmOpcode op = b->call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call;
-      vf.code.push_back({op, reg.at(b->var), args, b});
-      // Registers whose last use is this instruction, and a result nobody reads.
-      std::vector<int> dead;
-      for (int a : args)
-        if (last_use[a] == static_cast<int>(i)) dead.push_back(a);
-      if (last_use[reg.at(b->var)] < 0) dead.push_back(reg.at(b->var));
-      std::sort(dead.begin(), dead.end());
-      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
-      for (int d : dead) vf.code.push_back({VmOpcode::free, d, {}, nullptr});
+      if (!b->runtime_checks.empty()) emit({VmOpcode::check, -1, -1, {}, b});
+      for (int s : allocs_at[i]) emit({VmOpcode::alloc, -1, s, {}, nullptr});
+      if (b->call.kind == CallKind::if_)
+        emit_if(*b);
+      else
+        emit({b->call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
+              reg.at(b->var), static_cast<int>(i), args, b});
+      for (int k : releases_at[i]) emit({VmOpcode::release, -1, k, {}, nullptr});
+      std::vector<int> reads;
+      for (const std::string& n : reads_of(b->call)) reads.push_back(reg.at(n));
+      frees_after(i, reads, *b, last_use);
     }
-    vf.code.push_back({VmOpcode::ret, reg.at(f.result), {}, nullptr});
-    for (size_t p = 0; p < f.params.size(); ++p)
-      if (last_use[p] < 0)
-        vf.code.insert(vf.code.begin() + 1, {VmOpcode::free, static_cast<int>(p), {}, nullptr});
+    emit({VmOpcode::ret, reg.at(f.result), -1, {}, nullptr});
     functions_.emplace(f.name, std::move(vf));
   }
 }
@@ -151,14 +273,7 @@ const VmFunction& Vm::compiled(const std::string& name) const {
 std::string Vm::disassemble(const std::string& name) const {
   const VmFunction& f = compiled(name);
   std::string out;
-  auto reg_name = [&](int r) {
-    if (r < static_cast<int>(f.fn->params.size())) return f.fn->params[static_cast<size_t>(r)].name;
-    int i = static_cast<int>(f.fn->params.size());
-    for (const Block& b : f.fn->blocks)
-      for (const Binding& x : b.bindings)
-        if (i++ == r) return x.var;
-    return std::string("?");
-  };
+  auto reg_name = [&](int r) { return f.register_names[static_cast<size_t>(r)]; };
   for (size_t i = 0; i < f.code.size(); ++i) {
     const VmInstr& in = f.code[i];
     std::string s;
@@ -166,9 +281,19 @@ std::string Vm::disassemble(const std::string& name) const {
       case VmOpcode::bind_params:
         s = "bind_params";
         break;
-      case VmOpcode::call:
+      case VmOpcode::call: {
         s = fmt::format("call r{} ({})", in.reg, reg_name(in.reg));
+        std::vector<std::string> places;
+        if (in.index >= 0)
+          for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
+            const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
+            places.push_back(a.placement == AllocPlacement::storage  ? fmt::format("s{}", a.storage)
+                             : a.placement == AllocPlacement::output ? std::string("output")
+                                                                     : std::string("dynamic"));
+          }
+        if (!places.empty()) s += fmt::format(" -> {}", fmt::join(places, ", "));
         break;
+      }
       case VmOpcode::match_cast:
         s = fmt::format("match_cast r{} ({})", in.reg, reg_name(in.reg));
         break;
@@ -176,8 +301,28 @@ std::string Vm::disassemble(const std::string& name) const {
         s = fmt::format("check {} condition(s) of {}", in.binding->runtime_checks.size(),
                         in.binding->var);
         break;
+      case VmOpcode::alloc:
+        s = in.index < 0 ? fmt::format("alloc arena of {} bytes", f.plan->arena_bytes)
+                         : fmt::format("alloc s{} ({} bytes)", in.index,
+                                       f.plan->storages[static_cast<size_t>(in.index)].bytes.str());
+        break;
+      case VmOpcode::release: {
+        const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(in.index)];
+        s = fmt::format("release {} (s{})", a.var, a.storage);
+        break;
+      }
       case VmOpcode::free:
         s = fmt::format("free r{} ({})", in.reg, reg_name(in.reg));
+        break;
+      case VmOpcode::branch:
+        s = fmt::format("branch unless {} to {}", in.binding->call.cond.str(), in.index);
+        break;
+      case VmOpcode::jump:
+        s = fmt::format("jump to {}", in.index);
+        break;
+      case VmOpcode::move:
+        s = fmt::format("move r{} ({}) to r{} ({})", in.args[0], reg_name(in.args[0]), in.reg,
+                        reg_name(in.reg));
         break;
       case VmOpcode::ret:
         s = fmt::format("ret r{} ({})", in.reg, reg_name(in.reg));
@@ -191,13 +336,87 @@ std::string Vm::disassemble(const std::string& name) const {
 void Vm::account(const VmValue& v, int sign) {
   if (const Tensor<double>* t = v.tensor()) {
     live_bytes_ += sign * t->numel() * 4;
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_bytes_);
+    outside_bytes_ += sign * t->numel() * 4;
+  } else if (const VmSlot* s = v.slot()) {
+    live_bytes_ += sign * numel(s->shape) * 4;
+  } else if (const VmTuple* tu = v.tuple()) {
+    for (const VmValue& x : *tu) account(x, sign);
   }
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_bytes_);
+  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
+}
+
+void Vm::account_storage(int64_t elements) {
+  storage_bytes_ += elements * 4;
+  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
 }
 
 VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
   return call_function(compiled(name), args, 0);
 }
+
+namespace {
+
+int64_t tensor_bytes(const VmValue& v) {
+  if (const Tensor<double>* t = v.tensor()) return t->numel() * 4;
+  if (const VmSlot* s = v.slot()) return numel(s->shape) * 4;
+  int64_t sum = 0;
+  if (const VmTuple* tu = v.tuple())
+    for (const VmValue& x : *tu) sum += tensor_bytes(x);
+  return sum;
+}
+
+bool holds_slot(const VmValue& v) {
+  if (v.slot()) return true;
+  if (const VmTuple* tu = v.tuple())
+    return std::any_of(tu->begin(), tu->end(), [](const VmValue& x) { return holds_slot(x); });
+  return false;
+}
+
+// `v` with every tensor in planned storage copied out: what operators, callees and callers see.
+VmValue resolve(const VmValue& v) {
+  if (const VmSlot* s = v.slot()) {
+    auto first = s->buffer->begin() + s->offset;
+    return VmValue{std::make_shared<const Tensor<double>>(
+        s->shape, std::vector<double>(first, first + numel(s->shape)))};
+  }
+  if (!holds_slot(v)) return v;
+  auto tu = std::make_shared<VmTuple>();
+  for (const VmValue& x : *v.tuple()) tu->push_back(resolve(x));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(tu))};
+}
+
+// `v` with the tensor at `path` replaced by place(tensor).
+template <class Place>
+VmValue replace_leaf(const VmValue& v, const std::vector<int>& path, size_t depth, Place&& place) {
+  if (depth == path.size()) {
+    WEFT_CHECK(v.tensor(), "a planned allocation is not a tensor at run time");
+    return place(*v.tensor());
+  }
+  const VmTuple* tu = v.tuple();
+  WEFT_CHECK(tu && static_cast<size_t>(path[depth]) < tu->size(), "bad planned path");
+  auto copy = std::make_shared<VmTuple>(*tu);
+  (*copy)[static_cast<size_t>(path[depth])] =
+      replace_leaf((*tu)[static_cast<size_t>(path[depth])], path, depth + 1, place);
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(copy))};
+}
+
+// A frame's planned storage; returns its bytes to the VM's count when the frame ends.
+struct FrameStorage {
+  std::vector<std::shared_ptr<std::vector<double>>> buffers;  // per storage of the plan
+  std::vector<int64_t> base, capacity;                        // elements
+  std::vector<int64_t> written;                               // per allocation: its elements
+  int64_t elements = 0;
+  int64_t produced = 0;                             // f32 bytes of the tensors the frame produced
+  std::function<void(int64_t, int64_t)> give_back;  // (elements, produced) at the frame's end
+  std::vector<std::shared_ptr<std::vector<double>>>* arena_pool = nullptr;  // static plans
+  ~FrameStorage() {
+    if (give_back) give_back(elements, produced);
+    if (arena_pool && !buffers.empty() && buffers[0]) arena_pool->push_back(buffers[0]);
+  }
+};
+
+}  // namespace
 
 VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth) {
   if (depth > kMaxCallDepth)
@@ -209,7 +428,25 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
   std::vector<VmValue> regs(static_cast<size_t>(f.num_registers));
   std::vector<bool> live(regs.size(), false);
   SymBinding heap;
-  for (const VmInstr& in : f.code) {
+  FrameStorage storage;
+  storage.give_back = [this](int64_t elements, int64_t produced) {
+    account_storage(-elements);
+    naive_bytes_ -= produced;
+  };
+  if (f.plan) {
+    storage.buffers.resize(f.plan->storages.size());
+    storage.base.assign(f.plan->storages.size(), 0);
+    storage.capacity.assign(f.plan->storages.size(), 0);
+    storage.written.assign(f.plan->allocs.size(), 0);
+  }
+  const double fill = options_.poison ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  auto new_buffer = [&](int64_t elements) {
+    storage.elements += elements;
+    account_storage(elements);
+    return std::make_shared<std::vector<double>>(static_cast<size_t>(elements), fill);
+  };
+  for (size_t pc = 0; pc < f.code.size();) {
+    const VmInstr& in = f.code[pc++];
     ++stats_.instructions;
     switch (in.op) {
       case VmOpcode::bind_params:
@@ -228,6 +465,40 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
                             fmt::format("run-time check failed: {} does not hold at {}", c.str(),
                                         binding_str(heap)));
         break;
+      case VmOpcode::alloc:
+        if (in.index < 0) {  // the static arena: every storage at its offset
+          std::shared_ptr<std::vector<double>> arena;
+          auto& pool = arenas_[&f];
+          if (pool.empty()) {
+            arena = new_buffer(f.plan->arena_bytes / 8);
+          } else {
+            arena = std::move(pool.back());
+            pool.pop_back();
+            storage.elements += f.plan->arena_bytes / 8;
+            account_storage(f.plan->arena_bytes / 8);
+            if (options_.poison) std::fill(arena->begin(), arena->end(), fill);
+          }
+          storage.arena_pool = &pool;
+          for (size_t s = 0; s < f.plan->storages.size(); ++s) {
+            storage.buffers[s] = arena;
+            storage.base[s] = f.plan->storages[s].offset / 8;
+            storage.capacity[s] = *f.plan->storages[s].upper / 8;
+          }
+        } else {
+          auto s = static_cast<size_t>(in.index);
+          int64_t elements = evaluate(f.plan->storages[s].bytes, heap) / 8;
+          storage.buffers[s] = new_buffer(elements);
+          storage.capacity[s] = elements;
+        }
+        break;
+      case VmOpcode::release:
+        if (options_.poison) {
+          const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(in.index)];
+          auto s = static_cast<size_t>(a.storage);
+          auto first = storage.buffers[s]->begin() + storage.base[s];
+          std::fill(first, first + storage.written[static_cast<size_t>(in.index)], fill);
+        }
+        break;
       case VmOpcode::match_cast: {
         const VmValue& x = regs[static_cast<size_t>(in.args[0])];
         vm_match(in.binding->call.cast_type, x, heap,
@@ -239,15 +510,43 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
         break;
       }
       case VmOpcode::call: {
+        // Tuples and items alias their operands (slots included); everything else reads copies.
+        bool aliasing =
+            in.binding->call.kind == CallKind::tuple || in.binding->call.kind == CallKind::item;
+        std::vector<VmValue> resolved;
         std::vector<const VmValue*> operands;
-        for (int a : in.args) operands.push_back(&regs[static_cast<size_t>(a)]);
+        for (int a : in.args)
+          resolved.push_back(aliasing ? regs[static_cast<size_t>(a)]
+                                      : resolve(regs[static_cast<size_t>(a)]));
+        for (const VmValue& v : resolved) operands.push_back(&v);
         ++stats_.calls;
         VmValue out = execute(*in.binding, operands, heap, depth);
-        if (const Tensor<double>* t = out.tensor(); t && f.fresh[static_cast<size_t>(in.reg)])
-          stats_.total_alloc_bytes += t->numel() * 4;
-        regs[static_cast<size_t>(in.reg)] = std::move(out);
-        live[static_cast<size_t>(in.reg)] = true;
-        if (f.fresh[static_cast<size_t>(in.reg)]) account(regs[static_cast<size_t>(in.reg)], 1);
+        auto r = static_cast<size_t>(in.reg);
+        if (f.fresh[r]) {
+          int64_t bytes = tensor_bytes(out);
+          stats_.total_alloc_bytes += bytes;
+          storage.produced += bytes;
+          naive_bytes_ += bytes;
+          stats_.peak_naive_bytes = std::max(stats_.peak_naive_bytes, naive_bytes_);
+        }
+        if (f.plan && in.index >= 0)
+          for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
+            const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
+            if (a.placement != AllocPlacement::storage) continue;
+            auto s = static_cast<size_t>(a.storage);
+            out = replace_leaf(out, a.path, 0, [&](const Tensor<double>& t) {
+              WEFT_CHECK(t.numel() <= storage.capacity[s],
+                         "{}: {} elements planned into storage s{} of {}", a.var, t.numel(), s,
+                         storage.capacity[s]);
+              std::copy(t.data.begin(), t.data.end(),
+                        storage.buffers[s]->begin() + storage.base[s]);
+              storage.written[static_cast<size_t>(k)] = t.numel();
+              return VmValue{VmSlot{storage.buffers[s], storage.base[s], t.shape}};
+            });
+          }
+        regs[r] = std::move(out);
+        live[r] = true;
+        if (f.fresh[r]) account(regs[r], 1);
         break;
       }
       case VmOpcode::free:
@@ -257,15 +556,37 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
         regs[static_cast<size_t>(in.reg)] = VmValue{};
         live[static_cast<size_t>(in.reg)] = false;
         break;
+      case VmOpcode::branch: {
+        const SymCondition& c = in.binding->call.cond;
+        bool holds = false;
+        try {
+          holds = c.holds(heap);
+        } catch (const UserError& e) {
+          throw UserError(in.binding->call.loc, fmt::format("if {}: {}", c.str(), e.message()));
+        }
+        if (!holds) pc = static_cast<size_t>(in.index);
+        break;
+      }
+      case VmOpcode::jump:
+        pc = static_cast<size_t>(in.index);
+        break;
+      case VmOpcode::move: {
+        // The arm may yield a value of the enclosing frame's storage: the if's result is owned.
+        auto r = static_cast<size_t>(in.reg);
+        regs[r] = resolve(regs[static_cast<size_t>(in.args[0])]);
+        live[r] = true;
+        if (f.fresh[r]) account(regs[r], 1);
+        break;
+      }
       case VmOpcode::ret: {
-        VmValue result = regs[static_cast<size_t>(in.reg)];
-        if (f.fresh[static_cast<size_t>(in.reg)]) account(result, -1);
+        VmValue result = resolve(regs[static_cast<size_t>(in.reg)]);
+        if (f.fresh[static_cast<size_t>(in.reg)]) account(regs[static_cast<size_t>(in.reg)], -1);
         vm_match(fn.ret, result, heap, fmt::format("the result of '{}'", fn.name), fn.result_loc);
         return result;
       }
     }
   }
-  WEFT_CHECK(false, "function {} has no ret", fn.name);
+  WEFT_FAIL("function {} has no ret", fn.name);
 }
 
 namespace {
@@ -333,6 +654,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::model_op: {
       require_tensors();
       const ModelOpInfo& info = model_op_info(*model_op_by_name(c.callee));
+      WEFT_CHECK(info.eval, "composite {} reached the VM unexpanded", info.name);
       Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
       try {
         return tensor_value(info.eval(tensors, attrs));
@@ -393,9 +715,10 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
       return (*tu)[static_cast<size_t>(*i)];
     }
     case CallKind::match_cast:
+    case CallKind::if_:
       break;
   }
-  WEFT_CHECK(false, "match_cast reached execute");
+  WEFT_FAIL("{} reached execute", call_kind_name(c.kind));
 }
 
 }  // namespace weft

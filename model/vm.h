@@ -1,6 +1,8 @@
 // The model executor: each function compiled once to a register program (instructions: bind
-// parameters, call, match_cast, check, free, return), run by a small VM whose frames hold
-// registers and a heap of symbolic-variable values. Table operators run through the reference
+// parameters, allocate storage, call, match_cast, check, release, free, branch, jump, move,
+// return), run by a small
+// VM whose frames hold registers, the storage of the function's memory plan (model/plan.h) and a
+// heap of symbolic-variable values. Table operators run through the reference
 // interpreter, model operators and library functions through their CPU implementations,
 // µGraphs through the interpreter or a compiled CPU program. Deterministic.
 #pragma once
@@ -8,23 +10,36 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "interp/tensor.h"
 #include "model/module.h"
+#include "model/plan.h"
 #include "runtime/program.h"
 
 namespace weft {
 
 struct VmValue;
 using VmTuple = std::vector<VmValue>;
-// A run-time value: a tensor (shared: tuples, items and casts alias it), a tuple, or an integer.
+// A tensor that lives in a frame's planned storage: `shape` at element `offset` of `buffer`.
+struct VmSlot {
+  std::shared_ptr<std::vector<double>> buffer;
+  int64_t offset = 0;
+  Shape shape;
+};
+// A run-time value: a tensor (shared: tuples, items and casts alias it), a tensor in planned
+// storage, a tuple, or an integer. Slots never leave their frame: the VM copies them out
+// (resolves them) for operators, callees and the result.
 struct VmValue {
-  std::variant<std::shared_ptr<const Tensor<double>>, std::shared_ptr<const VmTuple>, int64_t> v;
+  std::variant<std::shared_ptr<const Tensor<double>>, std::shared_ptr<const VmTuple>, int64_t,
+               VmSlot>
+      v;
   const Tensor<double>* tensor() const;
   const VmTuple* tuple() const;
+  const VmSlot* slot() const;
 };
 
 enum class VmOpcode : uint8_t {
@@ -32,13 +47,21 @@ enum class VmOpcode : uint8_t {
   call,         // run a binding's call into its register
   match_cast,   // bind or check the cast type's variables against the value
   check,        // a binding's deduced run-time conditions
+  alloc,        // allocate storage `index` of the plan (-1: the whole static arena)
+  release,      // allocation `index` of the plan is dead (poisoned with NaN when asked)
   free,         // drop a register after its last use
+  branch,       // an if's condition: on to its then arm, or jump to `index` (the else arm)
+  jump,         // to `index` (past the else arm)
+  move,         // an arm's result into the if's register (copied out of planned storage)
   ret,          // check the result against the return type and return it
 };
 
 struct VmInstr {
   VmOpcode op;
-  int reg = -1;                      // the register written (call, match_cast) or dropped (free)
+  int reg = -1;  // the register written (call, match_cast) or dropped (free)
+  // call: the binding's index (-1 in an if's arm); alloc: storage; release: allocation; branch,
+  // jump: the target instruction.
+  int index = -1;
   std::vector<int> args;             // registers read
   const Binding* binding = nullptr;  // call, match_cast, check
 };
@@ -46,8 +69,11 @@ struct VmInstr {
 struct VmFunction {
   const Function* fn = nullptr;
   int num_registers = 0;
+  std::vector<std::string> register_names;
   std::vector<bool> fresh;  // registers holding newly produced values (not aliases)
   std::vector<VmInstr> code;
+  const FunctionPlan* plan = nullptr;            // null: every tensor allocated on its own
+  std::vector<std::vector<int>> binding_allocs;  // binding index -> the plan's allocations
 };
 
 // "vm.builtin"-style choice for call_ugraph.
@@ -56,6 +82,16 @@ enum class UGraphExecutor : uint8_t { interpreter, cpu };
 struct VmOptions {
   UGraphExecutor ugraph_executor = UGraphExecutor::interpreter;
   BuildOptions build;  // for the cpu executor
+  bool plan = true;    // run with a memory plan (false: every tensor allocated on its own)
+  // A static plan runs in one arena sized by the bounds (allocated once per function and
+  // reused); false sizes each storage at run time, as for a symbolic plan.
+  bool static_arena = true;
+  // Fill planned storage with NaN when allocated and each tensor's bytes when it dies, so a plan
+  // that reuses storage too early shows in the results.
+  bool poison = false;
+  // Run with this plan instead of planning (tests: a wrong plan must show); its element size
+  // must be 8 (f64).
+  std::optional<ModulePlan> given_plan;
 };
 
 struct VmStats {
@@ -64,18 +100,27 @@ struct VmStats {
   int64_t frees = 0;
   int64_t peak_live_bytes = 0;    // f32 bytes of tensors held by registers at once (max)
   int64_t total_alloc_bytes = 0;  // f32 bytes of every tensor produced (no reuse at all)
+  // f32 bytes held at once by frames' planned storage plus tensors outside it (outputs, dynamic
+  // sizes, callees' results), at the maximum: the plan's peak at this run's binding.
+  int64_t peak_planned_bytes = 0;
+  // f32 bytes at the maximum with no plan and no frees: every tensor a frame produces held until
+  // the frame returns.
+  int64_t peak_naive_bytes = 0;
 };
 
 class Vm {
  public:
-  // Compiles every function of `module` (which must outlive the VM).
+  // Compiles every function of `module` with its composites expanded (model/expand.h).
   explicit Vm(const Module& module, VmOptions options = {});
+  Vm(const Vm&) = delete;  // compiled code points into the VM's module
+  Vm& operator=(const Vm&) = delete;
 
   // Runs function `name` on `args`. Throws UserError for wrong arguments, failed run-time checks
   // (naming the variable or condition and the values), and bad data.
   VmValue run(const std::string& name, const std::vector<VmValue>& args);
   const VmFunction& compiled(const std::string& name) const;
   const VmStats& stats() const { return stats_; }
+  const ModulePlan& plan() const { return plan_; }
   // "  0: bind_params\n  1: call h = rms_norm(x)...": the register program, for `model print --vm`.
   std::string disassemble(const std::string& name) const;
 
@@ -84,13 +129,20 @@ class Vm {
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
                   int depth);
   void account(const VmValue& v, int sign);
+  void account_storage(int64_t elements);
 
-  const Module& module_;
+  Module module_;  // the caller's, composites expanded
   VmOptions options_;
+  ModulePlan plan_;
   std::map<std::string, VmFunction> functions_;
   std::map<const Graph*, std::unique_ptr<Program>> programs_;
+  // Static arenas not held by a frame, per function: allocated once, reused by later calls.
+  std::map<const VmFunction*, std::vector<std::shared_ptr<std::vector<double>>>> arenas_;
   VmStats stats_;
   int64_t live_bytes_ = 0;
+  int64_t outside_bytes_ = 0;  // live tensors not in planned storage
+  int64_t storage_bytes_ = 0;  // planned storage held by frames
+  int64_t naive_bytes_ = 0;    // every tensor produced by the live frames
 };
 
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the

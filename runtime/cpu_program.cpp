@@ -21,6 +21,15 @@ void tbb_parallel_for(int64_t n, void (*fn)(void*, int64_t), void* ctx) {
 
 const weft_rt kRt{tbb_parallel_for};
 
+// A task of the task-graph runtime runs on its worker thread alone: the workers are the
+// parallelism.
+void serial_parallel_for(int64_t n, void (*fn)(void*, int64_t), void* ctx) {
+  for (int64_t i = 0; i < n; ++i) fn(ctx, i);
+}
+const weft_rt kSerialRt{serial_parallel_for};
+
+using TaskFn = void (*)(const weft_rt*, float* const*, int64_t, int64_t, int64_t, int64_t, float*);
+
 using EntryFn = void (*)(const weft_rt*, const float* const*, float* const*, float*);
 
 }  // namespace
@@ -34,6 +43,13 @@ void CpuProgram::run(const std::vector<const float*>& inputs,
              "run: {} inputs / {} outputs given, the plan has {} / {}", inputs.size(),
              outputs.size(), plan().inputs.size(), plan().outputs.size());
   reinterpret_cast<EntryFn>(entry_)(&kRt, inputs.data(), outputs.data(), workspace_.data());
+}
+
+void CpuProgram::run_task(float* const* tensors, int kernel, int64_t bx, int64_t by, int64_t bz,
+                          float* arena) const {
+  WEFT_CHECK(kernel >= 0 && kernel < static_cast<int>(plan().kernels.size()),
+             "run_task: kernel {} of {}", kernel, plan().kernels.size());
+  reinterpret_cast<TaskFn>(task_entry_)(&kSerialRt, tensors, kernel, bx, by, bz, arena);
 }
 
 namespace {
@@ -85,6 +101,8 @@ std::unique_ptr<CpuProgram> build_cpu_program(const ProgramPlan& plan, const std
   prog->load(built);
   prog->entry_ = prog->symbol("weft_main");
   WEFT_CHECK(prog->entry_ != nullptr, "{} has no weft_main", built.artifact);
+  prog->task_entry_ = prog->symbol("weft_run_task");
+  WEFT_CHECK(prog->task_entry_ != nullptr, "{} has no weft_run_task", built.artifact);
   prog->workspace_.assign(static_cast<size_t>(plan.workspace_bytes / 4 + 1), 0.0f);
   return prog;
 }

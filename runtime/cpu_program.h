@@ -16,6 +16,12 @@ class CpuProgram final : public Program {
   // the plan's input / output order (not checked: the caller sized them from the plan).
   void run(const std::vector<const float*>& inputs, const std::vector<float*>& outputs) const;
   using Program::run;
+  // One task of the task-graph runtime (mpk/), on the calling thread: block (bx, by, bz) of
+  // graph-defined kernel `kernel` over `arena` (at least the kernel's smem bytes, 4 at least), or
+  // the whole library kernel `kernel`. `tensors` holds the plan's device tensors in plan order
+  // (inputs, outputs, workspace slices). Reentrant: concurrent calls may run different tasks.
+  void run_task(float* const* tensors, int kernel, int64_t bx, int64_t by, int64_t bz,
+                float* arena) const;
 
  private:
   friend std::unique_ptr<CpuProgram> build_cpu_program(const ProgramPlan&, const std::string&,
@@ -27,6 +33,7 @@ class CpuProgram final : public Program {
                       int reps) const override;
 
   void* entry_ = nullptr;
+  void* task_entry_ = nullptr;
   mutable std::vector<float> workspace_;
 };
 

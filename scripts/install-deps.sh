@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
   libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev
-  zlib1g-dev python3-numpy)
+  zlib1g-dev python3-numpy python3-dev python3-venv python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

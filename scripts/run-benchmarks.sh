@@ -25,3 +25,5 @@ scripts/pruning-comparison.sh "$build" "${WEFT_PRUNING_BUDGET:-120}"
 for ex in rms_norm_linear gated_mlp; do
   "$build/weft" bench "examples/$ex.fused.weft" --backend cpu --compare "examples/$ex.weft"
 done
+echo "== the benchmark suite (bench/programs, ${WEFT_SUITE_BUDGET:-60} s each; table in docs/benchmarks.md)"
+scripts/bench-programs.sh "$build"

@@ -155,6 +155,20 @@ std::span<const SearchConfigField> search_config_fields() {
   return kFields;
 }
 
+nlohmann::json config_flag_value(const SearchConfigField& field, const std::string& text) {
+  switch (field.form) {
+    case SearchConfigField::Form::text:
+      return text;
+    case SearchConfigField::Form::flag:
+      return !field.flag.starts_with("--no-");
+    case SearchConfigField::Form::json: {
+      json j = json::parse(text, nullptr, false);
+      return j.is_discarded() ? json(text) : j;
+    }
+  }
+  return nullptr;
+}
+
 int64_t SearchConfig::default_memory_budget_mb() {
   // Half: the rest is for the verifier, the operating system and whatever else runs (the
   // estimate counts the search's structures, not the allocator's slack).

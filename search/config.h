@@ -50,4 +50,9 @@ struct SearchConfigField {
 // Every field, in declaration order.
 std::span<const SearchConfigField> search_config_fields();
 
+// The JSON value a flag's text gives `field`, for SearchConfig::set (which checks it as it checks
+// a file's): the text itself (Form::text), true or false by the flag's name (Form::flag: a --no-
+// flag sets false), or the text read as JSON, kept as text when it is not JSON (Form::json).
+nlohmann::json config_flag_value(const SearchConfigField& field, const std::string& text);
+
 }  // namespace weft

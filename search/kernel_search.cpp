@@ -130,9 +130,22 @@ class KernelSearcher {
     }
     for (ValueId o : p.outputs) output_types_.push_back(to_stype(p.type(o)));
     // Iterative deepening: all µGraphs of one kernel operator first, then two, ...; each level
-    // emits only graphs of exactly that size, so nothing is emitted twice.
-    for (depth_ = 1; depth_ <= ctx_.config.max_kernel_ops && !ctx_.stop.stopped(); ++depth_)
+    // emits only graphs of exactly that size, so nothing is emitted twice. With a time budget,
+    // level d of n must end by d/n of it (time a level leaves unused goes to the next), so every
+    // size is reached; a level also ends when the driver sees the best stop improving
+    // (StopSignal::end_level, SearchConfig::converge_s).
+    const int levels = ctx_.config.max_kernel_ops;
+    const double budget = ctx_.config.time_budget_s;
+    for (depth_ = 1; depth_ <= levels && !ctx_.stop.search_stopped(); ++depth_) {
+      ctx_.stop.start_level(budget > 0 ? budget * depth_ / levels : 0);
+      ctx_.stats.levels_reached.fetch_add(1);
       dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
+      if (ctx_.stop.level_ended() && !ctx_.stop.search_stopped())
+        (ctx_.stop.level_end() == SearchStop::converged ? ctx_.stats.levels_converged
+                                                        : ctx_.stats.levels_cut)
+            .fetch_add(1);
+    }
+    ctx_.stop.start_level(0);
     track_memory();
   }
 
@@ -697,6 +710,15 @@ class KernelSearcher {
     bb.set_block_params(sk.schedule.grid, ctx_.config.threads_per_block.front(), sk.schedule.loop);
     std::vector<ValueId> params;
     for (int v : operands) params.push_back(bb.add_input(names[v], to_tensor_type(vals_[v].type)));
+    // Block values are vN, made distinct from the operands' and results' names (a program may
+    // name its own values vN).
+    std::set<std::string> taken(out_names.begin(), out_names.end());
+    for (int v : operands) taken.insert(names[v]);
+    auto block_name = [&](size_t n) {
+      std::string name = fmt::format("v{}", n);
+      while (taken.count(name)) name += "_";
+      return name;
+    };
     // Loop-stage iterators first, post-stage ones just before the first post-stage operator, so
     // the graph lists its loop before what comes after it.
     std::vector<ValueId> ids(operands.size() + sk.ops.size(), -1);
@@ -707,7 +729,7 @@ class KernelSearcher {
         Attrs a;
         a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
         a.set("fmap", int64_t{c.fmap});
-        ids[i] = bb.add(OpKind::iter, {params[i]}, a, fmt::format("v{}", i), {},
+        ids[i] = bb.add(OpKind::iter, {params[i]}, a, block_name(i), {},
                         post ? Stage::post : Stage::loop);
       }
     };
@@ -722,8 +744,8 @@ class KernelSearcher {
       std::vector<ValueId> in{ids[op.a]};
       if (op.b >= 0) in.push_back(ids[op.b]);
       size_t v = operands.size() + j;
-      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to),
-                      fmt::format("v{}", v), {}, op.stage);
+      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to), block_name(v), {},
+                      op.stage);
     }
     if (!post_started) add_iters(true);
     for (size_t i = 0; i < sk.saves.size(); ++i) {

@@ -1,12 +1,15 @@
 // The model layer: .wmod round trips and goldens, the bad-input corpus, symbolic deduction against
 // the operator table's InferFn, run-time match_cast failures, the VM's frees, and .npz files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "model/deduce.h"
+#include "model/expand.h"
 #include "model/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
@@ -18,17 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<fs::path> fixtures() {
-  std::vector<fs::path> out;
-  for (const char* dir : {"tests/model", "examples/models"})
-    for (const auto& e : fs::directory_iterator(test::source_path(dir)))
-      if (e.path().extension() == ".wmod") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(ModelFormat, EveryFixtureRoundTripsAndMatchesItsGolden) {
-  auto files = fixtures();
+  auto files = test::model_fixtures();
   ASSERT_GE(files.size(), 4u);
   for (const fs::path& f : files) {
     SCOPED_TRACE(f.string());
@@ -150,6 +144,93 @@ TEST(ModelDeduce, RefutedEqualitiesAreErrors) {
                UserError);
 }
 
+// attention is a composite: expanded, it is primitive bindings that pass the check and
+// round-trip; names of the intermediates never clash with the function's.
+TEST(ModelExpand, AttentionExpandsToPrimitivesThatPassTheCheck) {
+  const char* text = R"(sym n <= 64, t <= 64
+fn main(q: f32[2, n, 8], k: f32[2, t, 8], v: f32[1, t, 4]) -> f32[2, n, 4] {
+  dataflow {
+    a.kt = exp(q)
+    a = attention(a.kt, k, v, scale=1/8)
+    o = attention(q, k, v, scale=1/8, causal=1, offset=t - n)
+  }
+  return o
+}
+)";
+  SymProver prover;
+  Module m = parse_module(text, "att.wmod", prover);
+  Module x = expand_composites(m, prover);
+  check_module(x, prover);
+  std::string printed = print_module(x, false);
+  EXPECT_EQ(printed.find("attention("), std::string::npos) << printed;
+  for (const char* want :
+       {"a.kt2 = permute(k, perm=[0, 2, 1])", "a.scores = matmul(a.kt, a.kt2)",
+        "a.scaled = scale(a.scores, factor=1/8)", "a.probs = softmax_safe(a.scaled, dim=-1)",
+        "a = matmul(a.probs, v)", "o.masked = causal_mask(o.scaled, offset=t - n)",
+        "o.probs = softmax_safe(o.masked, dim=-1)"})
+    EXPECT_NE(printed.find(want), std::string::npos) << want << "\n" << printed;
+  EXPECT_EQ(printed.find("a.masked"), std::string::npos) << "causal=0 has no mask";
+  EXPECT_TRUE(parse_module(printed, "expanded", prover) == x);
+  // The VM compiles the expansion (tests/model/new_ops_reference.py checks its numbers).
+  Vm vm(m);
+  EXPECT_NE(vm.disassemble("main").find("o.probs"), std::string::npos);
+}
+
+// tests/model/branch.wmod: each arm (and the nested if's) runs when its condition holds, against
+// the same arithmetic done here, with the plan's storage poisoned.
+TEST(ModelIf, TheVmTakesTheArmTheConditionSelects) {
+  SymProver prover;
+  Module m = load_module(test::source_path("tests/model/branch.wmod"), prover);
+  VmOptions options;
+  options.poison = true;
+  Vm vm(m, options);
+  auto silu = [](double v) { return v / (1 + std::exp(-v)); };
+  for (int64_t n : {1, 2, 5})
+    for (int64_t p : {0, 3}) {
+      SCOPED_TRACE(fmt::format("n={} p={}", n, p));
+      Tensor<double> x({n, 16}, 0.0), w({1, 16}, 0.0);
+      for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = std::sin(0.3 * static_cast<double>(i));
+      for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = std::cos(0.7 * static_cast<double>(i));
+      VmValue out = vm.run("main", {VmValue{p}, VmValue{std::make_shared<const Tensor<double>>(x)},
+                                    VmValue{std::make_shared<const Tensor<double>>(w)}});
+      ASSERT_NE(out.tensor(), nullptr);
+      for (size_t i = 0; i < x.data.size(); ++i) {
+        double h = std::exp(x.data[i]);
+        double y = p == 0 ? silu(h) : (n > 2 ? h * x.data[i] : x.data[i]) + w.data[i % 16];
+        EXPECT_NEAR(out.tensor()->data[i], y * h, 1e-5 * std::max(1.0, std::abs(y * h))) << i;
+      }
+    }
+  std::string vm_text = vm.disassemble("main");
+  EXPECT_NE(vm_text.find("branch unless p == 0"), std::string::npos) << vm_text;
+  EXPECT_NE(vm_text.find("jump to"), std::string::npos) << vm_text;
+}
+
+// Arms yielding tensors of different dims give a rank-only result; the condition must be
+// evaluable when the if runs.
+TEST(ModelIf, ArmsOfDifferentDimsJoinToTheirRank) {
+  const char* text = R"(sym n <= 8
+fn main(x: f32[n, 4]) -> f32[ndim=2] {
+  y = if n <= 4 {
+    c = concat(x, x, dim=0)
+    yield c
+  } else {
+    yield x
+  }
+  return y
+}
+)";
+  SymProver prover;
+  Module m = parse_module(text, "join.wmod", prover);
+  EXPECT_EQ(m.functions[0].blocks[0].bindings[0].type.str(), "f32[ndim=2]");
+  EXPECT_TRUE(parse_module(print_module(m), "again", prover) == m);
+  Vm vm(m);
+  for (int64_t n : {3, 6}) {
+    VmValue out = vm.run(
+        "main", {VmValue{std::make_shared<const Tensor<double>>(Tensor<double>({n, 4}, 1.5))}});
+    EXPECT_EQ(out.tensor()->shape, (Shape{n <= 4 ? 2 * n : n, 4}));
+  }
+}
+
 const char* kCastModule = R"(sym n, m
 fn main(x: f32[n, 4], y: f32[ndim=2]) -> f32[n, 4] {
   z = match_cast(y, f32[n, 4])
@@ -255,17 +336,41 @@ TEST(ModelExample, NumpyArchivesFromNumpyReadBack) {
 
 // The tiny Llama: prefill and decode steps at three bindings of (b, n) with the cache fed back,
 // against the independent NumPy implementation.
-TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
+// Runs a NumPy reference script (SCRIPT WEFT_BINARY WORK_DIR FLAGS...) that exits 0 when every
+// output of `weft model run` matches.
+void run_numpy_reference(const std::string& script, const std::string& work_name,
+                         const std::string& flags) {
   std::string py = python_with_numpy();
   ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
-  std::string work = testing::TempDir() + "/weft_tiny_llama";
+  std::string work = testing::TempDir() + "/" + work_name;
   fs::create_directories(work);
   const char* env = std::getenv("WEFT_BINARY");
   std::string weft = env && *env ? env : WEFT_BINARY;
-  std::string cmd = py + " '" + test::source_path("examples/models/tiny_llama_reference.py") +
-                    "' '" + weft + "' '" + work + "' > '" + work + "/log.txt' 2>&1";
+  std::string cmd = py + " '" + test::source_path(script) + "' '" + weft + "' '" + work + "' " +
+                    flags + " > '" + work + "/log.txt' 2>&1";
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << test::read_text(work + "/log.txt");
+}
+
+void run_tiny_llama_reference(const std::string& flags) {
+  run_numpy_reference("examples/models/tiny_llama_reference.py",
+                      flags.empty() ? "weft_tiny_llama" : "weft_tiny_llama_poison", flags);
+}
+
+// slice, where, layer_norm and gelu_tanh at three bindings against NumPy (poisoned storage), and
+// a parameter of the wrong shape failing cleanly.
+TEST(ModelOps, SliceWhereLayerNormGeluTanhMatchNumpy) {
+  run_numpy_reference("tests/model/new_ops_reference.py", "weft_model_new_ops", "");
+}
+
+TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
+  run_tiny_llama_reference("");
+}
+
+// The same with planned storage filled with NaN when allocated and when each tensor dies: a plan
+// that reused bytes still needed would put NaN into the logits.
+TEST(ModelExample, TinyLlamaWithPoisonedStorageMatchesTheNumpyReference) {
+  run_tiny_llama_reference("--poison");
 }
 
 }  // namespace

@@ -45,6 +45,7 @@ SearchConfig two_kernel_ops_config() {
   c.top_k = 2;
   c.threads = 1;  // budget decisions are then the same every run
   c.memory_budget_mb = 0;
+  c.partition = false;  // the memo of the whole program's search is what is measured
   return c;
 }
 
@@ -136,7 +137,7 @@ TEST(SearchMemoryBudget, AccountFollowsTheMemoAndOnlyGrowsWithoutABudget) {
   SearchConfig config = two_kernel_ops_config();
   config.threads = 2;  // shares published from two workers
   KernelSearchRun run(config);
-  EXPECT_EQ(run.stop.reason(), SearchStop::completed);
+  EXPECT_EQ(run.stop.reason(), SearchStop::complete);
   ASSERT_GT(intermediate_block_graphs(run.memo), 1000) << "the test needs intermediate mode";
   ASSERT_GE(run.held_at_candidates.size(), 2u);
   EXPECT_GT(run.held_at_candidates.front(), 0);
@@ -154,13 +155,13 @@ TEST(SearchMemoryBudget, AccountFollowsTheMemoAndOnlyGrowsWithoutABudget) {
 TEST(SearchMemoryBudget, AFullMemoStopsGrowingAndTheSearchGoesOn) {
   SearchConfig config = two_kernel_ops_config();
   OptimizeResult unlimited = optimize(attention(), config);
-  ASSERT_EQ(unlimited.stop, SearchStop::completed);
+  ASSERT_EQ(unlimited.stop, SearchStop::complete);
   ASSERT_GT(unlimited.peak_accounted_bytes, 20 * kMiB);
   EXPECT_EQ(unlimited.memo_truncated, 0);
   config.memory_budget_mb = 12;  // the memo may take 9.6 MB of the ~30 it would
   config.threads = 2;            // which block graphs the memo keeps now depends on timing
   OptimizeResult limited = optimize(attention(), config);
-  EXPECT_EQ(limited.stop, SearchStop::completed);
+  EXPECT_EQ(limited.stop, SearchStop::complete);
   EXPECT_GT(limited.memo_truncated, 0);
   EXPECT_LE(limited.peak_accounted_bytes, 12 * kMiB);
   EXPECT_LT(limited.candidates, unlimited.candidates);
@@ -255,7 +256,7 @@ TEST(SearchMemoryBudget, ABudgetLimitedRunResumesUnderALargerBudget) {
   config.memory_budget_mb = 0;
   OptimizeResult resumed = optimize(attention(), config, options);
   EXPECT_TRUE(resumed.resumed) << "the budget is not part of the checkpoint's fingerprint";
-  EXPECT_EQ(resumed.stop, SearchStop::completed);
+  EXPECT_EQ(resumed.stop, SearchStop::complete);
   EXPECT_EQ(resumed.memo_truncated, 0);
   EXPECT_EQ(resumed.candidates, straight.candidates);
   ASSERT_EQ(resumed.top.size(), straight.top.size());

@@ -164,7 +164,7 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
 TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   SearchConfig config = small_config();
   OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
-  EXPECT_EQ(r.stop, SearchStop::completed);
+  EXPECT_EQ(r.stop, SearchStop::complete);
   ASSERT_FALSE(r.top.empty());
   const Graph& best = r.top[0].graph;
   ASSERT_EQ(best.ops.size(), 1u);

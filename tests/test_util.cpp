@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +43,15 @@ std::pair<int, std::string> run_weft(const std::string& args) {
   while (fgets(buf, sizeof buf, p)) out += buf;
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::vector<std::filesystem::path> model_fixtures() {
+  std::vector<std::filesystem::path> out;
+  for (const char* dir : {"tests/model", "examples/models"})
+    for (const auto& e : std::filesystem::directory_iterator(source_path(dir)))
+      if (e.path().extension() == ".wmod") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace weft::test

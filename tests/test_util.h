@@ -1,8 +1,10 @@
 // Helpers shared by the test files: paths in the source tree, reading files, running the CLI.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -14,6 +16,9 @@ std::string example_path(const std::string& name);
 
 // The whole file, byte for byte; empty when it cannot be read (callers that need it say so).
 std::string read_text(const std::string& path);
+
+// The .wmod files of tests/model and examples/models (the model fixtures), sorted.
+std::vector<std::filesystem::path> model_fixtures();
 
 // Reads and parses a µGraph file; a missing file is a test failure.
 Graph load_graph_file(const std::string& path);

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
+#include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "verify/equivalence.h"
 #include "tests/test_util.h"
@@ -54,6 +57,32 @@ TEST_P(FusedExamples, AreEquivalentToTheirInputProgramsAtFullSize) {
 
 INSTANTIATE_TEST_SUITE_P(Verify, FusedExamples,
                          ::testing::Values("rms_norm_linear", "gated_mlp", "gqa_attention"));
+
+// Deeper programs (issue 13): QK-norm attention (two norms before an exp; its per-test bound used
+// to exceed 1 because every exp of the tensor was counted) and nGPT's normalized update, against
+// themselves, their expanded forms and a hand-fused QK-norm attention kernel, at full size.
+TEST(Verify, DeeperProgramsReachTheTargetAtFullSize) {
+  const Graph qk = test::load_graph_file(test::source_path("tests/data/qknorm_attention.weft"));
+  const Graph qk_fused =
+      test::load_graph_file(test::source_path("tests/data/qknorm_attention.fused.weft"));
+  const Graph nt = test::load_graph_file(test::source_path("tests/data/ntrans.weft"));
+  VerifyOptions o;
+  o.float_check = false;
+  for (const auto& [a, b] : std::vector<std::pair<const Graph*, Graph>>{
+           {&qk, qk}, {&qk, expand_composites(qk)}, {&qk, qk_fused}, {&nt, nt},
+           {&nt, expand_composites(nt)}}) {
+    VerifyResult r = verify_equivalent(*a, b, o);
+    ASSERT_EQ(r.verdict, Verdict::equivalent) << a->name << " vs " << b.name << ": " << r.message;
+    EXPECT_LE(r.bound, std::ldexp(1.0, -60)) << a->name;
+    EXPECT_LT(r.per_test_bound, std::ldexp(1.0, -10)) << a->name << " vs " << b.name;
+  }
+  // The same fused kernel with K normalized over its KV dim instead of its head dim is rejected.
+  std::string text = test::read_text(test::source_path("tests/data/qknorm_attention.fused.weft"));
+  const std::string from = "km = mean(kk, dim=1)";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "km = mean(kk, dim=2)");
+  EXPECT_EQ(verify_equivalent(qk, parse(text), o).verdict, Verdict::not_equivalent);
+}
 
 const char* kTwoOutputs = R"(input X: f32[4, 6]
 input W: f32[6, 5]

@@ -15,19 +15,23 @@
 namespace weft {
 namespace {
 
+// examples/NAME, or tests/data/NAME for the deeper programs that are not examples.
 std::string read_example(const std::string& name) {
-  std::string text = test::read_text(test::example_path(name));
+  const bool data = name.rfind("qknorm", 0) == 0;
+  std::string text = test::read_text(data ? test::source_path("tests/data/" + name)
+                                          : test::example_path(name));
   EXPECT_FALSE(text.empty()) << name;
   return text;
 }
 
 // The examples with their long dims shrunk (rms_norm_linear and gated_mlp: 4096 -> 256, 6144 ->
-// 384; gqa_attention: KV length 4096 -> 128, queries 256 -> 32): every grid and loop still
+// 384; gqa_attention and qknorm_attention: KV length 4096 -> 128, queries 256 -> 32): every grid and loop still
 // divides, scale factors follow the text, and a test costs microseconds.
 Graph reduced(const std::string& name) {
   std::string text = read_example(name);
   std::vector<std::pair<std::string, std::string>> dims = {{"4096", "256"}, {"6144", "384"}};
-  if (name.rfind("gqa", 0) == 0) dims = {{"4096", "128"}, {"256", "32"}};
+  if (name.rfind("gqa", 0) == 0 || name.rfind("qknorm", 0) == 0)
+    dims = {{"4096", "128"}, {"256", "32"}};
   for (const auto& [from, to] : dims)
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at))
       text.replace(at, from.size(), to);
@@ -86,7 +90,8 @@ void check_mutants(const std::string& example, Tally& tally) {
 
 TEST(VerifyMutation, EveryNonEquivalentMutantIsRejected) {
   Tally t;
-  for (const char* ex : {"rms_norm_linear", "gated_mlp", "gqa_attention"}) check_mutants(ex, t);
+  for (const char* ex : {"rms_norm_linear", "gated_mlp", "gqa_attention", "qknorm_attention"})
+    check_mutants(ex, t);
   std::string listed;
   for (const auto& e : t.equivalent) listed += "  " + e + "\n";
   std::printf(

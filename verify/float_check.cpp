@@ -1,6 +1,8 @@
 // Floating-point comparison of two programs on shared random inputs.
 #include "verify/float_check.h"
 
+#include <algorithm>
+
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
 
@@ -21,6 +23,12 @@ FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t 
     fc.outputs.push_back(e);
   }
   return fc;
+}
+
+double FloatCheck::worst_f32_error() const {
+  double worst = 0;
+  for (const OutputFloatError& e : outputs) worst = std::max(worst, e.f32.scaled_error);
+  return worst;
 }
 
 }  // namespace weft

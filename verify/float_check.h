@@ -19,6 +19,9 @@ struct FloatCheck {
   std::vector<OutputFloatError> outputs;  // by output position
   bool acceptable = false;                // every output within both tolerances
   bool equal_in_f64 = false;              // every output within the f64 tolerance
+
+  // The largest f32 scaled error over the outputs (max abs error / max abs reference output).
+  double worst_f32_error() const;
 };
 
 // `reference` and `candidate` must have matching signatures (checked by the caller).

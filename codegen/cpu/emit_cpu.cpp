@@ -89,10 +89,30 @@ class Emitter {
     for (const KernelPlan& k : p_.kernels) line("{}(rt, T);", k.name);
     ind_ = 0;
     line("}}");
+    run_task();
     return std::move(out_);
   }
 
  private:
+  // One task of the task-graph runtime (mpk/): block (bx, by, bz) of a graph-defined kernel over
+  // the caller's arena, or a whole library kernel on the caller's rt.
+  void run_task() {
+    line(
+        "extern \"C\" void weft_run_task(const weft_rt* rt, float* const* T, int64_t kernel, "
+        "int64_t bx, int64_t by, int64_t bz, float* arena) {{");
+    line("  (void)rt; (void)T; (void)bx; (void)by; (void)bz; (void)arena;");
+    line("  switch (kernel) {{");
+    for (size_t i = 0; i < p_.kernels.size(); ++i) {
+      const KernelPlan& k = p_.kernels[i];
+      if (k.library)
+        line("    case {}: {}(rt, T); return;", i, k.name);
+      else
+        line("    case {}: {}_block(T, bx, by, bz, arena); return;", i, k.name);
+    }
+    line("  }}");
+    line("}}");
+  }
+
   void raw(const std::string& text) { out_ += std::string(2 * ind_, ' ') + text + "\n"; }
   template <class... A>
   void line(fmt::format_string<A...> f, A&&... a) {

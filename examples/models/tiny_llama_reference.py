@@ -3,7 +3,8 @@
 the model with `weft model run` (prefill, then decode steps that feed the KV cache back) at several
 shape bindings and compares every output with this reference.
 
-usage: tiny_llama_reference.py WEFT_BINARY WORK_DIR [--seed N]
+usage: tiny_llama_reference.py WEFT_BINARY WORK_DIR [--seed N] [--poison]
+--poison runs weft with planned storage poisoned with NaN as tensors die.
 Exit status 0 when every output matches within f32 tolerance, 1 otherwise."""
 import subprocess
 import sys
@@ -82,11 +83,11 @@ def forward(w, tokens, start, cache):
     return logits, new_cache
 
 
-def weft_run(weft, wmod, function, args, work):
+def weft_run(weft, wmod, function, args, work, flags):
     inp, out = f"{work}/{function}_in.npz", f"{work}/{function}_out.npz"
     np.savez(inp, **args)
     subprocess.run([weft, "model", "run", wmod, "--function", function, "--inputs", inp,
-                    "--outputs", out], check=True, stdout=subprocess.DEVNULL)
+                    "--outputs", out] + flags, check=True, stdout=subprocess.DEVNULL)
     r = np.load(out)
     return [r[f"result.{i}"] for i in range(5)]
 
@@ -102,6 +103,7 @@ def close(name, got, want, failures):
 def main():
     weft, work = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
+    flags = ["--poison"] if "--poison" in sys.argv else []
     wmod = __file__.replace("tiny_llama_reference.py", "tiny_llama.wmod")
     w = make_weights(seed)
     rng = np.random.default_rng(seed + 1)
@@ -115,7 +117,7 @@ def main():
         logits_all, _ = forward(w, tokens, 0, None)  # the whole sequence at once
         assert np.std(logits_all) > 0.1, "trivial reference logits"
         got = weft_run(weft, wmod, "prefill", dict(w, tokens=tokens[:, :n].astype(np.int64),
-                                                    pos=np.int64(0)), work)
+                                                    pos=np.int64(0)), work, flags)
         ref_logits, ref_cache = forward(w, tokens[:, :n], 0, None)
         close("prefill logits", got[0], ref_logits, failures)
         for l in range(LAYERS):  # weft's cache is [b, KVH, p, HD]
@@ -125,7 +127,7 @@ def main():
         for s in steps:
             args = dict(w, tokens=tokens[:, p:p + s].astype(np.int64), pos=np.int64(p),
                         kc0=cache[0], vc0=cache[1], kc1=cache[2], vc1=cache[3])
-            got = weft_run(weft, wmod, "decode", args, work)
+            got = weft_run(weft, wmod, "decode", args, work, flags)
             close(f"decode p={p} n={s} logits", got[0], logits_all[:, p:p + s], failures)
             assert got[1].shape[2] == p + s, "the cache did not grow by the new tokens"
             cache = got[1:]

@@ -21,7 +21,7 @@ static weft::cli::Register reg(
       sub.add_option("--output", *output, "which output is the target (default: the first)");
       sub.add_flag("--axioms", *axioms, "also list the axioms used for this target");
       return [=]() -> int {
-        weft::Graph g = weft::cli::load_graph(*file);
+        weft::Graph g = weft::load_graph(*file);
         weft::TermStore store;
         std::vector<weft::TermId> outs = weft::abstract_outputs(g, store);
         for (size_t i = 0; i < outs.size(); ++i)

@@ -80,7 +80,7 @@ weft::cli::Register reg(
       return [file, target, json]() -> int {
         const weft::Target& t =
             target->empty() ? weft::default_target() : weft::target_by_name(*target);
-        weft::Graph g = weft::cli::load_graph(*file);
+        weft::Graph g = weft::load_graph(*file);
         if (*json) {
           nlohmann::ordered_json j = weft::cost_report_json(weft::predict(g, t));
           j["roofline"] = weft::roofline_json(weft::roofline(g, t));

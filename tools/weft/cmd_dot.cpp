@@ -1,61 +1,11 @@
 // `weft dot FILE [-o out.svg|out.png|out.pdf|out.dot]`: draws a µGraph's hierarchy with Graphviz.
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "driver/render_dot.h"
 #include "ir/dot.h"
 #include "tools/weft/command.h"
 
 namespace {
-
-// The `dot` executable on PATH, or empty.
-std::string find_dot() {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    if (end == std::string::npos) end = p.size();
-    std::filesystem::path cand = std::filesystem::path(p.substr(start, end - start)) / "dot";
-    std::error_code ec;
-    if (end > start && std::filesystem::is_regular_file(cand, ec)) return cand.string();
-    start = end + 1;
-  }
-  return {};
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-void render(const std::string& text, const std::string& out) {
-  std::string ext = std::filesystem::path(out).extension().string();
-  if (ext == ".dot" || ext == ".gv") {
-    std::ofstream f(out, std::ios::binary);
-    f << text;
-    if (!f) throw weft::UserError(weft::SourceLoc{out}, "cannot write this file");
-    return;
-  }
-  if (ext != ".svg" && ext != ".png" && ext != ".pdf")
-    throw weft::UserError(weft::SourceLoc{out},
-                          "unknown output format '" + ext + "'; use .svg, .png, .pdf or .dot");
-  std::string dot = find_dot();
-  if (dot.empty())
-    throw weft::UserError(
-        "the Graphviz 'dot' program is not on PATH; install graphviz, or write "
-        "the DOT text with -o FILE.dot or without -o");
-  std::string cmd = shell_quote(dot) + " -T" + ext.substr(1) + " -o " + shell_quote(out);
-  FILE* pipe = popen(cmd.c_str(), "w");
-  if (!pipe) throw weft::UserError("cannot run " + dot);
-  size_t written = std::fwrite(text.data(), 1, text.size(), pipe);
-  int rc = pclose(pipe);
-  if (written != text.size() || rc != 0)
-    throw weft::UserError(weft::SourceLoc{out}, "Graphviz 'dot' failed to write this file");
-}
 
 weft::cli::Register reg("dot", "Draw a µGraph's hierarchy with Graphviz (DOT text, SVG, PNG, PDF)",
                         [](CLI::App& sub) {
@@ -66,11 +16,11 @@ weft::cli::Register reg("dot", "Draw a µGraph's hierarchy with Graphviz (DOT te
                                          "write here, format by extension (.svg .png .pdf .dot); "
                                          "default: DOT text on stdout");
                           return [file, out]() -> int {
-                            std::string text = weft::to_dot(weft::cli::load_graph(*file));
+                            std::string text = weft::to_dot(weft::load_graph(*file));
                             if (out->empty())
                               std::cout << text;
                             else
-                              render(text, *out);
+                              weft::render_dot(text, *out);
                             return 0;
                           };
                         });

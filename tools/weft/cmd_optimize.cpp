@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cmath>
 #include <iostream>
 #include <list>
 
@@ -20,36 +19,10 @@ namespace {
 // Exit status of a run the user interrupted (128 + SIGINT); its results are written all the same.
 constexpr int kInterruptedExit = 130;
 
-double megabytes(int64_t bytes) {
-  return std::round(static_cast<double>(bytes) / (int64_t{1} << 20) * 10) / 10;
-}
-
-std::string gigabytes(int64_t bytes) {
-  return fmt::format("{:.2f}", static_cast<double>(bytes) / (int64_t{1} << 30));
-}
-
-std::string si(double v) {
-  if (v >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
-  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
-  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
-  return fmt::format("{:.0f}", v);
-}
-
 // The search's progress line: redrawn in place on a terminal, one line per report otherwise.
 void print_progress(const OptimizeProgress& p, bool tty) {
   if (p.phase != OptimizeProgress::Phase::search) return;
-  std::cerr << fmt::format(
-                   "{}[{:6.1f}s] states {} ({}/s) pruned {} block graphs {} candidates {} best {} "
-                   "mem {}/{} GB{}",
-                   tty ? "\r" : "", p.elapsed_s, si(static_cast<double>(p.states)),
-                   si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
-                   si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)),
-                   p.candidates,
-                   p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
-                                          : std::string("-"),
-                   gigabytes(p.memory_held_bytes),
-                   p.memory_budget_bytes > 0 ? gigabytes(p.memory_budget_bytes) : std::string("-"),
-                   tty ? "" : "\n")
+  std::cerr << (tty ? "\r" : "") << optimize_progress_line(p) << (tty ? "" : "\n")
             << (p.search_done && tty ? "\n" : "") << std::flush;
 }
 
@@ -91,64 +64,11 @@ class InterruptHook {
   std::atomic<bool> announced_{false};
 };
 
-void print_summary(const OptimizeResult& r, const std::string& name, const std::string& out_dir) {
-  const SearchConfig& config = r.config;
-  fmt::print("weft optimize: {} on {}\n", name, config.target);
-  fmt::print("  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n",
-             r.states, r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "",
-             r.pruned_expr);
-  fmt::print(
-      "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
-      megabytes(r.peak_accounted_bytes),
-      config.memory_budget_mb > 0 ? fmt::format("a {} MB budget", config.memory_budget_mb)
-                                  : std::string("no budget"),
-      r.memo_truncated > 0
-          ? fmt::format(" (memo full: {} schedules' block graphs cut short)", r.memo_truncated)
-          : std::string(),
-      megabytes(r.peak_rss_bytes));
-  fmt::print(
-      "  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
-      "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
-      r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
-      r.unverified, config.top_k);
-  fmt::print("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
-             r.program_predicted_s * 1e6, r.roofline_s * 1e6);
-  if (r.top.empty()) {
-    fmt::print("  no verified µGraph found within the budget\n");
-    return;
-  }
-  const RankedCandidate& best = r.top[0];
-  fmt::print(
-      "  best µGraph: {:.2f} us predicted ({} kernel op{}), {:.2f}x the input program; error "
-      "bound {} after {} tests, f32 error {:.1e}\n",
-      best.predicted_s * 1e6, best.graph.ops.size(), best.graph.ops.size() == 1 ? "" : "s",
-      r.program_predicted_s / best.predicted_s, error_bound_text(best.verification.bound),
-      best.verification.tests, best.verification.f32_error);
-  fmt::print("  wrote {}/best.weft, top-1..{}.weft, summary.json, timing.json\n", out_dir,
-             r.top.size());
-  fmt::print("  picture: weft dot {}/best.weft -o {}/best.svg\n", out_dir, out_dir);
-}
-
 // A configuration field's flag (search/config_fields.def) and the text given for it.
 struct ConfigFlag {
   const SearchConfigField* field;
   std::string text;
   CLI::Option* option = nullptr;
-
-  // The flag's value as JSON, for SearchConfig::set (which checks it as it checks a file's).
-  nlohmann::json value() const {
-    switch (field->form) {
-      case SearchConfigField::Form::text:
-        return text;
-      case SearchConfigField::Form::flag:
-        return !field->flag.starts_with("--no-");
-      case SearchConfigField::Form::json: {
-        nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-        return j.is_discarded() ? nlohmann::json(text) : j;
-      }
-    }
-    return nullptr;
-  }
 };
 
 // Adds an option for every configuration field that has a flag.
@@ -186,7 +106,7 @@ int run_optimize(const std::string& file, const std::string& out_dir, const Sear
   options.should_stop = [&interrupt] { return interrupt.requested(); };
   OptimizeResult r = optimize(program, config, options);
   write_optimize_report(out_dir, r, file);
-  print_summary(r, program.name.empty() ? file : program.name, out_dir);
+  std::cout << optimize_summary_text(r, program.name.empty() ? file : program.name, out_dir);
   return r.stop == SearchStop::interrupted ? kInterruptedExit : 0;
 }
 
@@ -212,8 +132,8 @@ Register reg("optimize", "Search for the fastest verified µGraph equivalent to 
                      config_path->empty() ? SearchConfig{} : SearchConfig::load(*config_path);
                  for (const ConfigFlag& flag : *flags)
                    if (flag.option->count() > 0)
-                     config.set(flag.field->key, flag.value(), SourceLoc{},
-                                std::string(flag.field->flag));
+                     config.set(flag.field->key, config_flag_value(*flag.field, flag.text),
+                                SourceLoc{}, std::string(flag.field->flag));
                  target_by_name(config.target);  // a clear error for an unknown name
                  bool show = !*quiet && (*progress || isatty(STDERR_FILENO));
                  return run_optimize(*file, *out, config, *checkpoint, show);

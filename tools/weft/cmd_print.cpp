@@ -10,7 +10,7 @@ static weft::cli::Register reg("print", "Print a µGraph file in canonical form"
   sub.add_option("FILE", *file, "µGraph file")->required();
   sub.add_flag("--no-types", *no_types, "Omit the trailing type comments");
   return [=]() -> int {
-    weft::Graph g = weft::cli::load_graph(*file);
+    weft::Graph g = weft::load_graph(*file);
     std::cout << weft::print_graph(g, !*no_types);
     return 0;
   };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/load.h"
 #include "ir/graph.h"
 
 namespace weft::cli {
@@ -28,8 +29,5 @@ struct Register {
     registry().push_back(Command{std::move(name), std::move(help), std::move(setup)});
   }
 };
-
-// Reads and parses a µGraph file; throws UserError (file not found, syntax, types).
-Graph load_graph(const std::string& path);
 
 }  // namespace weft::cli

@@ -1,0 +1,54 @@
+// Pass 7: encoding. A compiled task graph as the compact blob a runtime loads (host threads now,
+// a persistent GPU kernel later), and the blob decoded into the arrays the runtime reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mpk/task_graph.h"
+
+namespace weft {
+
+// Layout (little-endian; docs/mpk.md): a 32-byte header {char magic[8] = "WEFTMPK1"; u32 ops,
+// tasks, events, workers, list_entries, begin_event (0)}, then ops[] (8 B each), tasks[] (20 B),
+// events[] (16 B), list_offsets[workers + 1] (u32), list_tasks[list_entries] (u32), and an 8-byte
+// FNV-1a hash of everything before it.
+struct OpDesc {
+  uint32_t kernel;  // index of the plan kernel whose block function runs
+  uint32_t flags;   // bit 0: library kernel (one task runs it whole)
+};
+struct TaskDesc {
+  uint32_t op;  // kNoOp: an empty task
+  uint32_t wait, trigger;
+  uint16_t bx, by, bz;
+  uint16_t flags;  // bit 0: just-in-time
+};
+struct EventDesc {
+  uint32_t need;
+  uint32_t first, last;  // launched tasks [first, last]; first > last: none
+  uint32_t kind;         // EventKind
+};
+static_assert(sizeof(OpDesc) == 8 && sizeof(TaskDesc) == 20 && sizeof(EventDesc) == 16);
+inline constexpr uint32_t kNoOp = 0xffffffffu;
+inline constexpr uint16_t kTaskJit = 1;
+inline constexpr uint32_t kOpLibrary = 1;
+
+struct DeviceGraph {
+  uint32_t workers = 0;
+  std::vector<OpDesc> ops;
+  std::vector<TaskDesc> tasks;
+  std::vector<EventDesc> events;
+  std::vector<uint32_t> list_offsets;  // worker w runs list_tasks[list_offsets[w] .. [w+1])
+  std::vector<uint32_t> list_tasks;
+};
+
+// Needs a normalized, linearized, assigned graph (InternalError otherwise); block coordinates must
+// fit 16 bits (UserError otherwise).
+std::vector<uint8_t> encode_task_graph(const TaskGraph& g);
+// Throws UserError (naming `what`) for a blob with a wrong magic, size, hash or index.
+DeviceGraph decode_task_graph(const std::vector<uint8_t>& blob, const std::string& what = "<blob>");
+// The 64-bit FNV-1a hash the blob ends with.
+uint64_t blob_hash(const uint8_t* data, size_t size);
+
+}  // namespace weft

@@ -1,0 +1,498 @@
+"""weft: a multi-level superoptimizer for tensor programs, from Python.
+
+Programs (µGraphs) come from the text format (``weft.parse``, ``weft.load``) or a ``weft.Builder``;
+``weft.optimize`` searches for the fastest verified equivalent µGraph; ``weft.verify`` proves two
+programs equivalent; ``weft.run`` runs the reference interpreter and ``weft.compile`` builds a
+callable with a backend. The work is the C++ library's (driver/), the same as the ``weft`` CLI's.
+docs/python.md documents the API.
+"""
+
+import json as _json
+import os as _os
+import sys as _sys
+import tempfile as _tempfile
+from collections import namedtuple as _namedtuple
+
+import numpy as _np
+
+from . import _weft
+from ._progress import progress_display as _progress_display
+from .errors import InternalError, UserError, user_error as _user_error
+
+__version__ = _weft.__version__
+
+__all__ = [
+    "Builder", "CompiledProgram", "InternalError", "OptimizeResult", "Program", "TensorSpec",
+    "UserError", "Value", "VerifyResult", "compile", "config_fields", "load", "load_model",
+    "optimize", "ops", "parse", "run", "targets", "verify",
+]
+
+TensorSpec = _namedtuple("TensorSpec", ["name", "dtype", "shape"])
+TensorSpec.__doc__ = "A program input or output: its name, dtype ('f32', 'f16', 'bf16') and shape."
+
+
+def _specs(tuples):
+    return [TensorSpec(name, dtype, tuple(shape)) for name, dtype, shape in tuples]
+
+
+class Program:
+    """A µGraph: a kernel graph of pre-defined operators (an input program) or of graph-defined
+    kernels (an optimized one). ``str(program)`` is its text form (docs/format.md);
+    ``weft.parse(str(p)) == p``."""
+
+    __slots__ = ("_graph", "_file")
+    __hash__ = None
+
+    def __init__(self, graph, file="<program>"):
+        self._graph = graph
+        self._file = file
+
+    @property
+    def name(self):
+        return self._graph.name
+
+    @property
+    def file(self):
+        """The file it was loaded from, or a placeholder such as ``<string>``."""
+        return self._file
+
+    @property
+    def inputs(self):
+        return _specs(self._graph.inputs)
+
+    @property
+    def outputs(self):
+        return _specs(self._graph.outputs)
+
+    def text(self, type_comments=True):
+        """The canonical text form; with ``type_comments`` every statement ends in its types."""
+        return self._graph.text(type_comments)
+
+    def __str__(self):
+        return self._graph.text(True)
+
+    def __repr__(self):
+        return (f"<weft.Program {self.name or '(unnamed)'}: {len(self.inputs)} inputs, "
+                f"{len(self.outputs)} outputs, {self._graph.num_ops} ops>")
+
+    def __eq__(self, other):
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self._graph == other._graph
+
+    def check(self, target="h100"):
+        """Checks the validity rules on ``target`` (see ``weft.targets()``). Returns a one-line
+        summary; raises UserError at the first violation (its message lists every one)."""
+        return _weft.check(self._graph, target, self._file)
+
+    def save(self, path):
+        """Writes the text form to ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(str(self))
+
+    def dot(self):
+        """The Graphviz DOT text of the µGraph hierarchy."""
+        return self._graph.dot()
+
+    def svg(self):
+        """The µGraph hierarchy drawn as SVG by Graphviz; UserError when ``dot`` is missing."""
+        with _tempfile.TemporaryDirectory(prefix="weft-dot-") as tmp:
+            path = _os.path.join(tmp, "graph.svg")
+            _weft.render_dot(self._graph.dot(), path)
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+
+    def _repr_svg_(self):
+        # Jupyter: the picture, or a picture of the reason there is none.
+        try:
+            return self.svg()
+        except UserError as e:
+            text = str(e).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            return ('<svg xmlns="http://www.w3.org/2000/svg" width="900" height="30">'
+                    f'<text x="5" y="20" font-family="monospace" font-size="13">{text}</text>'
+                    "</svg>")
+
+
+def parse(text, filename="<string>"):
+    """A Program from its text form; UserError located at ``filename``:line:col on a mistake."""
+    return Program(_weft.parse(text, filename), filename)
+
+
+def load(path):
+    """A Program from a .weft file; UserError (file:line:col) on a mistake."""
+    path = _os.fspath(path)
+    return Program(_weft.load(path), path)
+
+
+def load_model(path):
+    """Models (.wmod, .onnx) come with weft's model layer, which is not available yet."""
+    raise _user_error(
+        "weft.load_model: the model layer (.wmod and .onnx models) is not available in this "
+        "version of weft yet; write the program in the µGraph text format (weft.load) or with "
+        "weft.Builder", _os.fspath(path))
+
+
+def ops():
+    """The operator table: a list of dicts (name, min_inputs, max_inputs, kernel_level, attrs,
+    doc), the same as ``weft ops``."""
+    return _weft.ops()
+
+
+def targets():
+    """The hardware targets as (name, kind, description) tuples; kind is 'gpu' or 'cpu'."""
+    return _weft.targets()
+
+
+def config_fields():
+    """The search configuration's fields (key, flag, doc, accepted, default): the keywords
+    ``weft.optimize`` accepts, and the flags of ``python -m weft optimize``."""
+    return _weft.config_fields()
+
+
+# --- Builder ----------------------------------------------------------------------------------
+
+class Value:
+    """A value of a Builder's program: a name and a tensor type."""
+
+    __slots__ = ("_builder", "_id", "name", "dtype", "shape")
+
+    def __init__(self, builder, value_id):
+        name, dtype, shape = builder._core.value(value_id)
+        self._builder, self._id = builder, value_id
+        self.name, self.dtype, self.shape = name, dtype, tuple(shape)
+
+    def __repr__(self):
+        return f"<weft.Value {self.name}: {self.dtype}{list(self.shape)}>"
+
+
+class Builder:
+    """Builds a program statement by statement, as the text format writes it::
+
+        b = weft.Builder("gated_mlp")
+        x = b.input("X", "f16", [8, 4096])          # input X: f16[8, 4096]
+        w = b.input("W", "f16", [4096, 4096])
+        y = b.silu(b.matmul(x, w), name="Y")        # Y = silu(matmul(X, W))
+        b.output(y)                                 # output Y
+        program = b.build()
+
+    Every pre-defined operator of ``weft.ops()`` is a method: operands first, then attributes as
+    keywords (``b.rms_norm(x, eps=1e-6)``, ``b.sum(x, dim=1)``); ``name=`` names the result
+    (``names=`` the results of a split), else fresh names are made. Several results come back as
+    a tuple. Rational attributes take ints, floats (their shortest decimal form, so 1e-6 is
+    exact), ``fractions.Fraction`` or strings like ``"1/4096"``. Graph-defined kernels are written
+    in the text format."""
+
+    _op_table = None
+
+    def __init__(self, name=""):
+        self._core = _weft.GraphBuilder(name)
+        self._name = name
+
+    @classmethod
+    def _ops(cls):
+        if cls._op_table is None:
+            cls._op_table = {o["name"]: o for o in _weft.ops() if o["kernel_level"]}
+        return cls._op_table
+
+    def input(self, name, dtype, shape):
+        """Declares the next program input: ``input NAME: DTYPE[SHAPE]``."""
+        return Value(self, self._core.add_input(name, dtype, [int(d) for d in shape]))
+
+    def _value_id(self, v, op):
+        if not isinstance(v, Value) or v._builder is not self:
+            raise _user_error(f"{op}: operands must be values of this builder, not {v!r}")
+        return v._id
+
+    def op(self, op, *operands, name=None, names=None, **attrs):
+        """Adds ``op(operands..., attrs...)`` and returns its result (a tuple for several)."""
+        if name is not None and names is not None:
+            raise _user_error(f"{op}: give name= or names=, not both")
+        ids = [self._value_id(v, op) for v in operands]
+        result_names = [name] if name is not None else list(names or [])
+        results = self._core.add_op(op, ids, attrs, result_names)
+        values = tuple(Value(self, r) for r in results)
+        return values[0] if len(values) == 1 else values
+
+    def __getattr__(self, op):
+        if op.startswith("_") or op not in self._ops():
+            raise AttributeError(f"weft.Builder has no operator or attribute '{op}' "
+                                 "(weft.ops() lists the operators)")
+
+        def add(*operands, **kwargs):
+            return self.op(op, *operands, **kwargs)
+
+        add.__name__ = op
+        add.__doc__ = self._ops()[op]["doc"]
+        return add
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._ops()))
+
+    def output(self, *values):
+        """Declares program outputs, in order: ``output A, B``."""
+        for v in values:
+            self._core.add_output(self._value_id(v, "output"))
+
+    def build(self):
+        """The program built so far, as a Program (the builder may go on)."""
+        return Program(self._core.graph(), f"<builder {self._name}>" if self._name else "<builder>")
+
+
+# --- Optimize ---------------------------------------------------------------------------------
+
+class OptimizeResult:
+    """What ``weft.optimize`` found: ``best`` (a Program, None when nothing was verified), ``top``
+    (the verified µGraphs, fastest first), ``predicted_us`` (best's predicted time),
+    ``input_predicted_us``, ``speedup`` (input over best), ``error_bound_log2`` (best's
+    verification bound as a power of two), ``stop_reason`` ('completed', 'time budget', 'state
+    budget', 'memory budget', 'interrupted') and ``stats`` (the summary.json of ``weft optimize``
+    with its timing.json under 'timing')."""
+
+    def __init__(self, core, input_file, interrupted):
+        self._core = core
+        self._input_file = input_file
+        self.interrupted = interrupted
+        self.top = [Program(g, f"<top-{i + 1}>") for i, g in enumerate(core.top)]
+        self.best = self.top[0] if self.top else None
+        self.top_predicted_us = list(core.predicted_us)
+        self.predicted_us = self.top_predicted_us[0] if self.top else None
+        self.input_predicted_us = core.input_predicted_us
+        self.speedup = (self.input_predicted_us / self.predicted_us if self.top else None)
+        bounds = core.error_bounds
+        self.error_bound_log2 = (float(_np.floor(_np.log2(bounds[0]))) if self.top and bounds[0] > 0
+                                 else (float("-inf") if self.top else None))
+        self.float_error = core.f32_errors[0] if self.top else None
+        self.stop_reason = core.stop_reason
+        self.stats = core.summary_json(input_file)
+        self.stats["timing"] = core.timing_json()
+
+    def save(self, directory):
+        """Writes the files ``weft optimize -o DIR`` writes (best.weft, top-N.weft, summary.json,
+        timing.json); returns their names."""
+        return self._core.write(_os.fspath(directory), self._input_file)
+
+    def summary(self, out_dir="weft-out"):
+        """The summary ``weft optimize`` prints (naming ``out_dir`` as where files were written)."""
+        name = self._core.program.name or self._input_file
+        return self._core.summary_text(name, out_dir)
+
+    def candidate_text(self, rank=1):
+        """The text of rank ``rank``'s file (best.weft for 1): a header comment and the µGraph."""
+        return self._core.candidate_text(rank - 1)
+
+    def __repr__(self):
+        if self.best is None:
+            return f"<weft.OptimizeResult: nothing verified (stop: {self.stop_reason})>"
+        return (f"<weft.OptimizeResult: best {self.predicted_us:.2f} us predicted, "
+                f"{self.speedup:.2f}x the input's {self.input_predicted_us:.2f} us; "
+                f"{len(self.top)} verified; stop: {self.stop_reason}>")
+
+
+def _program(p, what):
+    if not isinstance(p, Program):
+        raise _user_error(f"{what} must be a weft.Program (weft.parse, weft.load, weft.Builder), "
+                          f"not {type(p).__name__}")
+    return p
+
+
+def _run_optimize(program, values, flag_texts, config_path, checkpoint, progress):
+    # The one call python -m weft optimize and weft.optimize share. `progress`: a callable taking
+    # the report dicts, None, or a display (progress_display) that is closed at the end.
+    try:
+        core, interrupted = _weft.optimize(
+            program._graph, _json.dumps(values), flag_texts,
+            _os.fspath(config_path) if config_path else "",
+            _os.fspath(checkpoint) if checkpoint else "", progress, 1.0)
+    finally:
+        if hasattr(progress, "close"):
+            progress.close()
+    return OptimizeResult(core, program.file, interrupted)
+
+
+def optimize(program, time_budget=60, target="h100", top_k=5, progress=True, *, config=None,
+             checkpoint=None, **options):
+    """Searches for the fastest verified µGraph equivalent to ``program``.
+
+    ``time_budget`` (seconds, 0: unlimited), ``target`` and ``top_k`` are the common settings;
+    any other field of the search configuration is a keyword (``threads=1``,
+    ``state_budget=100000``, ``seed=1``, ``memory_budget_mb=...``: ``weft.config_fields()`` lists
+    them). ``config`` is a JSON file (path) or a dict of fields, overridden by the keywords.
+    ``checkpoint`` is a file to resume from and save progress to. ``progress``: True shows a bar on
+    stderr in a terminal and in Jupyter (tqdm when installed, else a line); a callable receives
+    each report (an object with phase, elapsed_s, states, candidates, best_predicted_us, checked,
+    kept, line, ...); False shows nothing.
+
+    Ctrl-C (KeyboardInterrupt), or a KeyboardInterrupt raised by the progress callable, stops the
+    search: the candidates found so far are ranked and verified and returned, with
+    ``stop_reason == 'interrupted'``. Any other exception of the callable stops it and is raised."""
+    program = _program(program, "weft.optimize's program")
+    values = {}
+    config_path = None
+    if isinstance(config, dict):
+        values.update(config)
+    elif config is not None:
+        config_path = config
+    values.update({"time_budget_s": time_budget, "target": target, "top_k": top_k})
+    values.update(options)
+    if callable(progress):
+        from types import SimpleNamespace
+
+        def callback(report):
+            progress(SimpleNamespace(**report))
+    elif progress:
+        callback = _progress_display(values["time_budget_s"], values.get("state_budget", 0))
+    else:
+        callback = None
+    result = _run_optimize(program, values, {}, config_path, checkpoint, callback)
+    if result.interrupted:
+        print("weft.optimize: interrupted; returning the candidates found so far",
+              file=_sys.stderr, flush=True)
+    return result
+
+
+# --- Verify -----------------------------------------------------------------------------------
+
+class VerifyResult:
+    """``weft.verify``'s answer: ``equivalent``; ``error_bound_log2`` (the chance that
+    non-equivalent programs pass every test, as a power of two); ``float_error`` (b in f32 against
+    a in f64: max abs error over max abs output, the worst output's; None without a float check);
+    ``verdict`` ('equivalent', 'not equivalent', 'outside Lax', ...), ``tests``, ``message``, and
+    for non-equivalent programs ``output`` and ``element``, where they first differ."""
+
+    def __init__(self, d):
+        self.equivalent = d["equivalent"]
+        self.error_bound_log2 = d["error_bound_log2"]
+        self.float_error = d["float_error"]
+        self.numerically_acceptable = d["numerically_acceptable"]
+        self.verdict = d["verdict"]
+        self.tests = d["tests"]
+        self.message = d["message"]
+        self.output = d["output"] if d["output"] >= 0 else None
+        self.element = tuple(d["element"]) if d["element"] else None
+
+    def __bool__(self):
+        return self.equivalent
+
+    def __repr__(self):
+        return (f"<weft.VerifyResult {self.verdict}: error bound 2^{self.error_bound_log2:.0f} "
+                f"after {self.tests} tests, float error {self.float_error}>")
+
+
+def verify(a, b, target_error=2.0 ** -60, seed=1, threads=0):
+    """Are ``a`` and ``b`` the same function? Randomized finite-field tests until the error bound
+    reaches ``target_error``, then a floating-point check. UserError when their inputs or outputs
+    differ in number or type."""
+    r = _weft.verify(_program(a, "a")._graph, _program(b, "b")._graph, float(target_error),
+                     int(seed), int(threads))
+    return VerifyResult(r)
+
+
+# --- Run and compile --------------------------------------------------------------------------
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def _arrange(program, args, kwargs):
+    # Inputs by position, then by name, in the program's input order.
+    names = [s.name for s in program.inputs]
+    if len(args) > len(names):
+        raise _user_error(f"{program.name or 'the program'} takes {len(names)} inputs "
+                          f"({', '.join(names)}), given {len(args)} by position")
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise _user_error(f"{program.name or 'the program'} has no input '{k}' "
+                              f"(its inputs: {', '.join(names)})")
+        if k in given:
+            raise _user_error(f"input {k} given twice (by position and by name)")
+        given[k] = v
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise _user_error(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    return [given[n] for n in names]
+
+
+def _host_arrays(arrays, np_dtype):
+    # NumPy arrays (and array-likes) as contiguous np_dtype; PyTorch tensors stay tensors (read
+    # through DLPack: no copy when on the CPU, contiguous and of that dtype). Returns the arrays
+    # and the torch device the outputs go back to (None: NumPy outputs).
+    out, device = [], None
+    for x in arrays:
+        if _is_torch(x):
+            import torch
+            device = device or x.device
+            t = x.detach()
+            if t.device.type != "cpu":
+                t = t.cpu()
+            out.append(t.to(torch.float32 if np_dtype == _np.float32 else torch.float64)
+                       .contiguous())
+        else:
+            out.append(_np.ascontiguousarray(x, dtype=np_dtype))
+    return out, device
+
+
+def _results(outputs, device):
+    if device is not None:
+        import torch
+        outputs = [torch.from_dlpack(o) for o in outputs]
+        if device.type != "cpu":
+            outputs = [o.to(device) for o in outputs]
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def run(program, inputs, dtype="f32"):
+    """Runs ``program`` with the reference interpreter. ``inputs``: a dict by input name, or a
+    sequence in input order, of NumPy arrays or PyTorch tensors of the declared shapes. Computes
+    in ``dtype`` ('f32' or 'f64'; declared dtypes are not emulated). Returns the output (a tuple
+    for several), as NumPy arrays, or PyTorch tensors when given tensors."""
+    program = _program(program, "weft.run's program")
+    if dtype not in ("f32", "f64"):
+        raise _user_error(f"weft.run: dtype must be 'f32' or 'f64', not {dtype!r}")
+    if isinstance(inputs, dict):
+        arranged = _arrange(program, [], inputs)
+    else:
+        arranged = _arrange(program, list(inputs), {})
+    # The interpreter reads its inputs as f64 (an f32 array converts exactly).
+    arrays, device = _host_arrays(arranged, _np.float64)
+    return _results(_weft.run(program._graph, arrays, dtype == "f32"), device)
+
+
+class CompiledProgram:
+    """A program compiled by a backend and loaded: call it with arrays (by position or input name)
+    to get its outputs. ``backend``, ``target``, ``source`` (the generated code), ``artifact``
+    (the built library) and ``from_cache`` describe it; ``time(...)`` measures it."""
+
+    def __init__(self, program, core):
+        self.program = program
+        self._core = core
+
+    backend = property(lambda self: self._core.backend)
+    target = property(lambda self: self._core.target)
+    source = property(lambda self: self._core.source)
+    artifact = property(lambda self: self._core.artifact)
+    from_cache = property(lambda self: self._core.from_cache)
+
+    def __call__(self, *args, **kwargs):
+        arrays, device = _host_arrays(_arrange(self.program, args, kwargs), _np.float32)
+        return _results(self._core(arrays), device)
+
+    def time(self, *args, warmup=3, reps=21, **kwargs):
+        """Median, min and max microseconds of ``reps`` runs after ``warmup`` untimed ones."""
+        arrays, _ = _host_arrays(_arrange(self.program, args, kwargs), _np.float32)
+        return self._core.time(arrays, int(warmup), int(reps))
+
+    def __repr__(self):
+        return (f"<weft.CompiledProgram {self.program.name or '(unnamed)'} on {self.target} "
+                f"({self.backend})>")
+
+
+def compile(program, target="cpu", backend=None, cache_dir=None):
+    """Lowers ``program`` for ``target`` ('cpu', or a GPU such as 'h100'), generates its code,
+    builds it (cached) and loads it: a CompiledProgram. The backend is the target's own (cpu, or
+    cuda, which needs a GPU); ``backend='cuda-emulation'`` runs a GPU target's CUDA on the host.
+    Computes in f32 on the CPU and in the declared dtypes on GPU backends."""
+    program = _program(program, "weft.compile's program")
+    core = _weft.Executable(program._graph, target, backend or "",
+                            _os.fspath(cache_dir) if cache_dir else "")
+    return CompiledProgram(program, core)

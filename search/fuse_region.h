@@ -1,0 +1,39 @@
+// A set of a program's kernel-level operators as one graph-defined kernel, built by rule rather
+// than searched: the operators' axes are matched up (elementwise operators join dims, matmuls join
+// rows, columns and the contraction), the grid cuts axes no operator reduces, the for-loop walks
+// one reduced axis whose reductions are sums (accumulated), and every schedule that fits the
+// target is costed; the fastest is kept. The baselines (search/baselines.h) are made of these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/target.h"
+#include "ir/graph.h"
+
+namespace weft {
+
+struct FusedRegion {
+  std::vector<ValueId> operands;  // program values the kernel reads, in order of first use
+  std::vector<ValueId> results;   // program values it produces: used outside it, or outputs
+  Graph body;                     // the block graph
+  double predicted_s = 0;         // the kernel alone on the target (cost/)
+};
+
+struct FuseOptions {
+  int64_t max_blocks = 4096;  // most blocks of the grid
+  int64_t max_loop = 64;      // longest for-loop
+  int max_grid_dims = 2;      // grid dims in use
+  int64_t threads = 128;      // threads per block (code generation only)
+};
+
+// The fastest valid graph-defined kernel computing the operators `ops` (indices into
+// `program.ops`, a convex set: no path leaves it and comes back) of a kernel graph; nullopt when
+// the region holds an operator a block graph cannot run this way (data movement, grouped
+// reductions, nested kernels), when its axes admit no schedule, or when no schedule fits the
+// target (shared memory).
+std::optional<FusedRegion> fuse_region(const Graph& program, const std::vector<int>& ops,
+                                       const Target& target, const FuseOptions& options = {});
+
+}  // namespace weft
