@@ -74,6 +74,9 @@ class Vm {
   // Runs function `name` on `args`. Throws UserError for wrong arguments, failed run-time checks
   // (naming the variable or condition and the values), and bad data.
   VmValue run(const std::string& name, const std::vector<VmValue>& args);
+  // With the cpu executor: builds (or takes from the build cache) every µGraph's CPU program now,
+  // so build failures surface before the first run; otherwise each is built at its first call.
+  void compile_ugraphs();
   const VmFunction& compiled(const std::string& name) const;
   const VmStats& stats() const { return stats_; }
   // "  0: bind_params\n  1: call h = rms_norm(x)...": the register program, for `model print --vm`.
@@ -84,6 +87,7 @@ class Vm {
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
                   int depth);
   void account(const VmValue& v, int sign);
+  const Program& cpu_program(const Graph& g);
 
   const Module& module_;
   VmOptions options_;
