@@ -521,7 +521,7 @@ def _model_arguments(model, function, args, kwargs):
     for x in arranged:
         a = _np.asarray(x)
         integral.append(a.dtype.kind in "iub")
-        arrays.append(_np.ascontiguousarray(a, dtype=_np.float64))
+        arrays.append(_np.asarray(a, dtype=_np.float64, order="C"))  # keeps 0-d arrays 0-d
     return arrays, integral
 
 
