@@ -15,11 +15,9 @@ using OutputArray = nanobind::ndarray<nanobind::numpy>;
 template <class T>
 OutputArray owning_array(std::vector<T> data, const Shape& shape) {
   auto* owned = new std::vector<T>(std::move(data));
-  nanobind::capsule owner(owned,
-                          [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  nanobind::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   std::vector<size_t> dims(shape.begin(), shape.end());
-  return OutputArray(owned->data(), dims.size(), dims.data(), owner, nullptr,
-                     nanobind::dtype<T>());
+  return OutputArray(owned->data(), dims.size(), dims.data(), owner, nullptr, nanobind::dtype<T>());
 }
 
 }  // namespace weft::python
