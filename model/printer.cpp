@@ -130,4 +130,20 @@ std::string print_module(const Module& m, bool type_comments) {
   return out.str();
 }
 
+std::string module_summary(const Module& m) {
+  size_t bindings = 0, checks = 0;
+  for (const Function& f : m.functions) {
+    checks += f.return_checks.size();
+    for (const Block& b : f.blocks) {
+      bindings += b.bindings.size();
+      for (const Binding& x : b.bindings) checks += x.runtime_checks.size();
+    }
+  }
+  auto s = [](size_t n) { return n == 1 ? "" : "s"; };
+  return fmt::format(
+      "{} function{}, {} binding{}, {} µGraph{}, {} symbolic variable{}, {} run-time check{}",
+      m.functions.size(), s(m.functions.size()), bindings, s(bindings), m.ugraphs.size(),
+      s(m.ugraphs.size()), m.syms.vars().size(), s(m.syms.vars().size()), checks, s(checks));
+}
+
 }  // namespace weft

@@ -7,6 +7,36 @@
 
 namespace weft {
 
+const Function& function_to_run(const Module& module, const std::string& name,
+                                const SourceLoc& where) {
+  if (const Function* fn = module.find_function(name)) return *fn;
+  std::string names;
+  for (const Function& f : module.functions) names += (names.empty() ? "" : ", ") + f.name;
+  throw UserError(where, fmt::format("no function '{}' (the module's functions: {})", name, names));
+}
+
+VmValue argument_value(const Param& p, const NpyArray& a, const std::string& what,
+                       const SourceLoc& where) {
+  switch (p.type.kind) {
+    case MTypeKind::integer: {
+      double v = a.tensor.data.empty() ? NAN : a.tensor.data[0];
+      if (!a.tensor.shape.empty() || !a.integral || v != std::floor(v))
+        throw UserError(where, fmt::format("{} must be an integer scalar (a 0-d integer array) "
+                                           "for parameter '{}'",
+                                           what, p.name));
+      return VmValue{static_cast<int64_t>(v)};
+    }
+    case MTypeKind::tensor:
+    case MTypeKind::shape:
+      return VmValue{std::make_shared<const Tensor<double>>(a.tensor)};
+    case MTypeKind::tuple:
+      throw UserError(p.loc, fmt::format("parameter '{}' is a tuple; a run passes tensors and "
+                                         "integers only",
+                                         p.name));
+  }
+  WEFT_FAIL("unknown MTypeKind");
+}
+
 std::vector<VmValue> arguments_from_npz(const Function& fn, const NpzArrays& arrays,
                                         const std::string& path) {
   std::vector<VmValue> args;
@@ -16,27 +46,8 @@ std::vector<VmValue> arguments_from_npz(const Function& fn, const NpzArrays& arr
       throw UserError(SourceLoc{path}, fmt::format("no array '{}' for the parameter '{}' of '{}' "
                                                    "(the archive holds {} arrays)",
                                                    p.name, p.name, fn.name, arrays.size()));
-    const NpyArray& a = it->second;
-    switch (p.type.kind) {
-      case MTypeKind::integer: {
-        double v = a.tensor.data.empty() ? NAN : a.tensor.data[0];
-        if (!a.tensor.shape.empty() || !a.integral || v != std::floor(v))
-          throw UserError(SourceLoc{path},
-                          fmt::format("array '{}' must be an integer scalar (a 0-d "
-                                      "integer array) for parameter '{}'",
-                                      p.name, p.name));
-        args.push_back(VmValue{static_cast<int64_t>(v)});
-        break;
-      }
-      case MTypeKind::tensor:
-      case MTypeKind::shape:
-        args.push_back(VmValue{std::make_shared<const Tensor<double>>(a.tensor)});
-        break;
-      case MTypeKind::tuple:
-        throw UserError(p.loc, fmt::format("parameter '{}' is a tuple; `model run` passes tensors "
-                                           "and integers only",
-                                           p.name));
-    }
+    args.push_back(
+        argument_value(p, it->second, fmt::format("array '{}'", p.name), SourceLoc{path}));
   }
   return args;
 }

@@ -11,6 +11,17 @@
 
 namespace weft {
 
+// The function `name` of `module`; a UserError at `where` naming the functions there are
+// otherwise.
+const Function& function_to_run(const Module& module, const std::string& name,
+                                const SourceLoc& where);
+
+// The argument for parameter `p` from `array` (`what` names where it came from in errors):
+// tensors and shapes take the array as it is; an integer parameter needs a 0-d integral array.
+// Throws UserError at `where` otherwise, and at the parameter for a tuple parameter.
+VmValue argument_value(const Param& p, const NpyArray& array, const std::string& what,
+                       const SourceLoc& where);
+
 // One value per parameter of `fn`, from the archive's entry of the same name. Throws UserError
 // (naming the file and the parameter) for a missing entry, a tuple parameter, or an integer
 // parameter given a non-integral array or one that is not a scalar.

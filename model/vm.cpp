@@ -418,6 +418,18 @@ struct FrameStorage {
 
 }  // namespace
 
+void Vm::compile_ugraphs() {
+  if (options_.ugraph_executor != UGraphExecutor::cpu) return;
+  for (const UGraphDef& u : module_.ugraphs) cpu_program(*u.graph);
+}
+
+const Program& Vm::cpu_program(const Graph& g) {
+  auto& program = programs_[&g];
+  if (!program)
+    program = compile_program(g, backend_target(Backend::cpu, ""), Backend::cpu, options_.build);
+  return *program;
+}
+
 VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth) {
   if (depth > kMaxCallDepth)
     throw UserError(f.fn->loc, fmt::format("calls nest deeper than {}", kMaxCallDepth));
@@ -684,13 +696,9 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
       // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
       if (options_.ugraph_executor == UGraphExecutor::interpreter)
         return results_value(evaluate_real(g, inputs, true));
-      auto& program = programs_[&g];
-      if (!program)
-        program =
-            compile_program(g, backend_target(Backend::cpu, ""), Backend::cpu, options_.build);
       std::vector<std::vector<float>> flat;
       for (const auto& t : inputs) flat.emplace_back(t.data.begin(), t.data.end());
-      auto raw = program->run(flat);
+      auto raw = cpu_program(g).run(flat);
       std::vector<Tensor<double>> outs;
       for (size_t i = 0; i < raw.size(); ++i)
         outs.emplace_back(g.type(g.outputs[i]).shape,

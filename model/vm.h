@@ -118,6 +118,9 @@ class Vm {
   // Runs function `name` on `args`. Throws UserError for wrong arguments, failed run-time checks
   // (naming the variable or condition and the values), and bad data.
   VmValue run(const std::string& name, const std::vector<VmValue>& args);
+  // With the cpu executor: builds (or takes from the build cache) every µGraph's CPU program now,
+  // so build failures surface before the first run; otherwise each is built at its first call.
+  void compile_ugraphs();
   const VmFunction& compiled(const std::string& name) const;
   const VmStats& stats() const { return stats_; }
   const ModulePlan& plan() const { return plan_; }
@@ -130,6 +133,7 @@ class Vm {
                   int depth);
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
+  const Program& cpu_program(const Graph& g);
 
   Module module_;  // the caller's, composites expanded
   VmOptions options_;

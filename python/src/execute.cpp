@@ -12,6 +12,7 @@
 
 #include "core/target.h"
 #include "driver/run.h"
+#include "python/src/arrays.h"
 #include "python/src/bindings.h"
 #include "runtime/program.h"
 #include "verify/equivalence.h"
@@ -21,7 +22,6 @@ namespace {
 
 using InputF64 = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using InputF32 = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
-using OutputArray = nb::ndarray<nb::numpy>;
 
 // Throws UserError unless `arrays` match the program's inputs in number and shape.
 template <class Array>
@@ -39,15 +39,6 @@ void check_inputs(const Graph& g, const std::vector<Array>& arrays) {
       throw UserError(fmt::format("input {}: expected shape {} ({}), given an array of shape {}",
                                   v.name, shape_str(v.type.shape), v.type.str(), shape_str(given)));
   }
-}
-
-// A NumPy array that owns `data` (moved to the heap; freed with the array).
-template <class T>
-OutputArray owning_array(std::vector<T> data, const Shape& shape) {
-  auto* owned = new std::vector<T>(std::move(data));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  std::vector<size_t> dims(shape.begin(), shape.end());
-  return OutputArray(owned->data(), dims.size(), dims.data(), owner, nullptr, nb::dtype<T>());
 }
 
 nb::list run_interpreter(const Graph& g, const std::vector<InputF64>& arrays, bool f32) {

@@ -9,4 +9,5 @@ NB_MODULE(_weft, m) {
   weft::python::bind_program(m);
   weft::python::bind_optimize(m);
   weft::python::bind_execute(m);
+  weft::python::bind_model(m);
 }

@@ -3,7 +3,7 @@
 Programs (µGraphs) come from the text format (``weft.parse``, ``weft.load``) or a ``weft.Builder``;
 ``weft.optimize`` searches for the fastest verified equivalent µGraph; ``weft.verify`` proves two
 programs equivalent; ``weft.run`` runs the reference interpreter and ``weft.compile`` builds a
-callable with a backend. The work is the C++ library's (driver/), the same as the ``weft`` CLI's.
+callable with a backend. ``weft.load_model`` reads a model (.wmod) to check, print and run. The work is the C++ library's (driver/), the same as the ``weft`` CLI's.
 docs/python.md documents the API.
 """
 
@@ -22,7 +22,8 @@ from .errors import InternalError, UserError, user_error as _user_error
 __version__ = _weft.__version__
 
 __all__ = [
-    "Builder", "CompiledProgram", "InternalError", "OptimizeResult", "Program", "TensorSpec",
+    "Builder", "CompiledModel", "CompiledProgram", "InternalError", "Model", "OptimizeResult",
+    "Param", "Program", "TensorSpec",
     "UserError", "Value", "VerifyResult", "compile", "config_fields", "load", "load_model",
     "optimize", "ops", "parse", "run", "targets", "verify",
 ]
@@ -125,11 +126,15 @@ def load(path):
 
 
 def load_model(path):
-    """Models (.wmod, .onnx) come with weft's model layer, which is not available yet."""
-    raise _user_error(
-        "weft.load_model: the model layer (.wmod and .onnx models) is not available in this "
-        "version of weft yet; write the program in the µGraph text format (weft.load) or with "
-        "weft.Builder", _os.fspath(path))
+    """A Model from a .wmod file (docs/model-format.md), parsed, type-deduced and checked as
+    ``weft model check`` does; UserError (file:line:col) on a mistake. ONNX models are not
+    accepted yet: weft has no ONNX import."""
+    path = _os.fspath(path)
+    if path.lower().endswith(".onnx"):
+        raise _user_error(
+            "weft.load_model: ONNX import is not built yet; weft reads models in its own .wmod "
+            "format (docs/model-format.md)", path)
+    return Model(_weft.ModelCore(path), path)
 
 
 def ops():
@@ -395,21 +400,24 @@ def _is_torch(x):
 
 def _arrange(program, args, kwargs):
     # Inputs by position, then by name, in the program's input order.
-    names = [s.name for s in program.inputs]
+    return _arrange_named(program.name or "the program", "input",
+                          [s.name for s in program.inputs], args, kwargs)
+
+
+def _arrange_named(owner, kind, names, args, kwargs):
     if len(args) > len(names):
-        raise _user_error(f"{program.name or 'the program'} takes {len(names)} inputs "
-                          f"({', '.join(names)}), given {len(args)} by position")
+        raise _user_error(f"{owner} takes {len(names)} {kind}s ({', '.join(names)}), given "
+                          f"{len(args)} by position")
     given = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names:
-            raise _user_error(f"{program.name or 'the program'} has no input '{k}' "
-                              f"(its inputs: {', '.join(names)})")
+            raise _user_error(f"{owner} has no {kind} '{k}' (its {kind}s: {', '.join(names)})")
         if k in given:
-            raise _user_error(f"input {k} given twice (by position and by name)")
+            raise _user_error(f"{kind} {k} given twice (by position and by name)")
         given[k] = v
     missing = [n for n in names if n not in given]
     if missing:
-        raise _user_error(f"missing input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+        raise _user_error(f"missing {kind}{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
     return [given[n] for n in names]
 
 
@@ -496,3 +504,125 @@ def compile(program, target="cpu", backend=None, cache_dir=None):
     core = _weft.Executable(program._graph, target, backend or "",
                             _os.fspath(cache_dir) if cache_dir else "")
     return CompiledProgram(program, core)
+
+
+# --- Models -----------------------------------------------------------------------------------
+
+Param = _namedtuple("Param", ["name", "type"])
+Param.__doc__ = "A model function's parameter: its name and its type ('f32[b, n]', 'int(p)')."
+
+
+def _model_arguments(model, function, args, kwargs):
+    # One (float64 array, integral?) per parameter, in parameter order; ints become 0-d arrays.
+    params = [p.name for p in model.params(function)]
+    arranged = _arrange_named(f"{model.name or 'the model'}'s function '{function}'", "argument",
+                              params, args, kwargs)
+    arrays, integral = [], []
+    for x in arranged:
+        a = _np.asarray(x)
+        integral.append(a.dtype.kind in "iub")
+        arrays.append(_np.asarray(a, dtype=_np.float64, order="C"))  # keeps 0-d arrays 0-d
+    return arrays, integral
+
+
+def _split_inputs(inputs):
+    if isinstance(inputs, dict):
+        return [], inputs
+    return list(inputs), {}
+
+
+class Model:
+    """A model module (.wmod): functions over tensors with symbolic shapes that call operators,
+    µGraphs and library functions. ``str(model)`` is its canonical text with the deduced types
+    (``weft model print``); ``run`` executes a function with the model VM (µGraphs through the
+    reference interpreter); ``compile`` builds its µGraphs for the CPU and returns a callable."""
+
+    __slots__ = ("_core", "_file")
+
+    def __init__(self, core, file):
+        self._core = core
+        self._file = file
+
+    @property
+    def name(self):
+        return self._core.name
+
+    @property
+    def file(self):
+        return self._file
+
+    @property
+    def functions(self):
+        """The names of the module's functions, in order."""
+        return self._core.functions()
+
+    def params(self, function="main"):
+        """The parameters of ``function`` as Param(name, type) tuples."""
+        return [Param(n, t) for n, t in self._core.params(function)]
+
+    def return_type(self, function="main"):
+        return self._core.return_type(function)
+
+    def text(self, type_comments=True):
+        """The canonical text; with ``type_comments`` every binding ends in its deduced type."""
+        return self._core.text(type_comments)
+
+    def __str__(self):
+        return self._core.text(True)
+
+    def __repr__(self):
+        return (f"<weft.Model {self.name or '(unnamed)'} from {self._file}: functions "
+                f"{', '.join(self.functions)}>")
+
+    def check(self):
+        """Re-runs type deduction and the well-formedness checks; returns the summary line of
+        ``weft model check`` ("2 functions, 14 bindings, ...")."""
+        return self._core.check()
+
+    def vm_program(self, function="main"):
+        """The register program the VM runs for ``function`` (``weft model print --vm``)."""
+        return self._core.disassemble(function)
+
+    def run(self, inputs, function="main", dtype="f32", ugraph_executor="interp"):
+        """Runs ``function`` with the model VM. ``inputs``: a dict by parameter name, or a sequence
+        in parameter order, of NumPy arrays (anything ``numpy.asarray`` takes) and ints (integer
+        parameters take ints or 0-d integer arrays). Returns a NumPy array (``dtype`` 'f32' or
+        'f64'; the VM computes in f64), an int, or a tuple of them for a tuple result. A failed
+        run-time check (a match_cast whose shape does not match, a symbolic condition) raises
+        UserError at the binding, naming the variable and the values."""
+        if dtype not in ("f32", "f64"):
+            raise _user_error(f"Model.run: dtype must be 'f32' or 'f64', not {dtype!r}")
+        args, kwargs = _split_inputs(inputs)
+        arrays, integral = _model_arguments(self, function, args, kwargs)
+        return self._core.run(function, arrays, integral, ugraph_executor, dtype == "f32")
+
+    def compile(self, target="cpu", function="main", cache_dir=None):
+        """Builds every µGraph the module calls into a CPU program (cached, as ``weft.compile``)
+        and returns a CompiledModel: calling it runs ``function`` with the VM, call_ugraph running
+        the compiled programs (``weft model run --ugraph-executor cpu``). The model layer runs on
+        the CPU only: ``target`` must be 'cpu'."""
+        if target != "cpu":
+            raise _user_error(f"Model.compile: the model layer runs on the CPU only (target "
+                              f"'cpu'), not {target!r}")
+        self._core.params(function)  # an unknown function fails here, not at the first call
+        self._core.compile(_os.fspath(cache_dir) if cache_dir else "")
+        return CompiledModel(self, function)
+
+
+class CompiledModel:
+    """A Model whose µGraphs are compiled: ``compiled(*args, **kwargs)`` runs its function with
+    arguments by position or parameter name; ``run(inputs, function=...)`` runs any function."""
+
+    def __init__(self, model, function):
+        self.model = model
+        self.function = function
+
+    def __call__(self, *args, **kwargs):
+        arrays, integral = _model_arguments(self.model, self.function, args, kwargs)
+        return self.model._core.run(self.function, arrays, integral, "cpu", True)
+
+    def run(self, inputs, function=None, dtype="f32"):
+        return self.model.run(inputs, function or self.function, dtype, ugraph_executor="cpu")
+
+    def __repr__(self):
+        return f"<weft.CompiledModel {self.model.name or '(unnamed)'}.{self.function} on cpu>"

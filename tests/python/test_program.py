@@ -94,12 +94,6 @@ def test_svg_without_graphviz_says_so(example, monkeypatch):
     assert "install graphviz" in p._repr_svg_()
 
 
-def test_load_model_says_the_model_layer_is_not_there_yet():
-    with pytest.raises(weft.UserError, match="model layer") as info:
-        weft.load_model("model.onnx")
-    assert info.value.file == "model.onnx"
-
-
 def test_save_writes_the_text(tmp_path, example):
     p = weft.load(example("gated_mlp.weft"))
     p.save(tmp_path / "p.weft")

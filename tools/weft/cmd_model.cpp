@@ -16,23 +16,6 @@
 
 namespace {
 
-std::string summary(const weft::Module& m) {
-  size_t bindings = 0, checks = 0;
-  for (const weft::Function& f : m.functions) {
-    checks += f.return_checks.size();
-    for (const weft::Block& b : f.blocks) {
-      bindings += b.bindings.size();
-      for (const weft::Binding& x : b.bindings) checks += x.runtime_checks.size();
-    }
-  }
-  return fmt::format(
-      "{} function{}, {} binding{}, {} µGraph{}, {} symbolic variable{}, {} "
-      "run-time check{}",
-      m.functions.size(), m.functions.size() == 1 ? "" : "s", bindings, bindings == 1 ? "" : "s",
-      m.ugraphs.size(), m.ugraphs.size() == 1 ? "" : "s", m.syms.vars().size(),
-      m.syms.vars().size() == 1 ? "" : "s", checks, checks == 1 ? "" : "s");
-}
-
 // "b=2,n=16": values for declared symbolic variables.
 weft::SymBinding parse_binding(const std::string& text, const weft::Module& m) {
   weft::SymBinding out;
@@ -111,7 +94,7 @@ weft::cli::Register reg("model", "Model files (.wmod): check, print, plan, run",
     weft::Module m = weft::load_module(*file, prover);
     weft::check_module(m, prover);
     if (check->parsed()) {
-      std::cout << "ok: " << summary(m) << "\n";
+      std::cout << "ok: " << weft::module_summary(m) << "\n";
       return 0;
     }
     if (print->parsed() && *show_vm) {
@@ -134,10 +117,8 @@ weft::cli::Register reg("model", "Model files (.wmod): check, print, plan, run",
       return 0;
     }
     if (run->parsed()) {
-      const weft::Function* fn = m.find_function(*function);
-      if (!fn)
-        throw weft::UserError(weft::SourceLoc{*file}, fmt::format("no function '{}'", *function));
-      auto args = weft::arguments_from_npz(*fn, weft::read_npz(*inputs), *inputs);
+      const weft::Function& fn = weft::function_to_run(m, *function, weft::SourceLoc{*file});
+      auto args = weft::arguments_from_npz(fn, weft::read_npz(*inputs), *inputs);
       weft::VmOptions options;
       options.ugraph_executor =
           *executor == "cpu" ? weft::UGraphExecutor::cpu : weft::UGraphExecutor::interpreter;
