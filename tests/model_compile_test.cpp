@@ -158,13 +158,15 @@ TEST(ModelCompile, RegionsAreBoundedConnectedRunsOfSearchableOperators) {
 class ModelCompileLlama : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    cache_ = new std::string(temp_dir("llama_cache"));
+    // One cache for the suite's processes (ctest runs each test in its own): the first searches,
+    // the others are served from it. Entries are written atomically, so processes may share it.
+    cache_ =
+        new std::string((fs::temp_directory_path() / "weft_model_compile_llama_cache").string());
     prover_ = new SymProver();
     original_ = new Module(load("examples/models/tiny_llama.wmod", *prover_));
     result_ = new ModelCompileResult(compile_model(*original_, *prover_, options()));
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*cache_);
     delete result_;
     delete original_;
     delete prover_;
@@ -247,6 +249,21 @@ TEST_F(ModelCompileLlama, SecondCompileIsServedFromTheCache) {
   EXPECT_EQ(again.cache_hits, result_->searched + result_->cache_hits);
   EXPECT_TRUE(again.warnings.empty());
   EXPECT_TRUE(again.module == result_->module);
+}
+
+// `weft compile` of tiny_llama at two prefill and two decode bindings, then the independent NumPy
+// implementation's prefill and decode steps through `weft run DIR` (the steps at other bindings
+// take the original body).
+TEST(ModelCompile, TinyLlamaCompiledDirectoryMatchesTheNumpyReference) {
+  std::string work = temp_dir("llama_numpy");
+  auto [rc, out] = test::run_weft(fmt::format(
+      "compile {} -o {}/out --bind b=1,n=5,p=0 --bind b=2,n=3,p=0 --bind b=1,n=1,p=5 --bind "
+      "b=2,n=2,p=4 --time-budget 8 --states 300 --cache {}/cache",
+      test::source_path("examples/models/tiny_llama.wmod"), work, work));
+  ASSERT_EQ(rc, 0) << out;
+  test::run_numpy_reference("examples/models/tiny_llama_reference.py", "weft_tiny_llama_compiled",
+                            fmt::format("--compiled {}/out", work));
+  fs::remove_all(work);
 }
 
 TEST(ModelCompile, ACorruptCacheEntryIsIgnoredWithAWarning) {
