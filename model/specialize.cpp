@@ -113,6 +113,18 @@ class Specializer {
     for (const Function& f : original_.functions) {
       if (called.count(f.name)) continue;
       std::vector<std::string> vars = function_variables(f);
+      // The dispatch casts a copy's result to the return type, whose variables must then be
+      // the parameters' (not ones the body defines with match_cast).
+      std::set<std::string> ret_vars;
+      collect_vars(f.ret, ret_vars);
+      std::vector<std::string> inner;
+      for (const std::string& v : ret_vars)
+        if (std::find(vars.begin(), vars.end(), v) == vars.end()) inner.push_back(v);
+      if (!inner.empty() && !bindings.empty()) {
+        result_.skipped.push_back(fmt::format("{}: its return type uses {}, defined in its body",
+                                              f.name, fmt::join(inner, ", ")));
+        continue;
+      }
       for (const SymBinding& b : bindings) {
         SymBinding own;
         std::vector<std::string> missing;
@@ -219,11 +231,6 @@ class Specializer {
     Function generic = fn;
     generic.name = unique(fn.name + ".generic");
     std::vector<std::string> vars = function_variables(fn);
-    std::set<std::string> ret_vars;
-    collect_vars(fn.ret, ret_vars);
-    bool cast_back = true;
-    for (const std::string& v : ret_vars)
-      cast_back = cast_back && std::find(vars.begin(), vars.end(), v) != vars.end();
     std::set<std::string> locals;
     for (const Param& p : fn.params) locals.insert(p.name);
     auto local = [&](const std::string& base) {
@@ -276,7 +283,7 @@ class Specializer {
         }
         arm.bindings.push_back(std::move(spec_call));
         arm.result = spec_var;
-        if (cast_back) {
+        {
           const std::string cast_var = local("result");
           Binding cast;
           cast.var = cast_var;
