@@ -82,6 +82,7 @@ ModelCompileResult compile_model(const Module& module, SymProver& prover,
       result.regions.push_back(std::move(report));
       continue;
     }
+    report.source = *g;
     CostReport before = predict(*g, target);
     report.kernels_before = before.kernel_launches();
     report.predicted_before_s = before.total_s;

@@ -35,6 +35,7 @@ struct CompiledRegion {
   std::vector<std::string> vars;  // the bindings it replaced, in order
   std::string ugraph;             // its µGraph in the module; empty when it stays as it was
   std::string skipped;            // why it stays (a type that is not a fixed shape)
+  Graph source;                   // the region's own µGraph (what its µGraph is verified against)
   // Kernel launches and predicted time on the target: before, each table operator its own
   // kernel (the per-operator baseline, as the VM runs them); after, the verified best µGraph.
   int kernels_before = 0, kernels_after = 0;

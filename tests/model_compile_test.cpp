@@ -18,6 +18,7 @@
 #include "model/printer.h"
 #include "model/vm.h"
 #include "tests/test_util.h"
+#include "verify/equivalence.h"
 
 namespace weft {
 namespace {
@@ -235,6 +236,23 @@ TEST_F(ModelCompileLlama, KernelCountFallsAndEveryRegionIsCompiled) {
   EXPECT_EQ(result_->searched + result_->cache_hits,
             static_cast<int>(std::count_if(result_->regions.begin(), result_->regions.end(),
                                            [](const CompiledRegion& r) { return !r.shared; })));
+}
+
+// Independently of the search's own verification: each region's µGraph against the region.
+TEST_F(ModelCompileLlama, EveryRegionsMicroGraphIsVerifiedAgainstItsRegion) {
+  std::map<std::string, const Graph*> ugraphs;
+  for (const UGraphDef& u : result_->module.ugraphs) ugraphs[u.name] = u.graph.get();
+  int differing = 0;
+  for (const CompiledRegion& r : result_->regions) {
+    ASSERT_TRUE(ugraphs.count(r.ugraph)) << r.ugraph;
+    const Graph& compiled = *ugraphs.at(r.ugraph);
+    Graph source = r.source;
+    source.name = compiled.name;
+    differing += !(compiled == source);
+    VerifyResult v = EquivalenceChecker(r.source, {}).check(compiled);
+    EXPECT_EQ(v.verdict, Verdict::equivalent) << r.ugraph << ": " << v.message;
+  }
+  EXPECT_GT(differing, 0) << "no region changed: the check above proved nothing";
 }
 
 // Prefill at two bindings and decode at one, through compiled CPU programs, against the
