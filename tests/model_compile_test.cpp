@@ -9,6 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
+
+#include <unistd.h>
 
 #include "model/compile.h"
 #include "model/deduce.h"
