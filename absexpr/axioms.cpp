@@ -88,6 +88,11 @@ const std::set<int64_t>& path_products(const TermStore& store, TermId t, TermOp 
       else
         truncated = true;
   };
+  // Uninterpreted: the operand's own paths still count, but start afresh below it.
+  auto afresh = [&] {
+    if (n.a != kNoTerm) path_products(store, n.a, reduction, memo, all, truncated);
+    if (n.b != kNoTerm) path_products(store, n.b, reduction, memo, all, truncated);
+  };
   switch (n.op) {
     case TermOp::add:
     case TermOp::mul:
@@ -95,14 +100,18 @@ const std::set<int64_t>& path_products(const TermStore& store, TermId t, TermOp 
       through(n.a, 1);
       through(n.b, 1);
       break;
-    default:
-      if (n.op == reduction) {
+    case TermOp::sum:
+    case TermOp::max:
+      if (n.op == reduction)
         through(n.a, n.k);
-        break;
-      }
-      // Uninterpreted: the operand's own paths still count, but start afresh below it.
-      if (n.a != kNoTerm) path_products(store, n.a, reduction, memo, all, truncated);
-      if (n.b != kNoTerm) path_products(store, n.b, reduction, memo, all, truncated);
+      else
+        afresh();
+      break;
+    case TermOp::var:
+    case TermOp::cst:
+    case TermOp::fn:
+    case TermOp::cat:
+      afresh();
       break;
   }
   all.insert(here.begin(), here.end());

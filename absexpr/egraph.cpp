@@ -163,7 +163,7 @@ void EGraph::match_enode(const Pattern& p, int node, const ENode& en,
                          std::vector<std::pair<int, ClassId>>& todo, Subst& s,
                          std::vector<Subst>& out) const {
   const PatNode& pn = p.nodes[static_cast<size_t>(node)];
-  if (pn.op != en.op) return;
+  if (pn.op != en.op || (pn.op == TermOp::fn && pn.k != en.k)) return;
   bool bound_size = false;
   if (pn.op == TermOp::sum || pn.op == TermOp::max) {
     if (pn.k_var < 0) {
@@ -192,6 +192,7 @@ ClassId EGraph::instantiate(const Pattern& p, int node, const Subst& s) {
   ENode n{pn.op, 0, kNoClass, kNoClass};
   if (pn.op == TermOp::sum || pn.op == TermOp::max)
     n.k = pn.k_var < 0 ? pn.k : s.sizes[static_cast<size_t>(pn.k_var)];
+  if (pn.op == TermOp::fn) n.k = pn.k;
   int arity = term_arity(pn.op);
   if (arity >= 1) n.a = instantiate(p, pn.a, s);
   if (arity >= 2) n.b = instantiate(p, pn.b, s);

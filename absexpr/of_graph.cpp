@@ -1,120 +1,257 @@
-// Abstract expressions of µGraph tensors, dispatched on the operator table's classes.
+// Abstract expressions of operators and µGraph tensors, from the operator table's symbolic facet.
 #include "absexpr/of_graph.h"
 
+#include <utility>
+
 #include "core/error.h"
+#include "ir/expand_composites.h"
 
 namespace weft {
 namespace {
 
-TermOp uninterpreted(OpKind k) {
-  switch (k) {
-    case OpKind::exp:
-      return TermOp::exp;
-    case OpKind::sqrt:
-      return TermOp::sqrt;
-    case OpKind::silu:
-      return TermOp::silu;
-    case OpKind::gelu:
-      return TermOp::gelu;
-    case OpKind::relu:
-      return TermOp::relu;
-    default:
-      break;
+// A Lax formula's values in abstract expressions: terms, and constants, which are abstracted away
+// (notes §2): multiplying or dividing by one is the identity, and adding one is add(x, const)
+// unless it is zero; sub is add (signs are constants too); an operation on constants only is a
+// constant. Only a constant's being zero matters, so a value is a term or one of two kinds of
+// constant (this runs for every tensor the search makes: it stays small and branch-light).
+struct TermAlgebra {
+  enum class Kind : uint8_t { term, constant, zero };
+  struct Value {
+    TermId term;
+    Kind kind;
+  };
+  TermStore& store;
+  TermId a, b;
+  bool attribute_is_zero;
+
+  static Value constant(bool zero) { return {kNoTerm, zero ? Kind::zero : Kind::constant}; }
+  Value x() const { return {a, Kind::term}; }
+  Value y() const { return {b, Kind::term}; }
+  Value attribute(const char*) const { return constant(attribute_is_zero); }
+  Value literal(const Rational& r) const { return constant(r == Rational(0)); }
+  Value add(Value l, Value r) {
+    if (l.kind != Kind::term) std::swap(l, r);
+    if (l.kind != Kind::term) return constant(l.kind == Kind::zero && r.kind == Kind::zero);
+    if (r.kind == Kind::zero) return l;
+    if (r.kind == Kind::constant) return {store.add(l.term, store.cst()), Kind::term};
+    return {store.add(l.term, r.term), Kind::term};
   }
-  WEFT_CHECK(false, "{} is not an uninterpreted unary operator", op_info(k).name);
-  return TermOp::var;
+  Value sub(Value l, Value r) { return add(l, r); }
+  Value mul(Value l, Value r) {
+    if (l.kind != Kind::term && r.kind != Kind::term)
+      return constant(l.kind == Kind::zero || r.kind == Kind::zero);
+    if (l.kind != Kind::term) return r;
+    if (r.kind != Kind::term) return l;
+    return {store.mul(l.term, r.term), Kind::term};
+  }
+  Value div(Value l, Value r) {
+    if (r.kind != Kind::term) return l;
+    if (l.kind != Kind::term) return {store.div(store.cst(), r.term), Kind::term};
+    return {store.div(l.term, r.term), Kind::term};
+  }
+  Value exp(Value l) {
+    if (l.kind != Kind::term) return constant(false);
+    return {store.fn(OpKind::exp, l.term), Kind::term};
+  }
+};
+
+// Evaluates an elementwise operator's formula over terms.
+TermId formula_term(const Formula& f, TermId a, TermId b, bool constant_is_zero, TermStore& store) {
+  TermAlgebra algebra{store, a, b, constant_is_zero};
+  TermAlgebra::Value v = evaluate_formula(f, algebra);
+  return v.kind == TermAlgebra::Kind::term ? v.term : store.cst();
 }
 
-// Elements reduced per result element by a reduction over `dim` to `to` groups.
-int64_t reduced_elements(const Graph& g, const Op& op) {
-  const Shape& s = g.type(op.inputs.at(0)).shape;
-  int64_t dim = op.attrs.get_int("dim");
-  WEFT_CHECK(dim >= 0 && dim < static_cast<int64_t>(s.size()), "reduction dim {} out of range",
-             dim);
-  int64_t to = op.attrs.get_int_or("to", 1);
-  return s[static_cast<size_t>(dim)] / to;
+// Each operator's abstract rule resolved once from its row into one step: the search asks for a
+// term for every tensor it makes. A formula that is one operation on the operands and constants
+// (every one in the table today) becomes a direct step with TermAlgebra's answer; others are
+// evaluated in full. (AbstractTerm.StepsAgreeWithTheFormulas holds the two to the same terms.)
+struct TermStep {
+  enum class Kind : uint8_t {
+    function,   // fn(kind, a): no Lax formula
+    formula,    // formula_term
+    operation,  // op(l, r) over the operands
+    exp,        // fn(exp, l)
+    operand,    // l: the other side was a constant
+    shifted,    // l + const, or l when the constant is zero
+    contraction,
+    sum,
+    max,
+    select,
+    none,  // no single-term rule
+  };
+  Kind kind = Kind::none;
+  TermOp op = TermOp::add;
+  bool l_is_y = false, r_is_y = false;
+  bool zero_from_attribute = false;  // shifted: the rational attribute's zero-ness decides
+  bool literal_zero = false;         // shifted by a literal: whether it is zero
+};
+
+TermStep resolve(const OpInfo& info) {
+  using K = TermStep::Kind;
+  TermStep s;
+  switch (info.symbolic) {
+    case Symbolic::elementwise:
+      break;
+    case Symbolic::contraction:
+      s.kind = K::contraction;
+      return s;
+    case Symbolic::sum:
+    case Symbolic::mean:  // the 1/k is a constant, abstracted away
+      s.kind = K::sum;
+      return s;
+    case Symbolic::max:
+      s.kind = K::max;
+      return s;
+    case Symbolic::select:
+      s.kind = K::select;
+      return s;
+    case Symbolic::join:
+    case Symbolic::expansion:
+    case Symbolic::body:
+      return s;
+  }
+  s.kind = K::formula;
+  if (info.formula.empty()) {
+    s.kind = K::function;
+    return s;
+  }
+  if (info.formula.nodes.size() != 1) return s;
+  const FormulaNode& n = info.formula.nodes[0];
+  auto is_term = [](int8_t ref) { return ref == FormulaNode::kX || ref == FormulaNode::kY; };
+  const bool l = is_term(n.a), r = n.op != FormulaOp::exp && is_term(n.b);
+  auto constant_side = [&](int8_t ref) {
+    s.zero_from_attribute = ref == FormulaNode::kAttribute;
+    s.literal_zero = ref == FormulaNode::kLiteral && n.literal == Rational(0);
+  };
+  s.l_is_y = (l ? n.a : n.b) == FormulaNode::kY;
+  s.r_is_y = n.b == FormulaNode::kY;
+  switch (n.op) {
+    case FormulaOp::exp:
+      if (l) s.kind = K::exp;
+      break;
+    case FormulaOp::add:
+    case FormulaOp::sub:  // sub is add
+      if (l && r) {
+        s.kind = K::operation;
+        s.op = TermOp::add;
+      } else if (l || r) {
+        s.kind = K::shifted;
+        constant_side(l ? n.b : n.a);
+      }
+      break;
+    case FormulaOp::mul:
+      if (l && r) {
+        s.kind = K::operation;
+        s.op = TermOp::mul;
+      } else if (l || r) {
+        s.kind = K::operand;
+      }
+      break;
+    case FormulaOp::div:
+      if (l && r) {
+        s.kind = K::operation;
+        s.op = TermOp::div;
+      } else if (l) {
+        s.kind = K::operand;
+      }
+      break;
+  }
+  return s;
+}
+
+const std::vector<TermStep>& term_steps() {
+  static const std::vector<TermStep> steps = [] {
+    std::vector<TermStep> v;
+    for (const OpInfo& info : all_ops()) v.push_back(resolve(info));
+    return v;
+  }();
+  return steps;
 }
 
 }  // namespace
+
+TermId abstract_term(OpKind kind, TermId a, TermId b, int64_t k, const Rational& constant,
+                     TermStore& store) {
+  using K = TermStep::Kind;
+  const TermStep& s = term_steps()[static_cast<size_t>(kind)];
+  const TermId l = s.l_is_y ? b : a;
+  switch (s.kind) {
+    case K::function:
+      return store.fn(kind, a);
+    case K::formula:
+      return formula_term(op_info(kind).formula, a, b, constant == Rational(0), store);
+    case K::operation:
+      return store.make({s.op, 0, l, s.r_is_y ? b : a});
+    case K::exp:
+      return store.fn(OpKind::exp, l);
+    case K::operand:
+      return l;
+    case K::shifted:
+      if (s.zero_from_attribute ? constant == Rational(0) : s.literal_zero) return l;
+      return store.add(l, store.cst());
+    case K::contraction:
+      return store.sum(k, store.mul(a, b));
+    case K::sum:
+      return store.sum(k, a);
+    case K::max:
+      return store.max(k, a);
+    case K::select:
+      return a;
+    case K::none:
+      break;
+  }
+  WEFT_CHECK(false, "'{}' has no single-term abstract expression", op_info(kind).name);
+  return a;
+}
+
+TermId abstract_formula_term(OpKind kind, TermId a, TermId b, const Rational& constant,
+                             TermStore& store) {
+  const OpInfo& info = op_info(kind);
+  WEFT_CHECK(!info.formula.empty(), "'{}' has no formula", info.name);
+  return formula_term(info.formula, a, b, constant == Rational(0), store);
+}
 
 std::vector<TermId> abstract_op(const Graph& g, const Op& op, const std::vector<TermId>& in,
                                 TermStore& store) {
   const OpInfo& info = op_info(op.kind);
   WEFT_CHECK(in.size() == op.inputs.size(), "{}: {} input terms for {} operands", info.name,
              in.size(), op.inputs.size());
-  auto one = [](TermId t) { return std::vector<TermId>{t}; };
-  switch (info.op_class) {
-    case OpClass::unary:
-      switch (op.kind) {
-        case OpKind::sqr:
-          return one(store.mul(in[0], in[0]));
-        case OpKind::scale:
-          return one(in[0]);  // constants are abstracted away (notes §2)
-        case OpKind::shift:
-          // A zero offset is the identity; any other is add(x, const), one constant for all.
-          if (op.attrs.get_rational("offset") == Rational(0)) return one(in[0]);
-          return one(store.add(in[0], store.cst()));
-        default:
-          return one(store.unary(uninterpreted(op.kind), in[0]));
-      }
-    case OpClass::binary:
-      switch (op.kind) {
-        case OpKind::add:
-        case OpKind::sub:
-          return one(store.add(in[0], in[1]));
-        case OpKind::mul:
-          return one(store.mul(in[0], in[1]));
-        case OpKind::div:
-          return one(store.div(in[0], in[1]));
-        default:
-          break;
-      }
-      break;
-    case OpClass::matmul:
-      return one(store.sum(g.type(op.inputs[0]).shape.back(), store.mul(in[0], in[1])));
-    case OpClass::reduction: {
-      int64_t k = reduced_elements(g, op);
-      // mean = sum then scale; the scale is abstracted away.
-      return one(op.kind == OpKind::max ? store.max(k, in[0]) : store.sum(k, in[0]));
+  auto outputs_of = [](const Graph& body, const std::vector<TermId>& vals) {
+    std::vector<TermId> out;
+    for (ValueId v : body.outputs) out.push_back(vals[static_cast<size_t>(v)]);
+    return out;
+  };
+  switch (info.symbolic) {
+    case Symbolic::elementwise:
+    case Symbolic::contraction:
+    case Symbolic::sum:
+    case Symbolic::mean:
+    case Symbolic::max: {
+      const AttrSpec* c = rational_attr(info);
+      return {abstract_term(op.kind, in.at(0), in.size() > 1 ? in[1] : kNoTerm,
+                            combined_elements(g, op),
+                            c ? op.attrs.get_rational(c->name) : Rational(0), store)};
     }
-    case OpClass::movement:
-      if (op.kind == OpKind::concat) {
-        // Tiles of one expression joined stay that expression (like accum_concat); different
-        // expressions are joined by the uninterpreted `cat`.
-        TermId t = in[0];
-        bool same = true;
-        for (TermId x : in) same &= x == in[0];
-        if (!same)
-          for (size_t i = 1; i < in.size(); ++i) t = store.cat(t, in[i]);
-        return one(t);
-      }
-      return std::vector<TermId>(op.outputs.size(), in[0]);  // reshape, split, repeat
-    case OpClass::composite: {
-      int64_t k = g.type(op.inputs[0]).shape[static_cast<size_t>(op.attrs.get_int("dim"))];
-      if (op.kind == OpKind::rms_norm) {
-        TermId ms = store.sum(k, store.mul(in[0], in[0]));
-        if (!(op.attrs.get_rational("eps") == Rational(0))) ms = store.add(ms, store.cst());
-        return one(store.div(in[0], store.unary(TermOp::sqrt, ms)));
-      }
-      TermId e = store.unary(TermOp::exp, in[0]);
-      return one(store.div(e, store.sum(k, e)));
+    case Symbolic::select:
+      return std::vector<TermId>(op.outputs.size(), in.at(0));
+    case Symbolic::join: {
+      // Tiles of one expression joined stay that expression (like accum_concat); different
+      // expressions are joined by the uninterpreted `cat`.
+      TermId t = in.at(0);
+      bool same = true;
+      for (TermId x : in) same &= x == in[0];
+      if (!same)
+        for (size_t i = 1; i < in.size(); ++i) t = store.cat(t, in[i]);
+      return {t};
     }
-    case OpClass::structure:
-      switch (op.kind) {
-        case OpKind::accum_sum:
-          return one(store.sum(g.loop, in[0]));
-        case OpKind::accum_max:
-          return one(store.max(g.loop, in[0]));
-        default:
-          return one(in[0]);  // iter, save, accum_concat
-      }
-    case OpClass::hierarchy: {
+    case Symbolic::expansion: {
+      Graph expanded = composite_expansion(g, op);
+      return outputs_of(expanded, abstract_values(expanded, store, in));
+    }
+    case Symbolic::body:
       WEFT_CHECK(op.body != nullptr, "{} op without a body", info.name);
-      std::vector<TermId> vals = abstract_values(*op.body, store, in);
-      std::vector<TermId> out;
-      for (ValueId v : op.body->outputs) out.push_back(vals[static_cast<size_t>(v)]);
-      return out;
-    }
+      return outputs_of(*op.body, abstract_values(*op.body, store, in));
   }
   WEFT_CHECK(false, "no abstract expression for {}", info.name);
   return {};

@@ -1,4 +1,5 @@
-// The abstract expression of every tensor of a µGraph (notes §2 table), via the operator table.
+// The abstract semantics of operators (notes §2 table), from the operator table's symbolic facet:
+// one function for the search's new tensors and for whole µGraphs.
 #pragma once
 
 #include <vector>
@@ -7,6 +8,18 @@
 #include "ir/graph.h"
 
 namespace weft {
+
+// The abstract expression of the result of an operator whose result is one term (elementwise,
+// matmul, reductions, for-loop accumulators, selections), given its operands' terms `a` and `b`
+// (kNoTerm when absent): `k` is the number of elements combined per result element
+// (combined_elements) and `constant` the operator's rational attribute (0 when it has none).
+TermId abstract_term(OpKind kind, TermId a, TermId b, int64_t k, const Rational& constant,
+                     TermStore& store);
+
+// The abstract expression of an elementwise operator's result by evaluating its Lax formula in
+// full (abstract_term takes a shortcut for one-operation formulas; tests compare the two).
+TermId abstract_formula_term(OpKind kind, TermId a, TermId b, const Rational& constant,
+                             TermStore& store);
 
 // Abstract expressions of one op's results, given those of its operands. `g` is the graph that
 // holds `op` (its types give reduction sizes; a block graph's `loop` gives accumulator sizes).

@@ -59,15 +59,8 @@ class PatternReader {
     } else {
       ++pos_;
       std::string_view head = word();
-      bool found = false;
-      for (int o = 0; o <= static_cast<int>(TermOp::cat); ++o) {
-        auto op = static_cast<TermOp>(o);
-        if (op != TermOp::var && head == term_op_name(op)) {
-          n.op = op;
-          found = true;
-        }
-      }
-      WEFT_CHECK(found, "rule pattern '{}': unknown operator {}", s_, head);
+      WEFT_CHECK(read_term_symbol(head, n.op, n.k), "rule pattern '{}': unknown operator {}", s_,
+                 head);
       if (n.op == TermOp::sum || n.op == TermOp::max) {
         std::string_view size = word();
         if (!size.empty() && size[0] == '?') {

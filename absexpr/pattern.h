@@ -16,7 +16,7 @@ struct PatNode {
   bool is_var = false;
   int var = -1;  // term variable index when is_var
   TermOp op = TermOp::var;
-  int64_t k = 0;       // literal size of sum/max (when k_var < 0)
+  int64_t k = 0;       // literal size of sum/max (when k_var < 0); fn: the operator
   int k_var = -1;      // size variable index, or -1
   int a = -1, b = -1;  // operand pattern nodes
 };

@@ -15,14 +15,17 @@ int term_arity(TermOp op) {
     case TermOp::var:
     case TermOp::cst:
       return 0;
+    case TermOp::fn:
+    case TermOp::sum:
+    case TermOp::max:
+      return 1;
     case TermOp::add:
     case TermOp::mul:
     case TermOp::div:
     case TermOp::cat:
       return 2;
-    default:
-      return 1;
   }
+  return 0;
 }
 
 const char* term_op_name(TermOp op) {
@@ -37,16 +40,8 @@ const char* term_op_name(TermOp op) {
       return "mul";
     case TermOp::div:
       return "div";
-    case TermOp::exp:
-      return "exp";
-    case TermOp::sqrt:
-      return "sqrt";
-    case TermOp::silu:
-      return "silu";
-    case TermOp::gelu:
-      return "gelu";
-    case TermOp::relu:
-      return "relu";
+    case TermOp::fn:
+      return "fn";
     case TermOp::sum:
       return "sum";
     case TermOp::max:
@@ -56,6 +51,42 @@ const char* term_op_name(TermOp op) {
   }
   return "?";
 }
+
+bool is_term_function(OpKind kind) {
+  return class_of(kind) == OpClass::unary && (kind == OpKind::exp || op_info(kind).formula.empty());
+}
+
+bool read_term_symbol(std::string_view head, TermOp& op, int64_t& k) {
+  static constexpr TermOp kFixed[] = {TermOp::cst, TermOp::add, TermOp::mul, TermOp::div,
+                                      TermOp::sum, TermOp::max, TermOp::cat};
+  for (TermOp o : kFixed)
+    if (head == term_op_name(o)) {
+      op = o;
+      k = 0;
+      return true;
+    }
+  std::optional<OpKind> kind = op_by_name(head);
+  if (!kind || !is_term_function(*kind)) return false;
+  op = TermOp::fn;
+  k = static_cast<int64_t>(*kind);
+  return true;
+}
+
+const char* term_symbol_name(TermOp op, int64_t k) {
+  return op == TermOp::fn ? op_info(static_cast<OpKind>(k)).name : term_op_name(op);
+}
+
+namespace {
+
+// "const, add, ..., exp, sqrt, ..., cat": every symbol the printed form may use.
+std::string term_symbols_text() {
+  std::string s = "const, add, mul, div";
+  for (const OpInfo& info : all_ops())
+    if (is_term_function(info.kind)) s += fmt::format(", {}", info.name);
+  return s + ", sum, max, cat";
+}
+
+}  // namespace
 
 size_t TermStore::NodeHash::operator()(const TermNode& n) const {
   uint64_t h = static_cast<uint64_t>(n.op) * 0x9E3779B97F4A7C15ull;
@@ -108,9 +139,12 @@ TermId TermStore::cst() {
 TermId TermStore::make(TermNode n) {
   int arity = term_arity(n.op);
   if ((n.op == TermOp::sum || n.op == TermOp::max) && n.k == 1 && n.a < size()) return n.a;
-  WEFT_CHECK(
-      (n.op == TermOp::sum || n.op == TermOp::max) ? n.k >= 1 : (n.op == TermOp::var || n.k == 0),
-      "bad size {} for {}", n.k, term_op_name(n.op));
+  if (n.op == TermOp::fn)  // which operators may be functions is checked where terms are read
+    WEFT_CHECK(n.k >= 0 && n.k < kNumOpKinds, "{} is not an operator", n.k);
+  else
+    WEFT_CHECK(
+        (n.op == TermOp::sum || n.op == TermOp::max) ? n.k >= 1 : (n.op == TermOp::var || n.k == 0),
+        "bad size {} for {}", n.k, term_op_name(n.op));
   size_t have = size();
   WEFT_CHECK(arity < 1 || n.a < have, "operand {} does not exist", n.a);
   WEFT_CHECK(arity < 2 ? n.b == kNoTerm : n.b < have, "bad second operand {}", n.b);
@@ -145,7 +179,7 @@ std::string TermStore::str(TermId id) const {
     case 1:
       if (n.op == TermOp::sum || n.op == TermOp::max)
         return fmt::format("({} {} {})", term_op_name(n.op), n.k, str(n.a));
-      return fmt::format("({} {})", term_op_name(n.op), str(n.a));
+      return fmt::format("({} {})", term_symbol_name(n.op, n.k), str(n.a));
     default:
       return fmt::format("({} {} {})", term_op_name(n.op), str(n.a), str(n.b));
   }
@@ -209,25 +243,20 @@ class SexprReader {
     }
     ++pos_;
     std::string_view head = word();
-    static constexpr TermOp kOps[] = {TermOp::cst,  TermOp::add,  TermOp::mul,  TermOp::div,
-                                      TermOp::exp,  TermOp::sqrt, TermOp::silu, TermOp::gelu,
-                                      TermOp::relu, TermOp::sum,  TermOp::max,  TermOp::cat};
-    for (TermOp op : kOps) {
-      if (head != term_op_name(op)) continue;
-      TermNode n{op, 0, kNoTerm, kNoTerm};
-      if (op == TermOp::sum || op == TermOp::max) {
-        std::string_view num = word();
-        auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n.k);
-        if (num.empty() || ec != std::errc() || p != num.data() + num.size() || n.k < 1)
-          fail(fmt::format("the number of elements {} reduces (an integer >= 1)", head));
-      }
-      int arity = term_arity(op);
-      if (arity >= 1) n.a = read(depth + 1);
-      if (arity >= 2) n.b = read(depth + 1);
-      expect(')');
-      return store_.make(n);
+    TermNode n{TermOp::var, 0, kNoTerm, kNoTerm};
+    if (!read_term_symbol(head, n.op, n.k))
+      fail(fmt::format("an operator ({})", term_symbols_text()));
+    if (n.op == TermOp::sum || n.op == TermOp::max) {
+      std::string_view num = word();
+      auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), n.k);
+      if (num.empty() || ec != std::errc() || p != num.data() + num.size() || n.k < 1)
+        fail(fmt::format("the number of elements {} reduces (an integer >= 1)", head));
     }
-    fail("an operator (const, add, mul, div, exp, sqrt, silu, gelu, relu, sum, max, cat)");
+    int arity = term_arity(n.op);
+    if (arity >= 1) n.a = read(depth + 1);
+    if (arity >= 2) n.b = read(depth + 1);
+    expect(')');
+    return store_.make(n);
   }
 
   std::string_view s_;

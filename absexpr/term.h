@@ -12,20 +12,24 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "ir/ops.h"
+
 namespace weft {
 
 // The function symbols of abstract expressions. `cst` is the one constant leaf: every `shift`
-// offset becomes add(x, cst) (the value is abstracted away like element positions are). `sum` and
-// `max` carry the number of elements they reduce. `cat` joins tensors of different expressions
+// offset becomes add(x, cst) (the value is abstracted away like element positions are). `fn` is an
+// uninterpreted function of one operand: the operator OpKind(k) of the op table (exp, and the
+// elementwise operators without a Lax formula), printed under the operator's name. `sum` and `max`
+// carry the number of elements they reduce. `cat` joins tensors of different expressions
 // (concat); it is uninterpreted.
-enum class TermOp : uint8_t { var, cst, add, mul, div, exp, sqrt, silu, gelu, relu, sum, max, cat };
+enum class TermOp : uint8_t { var, cst, add, mul, div, fn, sum, max, cat };
 
 using TermId = uint32_t;
 inline constexpr TermId kNoTerm = ~TermId{0};
 
 struct TermNode {
   TermOp op = TermOp::var;
-  int64_t k = 0;  // var: index of the name; sum/max: elements reduced; else 0
+  int64_t k = 0;  // var: index of the name; fn: the OpKind; sum/max: elements reduced; else 0
   TermId a = kNoTerm;
   TermId b = kNoTerm;
   friend bool operator==(const TermNode&, const TermNode&) = default;
@@ -33,8 +37,16 @@ struct TermNode {
 
 // Number of term operands of an op (0, 1 or 2).
 int term_arity(TermOp op);
-// "add", "sum", ...; `var` prints as the variable's name instead.
+// "add", "sum", ...; `var` prints as the variable's name instead, `fn` as its operator's name.
 const char* term_op_name(TermOp op);
+// Operators that appear in terms as uninterpreted functions (`fn`): exp, and the elementwise
+// operators without a Lax formula (ir/ops.h).
+bool is_term_function(OpKind kind);
+// The symbol a printed head names: an op other than var with k = 0, or fn with k = the
+// operator. False when `head` names none.
+bool read_term_symbol(std::string_view head, TermOp& op, int64_t& k);
+// The printed head of a node: term_op_name, or the operator's name for fn.
+const char* term_symbol_name(TermOp op, int64_t k);
 
 // Owns every term; equal terms get equal ids. Thread-safe: any number of threads may create and
 // read terms concurrently. Ids are dense and assigned in creation order, so a single-threaded
@@ -52,7 +64,10 @@ class TermStore {
   TermId add(TermId a, TermId b) { return make({TermOp::add, 0, a, b}); }
   TermId mul(TermId a, TermId b) { return make({TermOp::mul, 0, a, b}); }
   TermId div(TermId a, TermId b) { return make({TermOp::div, 0, a, b}); }
-  TermId unary(TermOp op, TermId a) { return make({op, 0, a, kNoTerm}); }
+  // The uninterpreted function `kind` (is_term_function) applied to a.
+  TermId fn(OpKind kind, TermId a) {
+    return make({TermOp::fn, static_cast<int64_t>(kind), a, kNoTerm});
+  }
   // sum(1, x) and max(1, x) are x itself: reducing one element is the identity, and keeping the
   // form canonical lets the oracle's lookups match without a rule that grows every e-class.
   TermId sum(int64_t k, TermId a) { return make({TermOp::sum, k, a, kNoTerm}); }

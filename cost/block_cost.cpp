@@ -166,12 +166,17 @@ KernelCost block_kernel_cost(const Graph& g, const Op& op, const Target& t) {
       case OpKind::repeat:
         ph.smem += reps * 2.0 * tensor_bytes(b.type(o.outputs[0]));
         break;
-      default: {  // elementwise and reductions: shared memory in, shared memory out
-        for (ValueId v : o.inputs) ph.smem += reps * tensor_bytes(b.type(v));
-        for (ValueId v : o.outputs) ph.smem += reps * tensor_bytes(b.type(v));
-        ph.cuda += reps * cuda_flops_of(b, o);
-        break;
-      }
+        WEFT_CASES_UNARY
+        WEFT_CASES_BINARY
+        WEFT_CASES_REDUCTION {  // shared memory in, shared memory out
+          for (ValueId v : o.inputs) ph.smem += reps * tensor_bytes(b.type(v));
+          for (ValueId v : o.outputs) ph.smem += reps * tensor_bytes(b.type(v));
+          ph.cuda += reps * cuda_flops_of(b, o);
+          break;
+        }
+        WEFT_CASES_COMPOSITE
+      case OpKind::kernel:
+        WEFT_CHECK(false, "'{}' in a block graph", op_info(o.kind).name);
     }
   }
 

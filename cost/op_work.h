@@ -20,14 +20,15 @@ MatmulDims matmul_dims(const TensorType& a, const TensorType& b);
 // them); f32 matmuls and tensor-core-less targets use CUDA cores.
 bool on_tensor_cores(DType dtype, const Target& target);
 
-// FP32 instruction slots for one result element of an elementwise operator. Special-function
-// work (exp, reciprocal, sqrt) is weighted by the FP32/SFU throughput ratio (kSfuSlots).
-double elementwise_slots(OpKind kind);
+// FP32 instruction slots per counted element of an operator (the op table's `slots`): special-
+// function work (exp, reciprocal, sqrt) is weighted by the FP32/SFU throughput ratio (kSfuSlots).
+double issue_slots(OpKind kind);
 inline constexpr double kSfuSlots = 8.0;
 
 // CUDA-core flops (2 per instruction slot, the unit of Target::cuda_flops_f32) of a non-matmul
-// operator of graph `g` (elementwise, reduction, accumulator, composite); 0 for movement,
-// structure and hierarchy operators.
+// operator of graph `g`, by the op table's cost class: slots per result element (elementwise) or
+// per operand element (reductions, accumulators, composites); 0 for data movement, matmuls (priced
+// by their own model) and graph-defined operators (priced through their bodies).
 double cuda_flops_of(const Graph& g, const Op& op);
 
 inline double tensor_bytes(const TensorType& t) {

@@ -15,11 +15,16 @@ namespace weft {
 
 // A domain is a cheap-to-copy object with const member functions:
 //   using Value = ...;                                 scalar type (regular, default-constructible)
-//   Value constant(const Rational&) const;             exact constants (scale factors, eps, 1/n)
-//   Value add/sub/mul/div(Value, Value) const;         div may throw a domain-specific exception
-//                                                      (e.g. a zero divisor in a finite field);
-//                                                      it propagates out of evaluate() unchanged
-//   Value unary(OpKind, Value x, const Attrs&) const;  exp sqr sqrt silu gelu relu scale shift
+//   Value constant(const Rational&) const;             exact constants (1/n of a mean, zero)
+//   Value add/mul(Value, Value) const;                 the arithmetic reductions are built from
+//   F elementwise(OpKind, const Attrs&) const;        an elementwise operator of the op table,
+//                                                      resolved once per op application: f(a, b)
+//                                                      is its value (b is Value{} for a unary
+//                                                      operator), e.g. by its real semantics or
+//                                                      its Lax formula. It may throw a
+//                                                      domain-specific exception (e.g. a zero
+//                                                      divisor in a finite field); it propagates
+//                                                      out of evaluate() unchanged
 //   Value reduce_max(std::span<const Value>) const;    max of one whole group at once (a finite
 //                                                      field treats max as an uninterpreted
 //                                                      symmetric function of the group)
@@ -33,10 +38,8 @@ concept ValueDomain = requires(const D& d, typename D::Value a, typename D::Valu
   requires std::regular<typename D::Value>;
   { d.constant(r) } -> std::same_as<typename D::Value>;
   { d.add(a, b) } -> std::same_as<typename D::Value>;
-  { d.sub(a, b) } -> std::same_as<typename D::Value>;
   { d.mul(a, b) } -> std::same_as<typename D::Value>;
-  { d.div(a, b) } -> std::same_as<typename D::Value>;
-  { d.unary(kind, a, attrs) } -> std::same_as<typename D::Value>;
+  { d.elementwise(kind, attrs)(a, b) } -> std::same_as<typename D::Value>;
   { d.reduce_max(group) } -> std::same_as<typename D::Value>;
 };
 

@@ -177,15 +177,15 @@ class Evaluator {
   }
 
   void accumulate(const Graph& b, const Op& op, const T& tile, int64_t it, Accum& acc) {
-    switch (op.kind) {
-      case OpKind::accum_sum:
+    switch (op_info(op.kind).symbolic) {
+      case Symbolic::sum:
         if (!acc.value)
           acc.value = tile;
         else
           for (size_t i = 0; i < tile.data.size(); ++i)
             acc.value->data[i] = d_.add(acc.value->data[i], tile.data[i]);
-        break;
-      case OpKind::accum_concat: {
+        return;
+      case Symbolic::select: {  // accum_concat: each iteration's tile in its slot
         int64_t dim = op.attrs.get_int("dim");
         if (!acc.value) {
           Shape s = tile.shape;
@@ -193,18 +193,24 @@ class Evaluator {
           acc.value = T(s, tile.data.empty() ? V{} : tile.data[0]);
         }
         place_dim(*acc.value, tile, dim, it * tile.shape[dim]);
-        break;
+        return;
       }
-      case OpKind::accum_max:
+      case Symbolic::max:
         acc.history.push_back(tile);
+        return;
+      case Symbolic::elementwise:
+      case Symbolic::contraction:
+      case Symbolic::mean:
+      case Symbolic::join:
+      case Symbolic::expansion:
+      case Symbolic::body:
         break;
-      default:
-        WEFT_CHECK(false, "'{}' is not an accumulator", op_info(op.kind).name);
     }
+    WEFT_CHECK(false, "'{}' is not an accumulator", op_info(op.kind).name);
   }
 
   T finish_accum(const Op& op, Accum& acc) {
-    if (op.kind != OpKind::accum_max) {
+    if (op_info(op.kind).symbolic != Symbolic::max) {
       WEFT_CHECK(acc.value.has_value(), "accumulator never ran");
       return std::move(*acc.value);
     }
@@ -225,7 +231,7 @@ class Evaluator {
       case OpClass::unary:
         return {unary(op, *in[0])};
       case OpClass::binary:
-        return {binary(op.kind, *in[0], *in[1])};
+        return {binary(op, *in[0], *in[1])};
       case OpClass::matmul:
         return {matmul(*in[0], *in[1])};
       case OpClass::reduction:
@@ -244,24 +250,9 @@ class Evaluator {
 
   T unary(const Op& op, const T& x) {
     T out = x;
-    for (V& v : out.data) v = d_.unary(op.kind, v, op.attrs);
+    auto f = d_.elementwise(op.kind, op.attrs);
+    for (V& v : out.data) v = f(v, V{});
     return out;
-  }
-
-  V apply_binary(OpKind k, V a, V b) const {
-    switch (k) {
-      case OpKind::add:
-        return d_.add(a, b);
-      case OpKind::sub:
-        return d_.sub(a, b);
-      case OpKind::mul:
-        return d_.mul(a, b);
-      case OpKind::div:
-        return d_.div(a, b);
-      default:
-        WEFT_CHECK(false, "'{}' is not binary", op_info(k).name);
-    }
-    return a;
   }
 
   // Strides of `s` seen from a broadcast result of `out` (0 along broadcast dims).
@@ -272,7 +263,8 @@ class Evaluator {
     return st;
   }
 
-  T binary(OpKind k, const T& a, const T& b) {
+  T binary(const Op& op, const T& a, const T& b) {
+    auto apply = d_.elementwise(op.kind, op.attrs);
     WEFT_CHECK(a.shape.size() == b.shape.size(), "binary rank mismatch");
     Shape s(a.shape.size());
     for (size_t d = 0; d < s.size(); ++d) s[d] = std::max(a.shape[d], b.shape[d]);
@@ -280,15 +272,14 @@ class Evaluator {
     out.shape = s;
     out.data.reserve(static_cast<size_t>(numel(s)));
     if (a.shape == b.shape) {
-      for (size_t i = 0; i < a.data.size(); ++i)
-        out.data.push_back(apply_binary(k, a.data[i], b.data[i]));
+      for (size_t i = 0; i < a.data.size(); ++i) out.data.push_back(apply(a.data[i], b.data[i]));
       return out;
     }
     auto sa = broadcast_strides(a.shape, s), sb = broadcast_strides(b.shape, s);
     std::vector<int64_t> idx(s.size(), 0);
     int64_t oa = 0, ob = 0, n = numel(s);
     for (int64_t i = 0; i < n; ++i) {
-      out.data.push_back(apply_binary(k, a.data[oa], b.data[ob]));
+      out.data.push_back(apply(a.data[oa], b.data[ob]));
       for (int d = static_cast<int>(s.size()) - 1; d >= 0; --d) {
         oa += sa[d];
         ob += sb[d];
@@ -360,6 +351,7 @@ class Evaluator {
     out.shape = s;
     out.data.reserve(static_cast<size_t>(numel(s)));
     const V inv = d_.constant(*Rational::make(1, group));
+    const Symbolic kind = op_info(op.kind).symbolic;
     std::vector<V> members(static_cast<size_t>(group));
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t g = 0; g < to; ++g)
@@ -368,14 +360,14 @@ class Evaluator {
           // layout an omap gives per-block partial results).
           const int64_t base = (o * size + g) * inner + in, stride = to * inner;
           auto at = [&](int64_t e) { return x.data[base + e * stride]; };
-          if (op.kind == OpKind::max) {
+          if (kind == Symbolic::max) {
             for (int64_t e = 0; e < group; ++e) members[e] = at(e);
             out.data.push_back(d_.reduce_max(std::span<const V>(members)));
             continue;
           }
           V acc = at(0);
           for (int64_t e = 1; e < group; ++e) acc = d_.add(acc, at(e));
-          out.data.push_back(op.kind == OpKind::mean ? d_.mul(acc, inv) : acc);
+          out.data.push_back(kind == Symbolic::mean ? d_.mul(acc, inv) : acc);
         }
     return out;
   }
@@ -413,7 +405,7 @@ class Evaluator {
         for (int64_t t = 0; t < times; ++t) place_dim(out, x, dim, t * x.shape[dim]);
         return {out};
       }
-      default:
+        WEFT_CASES_NOT_MOVEMENT
         break;
     }
     WEFT_CHECK(false, "'{}' is not a movement op", op_info(op.kind).name);

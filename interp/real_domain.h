@@ -12,20 +12,21 @@ namespace weft {
 
 // Scalars are T; every operation rounds to T once, so RealDomain<float> follows f32 arithmetic
 // (add/sub/mul/div of floats computed in double and rounded are exactly the f32 operations).
-// Unary operators take the op table's real_unary semantics, evaluated in double.
+// Elementwise operators take the op table's real semantics, evaluated in double and rounded to T
+// (for add, sub, mul and div of floats that gives exactly the f32 operation, as above).
 template <class T>
 struct RealDomain {
   using Value = T;
 
   Value constant(const Rational& r) const { return static_cast<T>(r.to_double()); }
   Value add(Value a, Value b) const { return a + b; }
-  Value sub(Value a, Value b) const { return a - b; }
   Value mul(Value a, Value b) const { return a * b; }
-  Value div(Value a, Value b) const { return a / b; }
-  Value unary(OpKind kind, Value x, const Attrs& attrs) const {
-    auto fn = op_info(kind).real_unary;
+  auto elementwise(OpKind kind, const Attrs& attrs) const {
+    RealFn fn = op_info(kind).real;
     WEFT_CHECK(fn != nullptr, "'{}' has no real semantics", op_info(kind).name);
-    return static_cast<T>(fn(static_cast<double>(x), attrs));
+    return [fn, &attrs](Value a, Value b) {
+      return static_cast<T>(fn(static_cast<double>(a), static_cast<double>(b), attrs));
+    };
   }
   Value reduce_max(std::span<const Value> group) const {
     WEFT_CHECK(!group.empty(), "max of an empty group");

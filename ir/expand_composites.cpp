@@ -97,4 +97,18 @@ Graph expand_composites(const Graph& g) {
   return Expander(g).run();
 }
 
+Graph composite_expansion(const Graph& g, const Op& op) {
+  WEFT_CHECK(op_info(op.kind).op_class == OpClass::composite, "'{}' is not a composite",
+             op_info(op.kind).name);
+  GraphBuilder b(Level::kernel);
+  std::vector<ValueId> ins;
+  // Operand names no result name can take ('%' is not a name character of the text format).
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    ins.push_back(b.add_input(fmt::format("%{}", i), g.type(op.inputs[i])));
+  std::vector<std::string> names;
+  for (ValueId v : op.outputs) names.push_back(g.value(v).name);
+  for (ValueId v : b.add_op(op.kind, ins, op.attrs, names)) b.add_output(v);
+  return expand_composites(std::move(b).finish());
+}
+
 }  // namespace weft

@@ -14,4 +14,9 @@ namespace weft {
 // and source locations are kept. A graph without composites comes back unchanged.
 Graph expand_composites(const Graph& g);
 
+// One composite op of kernel graph `g` expanded on its own: a kernel graph whose inputs are the
+// op's operands and whose outputs are its results, in order (the symbolic layers evaluate a
+// composite through it).
+Graph composite_expansion(const Graph& g, const Op& op);
+
 }  // namespace weft

@@ -7,9 +7,12 @@ namespace weft {
 
 std::string_view level_name(Level level) {
   switch (level) {
-    case Level::kernel: return "kernel";
-    case Level::block: return "block";
-    case Level::thread: return "thread";
+    case Level::kernel:
+      return "kernel";
+    case Level::block:
+      return "block";
+    case Level::thread:
+      return "thread";
   }
   return "?";
 }
@@ -101,6 +104,31 @@ ValueId GraphBuilder::add_input(std::string name, TensorType type, SourceLoc loc
   return id;
 }
 
+int64_t combined_elements(const Graph& g, const Op& op) {
+  switch (op_info(op.kind).op_class) {
+    case OpClass::matmul:
+      return g.type(op.inputs.at(0)).shape.back();
+    case OpClass::reduction: {
+      const Shape& s = g.type(op.inputs.at(0)).shape;
+      int64_t dim = op.attrs.get_int("dim");
+      WEFT_CHECK(dim >= 0 && dim < static_cast<int64_t>(s.size()), "reduction dim {} out of range",
+                 dim);
+      return s[static_cast<size_t>(dim)] / op.attrs.get_int_or("to", 1);
+    }
+    case OpClass::structure: {  // for-loop accumulators combine the iterations' tiles
+      Symbolic s = op_info(op.kind).symbolic;
+      return s == Symbolic::sum || s == Symbolic::max ? g.loop : 0;
+    }
+    case OpClass::unary:
+    case OpClass::binary:
+    case OpClass::movement:
+    case OpClass::composite:
+    case OpClass::hierarchy:
+      return 0;
+  }
+  return 0;
+}
+
 void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
   bool ok = static_cast<int>(n) >= info.min_inputs &&
             (info.max_inputs < 0 || static_cast<int>(n) <= info.max_inputs);
@@ -109,8 +137,8 @@ void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
                      : info.min_inputs == info.max_inputs
                          ? fmt::format("{}", info.min_inputs)
                          : fmt::format("{} to {}", info.min_inputs, info.max_inputs);
-  WEFT_USER_ERROR(loc, "'{}' takes {} operand{}, got {}", info.name, want,
-                  want == "1" ? "" : "s", n);
+  WEFT_USER_ERROR(loc, "'{}' takes {} operand{}, got {}", info.name, want, want == "1" ? "" : "s",
+                  n);
 }
 
 static void check_level(const OpInfo& info, Level level, const SourceLoc& loc) {

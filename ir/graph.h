@@ -1,10 +1,10 @@
 // The µGraph IR: one value-semantic Graph type for the kernel, block and thread levels.
 //
 // A kernel graph's ops are pre-defined operators and graph-defined `kernel` ops whose body is a
-// block graph. A block graph's inputs are the kernel op's operands (whole tensors in device memory);
-// `iter` ops load the block's tiles from them, loop-stage ops run once per for-loop iteration,
-// accumulators carry values out of the loop, post-stage ops run once per block, and `save` ops
-// produce the block graph's outputs (whole tensors again). A thread graph is a chain of
+// block graph. A block graph's inputs are the kernel op's operands (whole tensors in device
+// memory); `iter` ops load the block's tiles from them, loop-stage ops run once per for-loop
+// iteration, accumulators carry values out of the loop, post-stage ops run once per block, and
+// `save` ops produce the block graph's outputs (whole tensors again). A thread graph is a chain of
 // elementwise ops; a block-level `thread` op holds one as its body.
 #pragma once
 
@@ -40,8 +40,8 @@ struct Op {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   Attrs attrs;
-  Stage stage = Stage::loop;           // meaningful in block graphs only
-  std::shared_ptr<const Graph> body;   // block graph (kernel op) or thread graph (thread op)
+  Stage stage = Stage::loop;          // meaningful in block graphs only
+  std::shared_ptr<const Graph> body;  // block graph (kernel op) or thread graph (thread op)
   SourceLoc loc;
 };
 
@@ -76,6 +76,11 @@ struct Graph {
 // Source locations are ignored.
 bool operator==(const Graph& a, const Graph& b);
 bool operator==(const Op& a, const Op& b);
+
+// Elements combined into each result element of `op` (an op of `g`): the contraction size of a
+// matmul, the group size of a reduction (its dim's size / `to`), the loop range of a sum or max
+// accumulator; 0 for every other operator.
+int64_t combined_elements(const Graph& g, const Op& op);
 
 // Throws a UserError at `loc` unless `info` takes `n` operands.
 void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc);

@@ -115,14 +115,9 @@ void Lexer::skip_blanks() {
 }
 
 std::string describe(const Token& t) {
-  switch (t.kind) {
-    case Tok::newline:
-      return "end of line";
-    case Tok::end:
-      return "end of file";
-    default:
-      return fmt::format("'{}'", t.text);
-  }
+  if (t.kind == Tok::newline) return "end of line";
+  if (t.kind == Tok::end) return "end of file";
+  return fmt::format("'{}'", t.text);
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {

@@ -470,7 +470,16 @@ class Parser {
                           "split into {} parts needs {} names on the left of '=', got {}",
                           attrs.get_int("parts"), attrs.get_int("parts"), n_names);
         break;
-      default:
+      case OpKind::concat:  // the others' results are checked after inference
+      case OpKind::iter:
+      case OpKind::accum_sum:
+      case OpKind::accum_max:
+        WEFT_CASES_UNARY
+        WEFT_CASES_BINARY
+        WEFT_CASES_MATMUL
+        WEFT_CASES_REDUCTION
+        WEFT_CASES_COMPOSITE
+        WEFT_CASES_HIERARCHY
         break;
     }
   }

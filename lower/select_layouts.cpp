@@ -89,7 +89,8 @@ std::vector<Term> cost_terms(const KernelPlan& k, const Target& target) {
             for (const std::string& out : s.outputs) mismatch(id(in), id(out));
         }
         break;
-      default:
+      case StepKind::barrier:
+      case StepKind::call:
         break;
     }
   };

@@ -187,19 +187,9 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
     return known ? MType::tensor(x.dtype, std::move(dims)) : MType::tensor_of_rank(x.dtype, rank);
   };
   switch (kind) {
-    case OpKind::exp:
-    case OpKind::sqr:
-    case OpKind::sqrt:
-    case OpKind::silu:
-    case OpKind::gelu:
-    case OpKind::relu:
-    case OpKind::scale:
-    case OpKind::shift:
-      return x;
-    case OpKind::add:
-    case OpKind::sub:
-    case OpKind::mul:
-    case OpKind::div: {
+    WEFT_CASES_UNARY
+    return x;
+    WEFT_CASES_BINARY {
       require_same_rank(ctx, in, info.name);
       if (!known) return result(x.rank, {});
       std::vector<SymExpr> out;
@@ -207,7 +197,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
         out.push_back(broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
       return result(x.rank, out);
     }
-    case OpKind::matmul: {
+    WEFT_CASES_MATMUL {
       require_same_rank(ctx, in, info.name);
       if (x.rank < 2) ctx.fail(fmt::format("matmul needs operands of rank >= 2, got {}", x.str()));
       if (!known) return result(x.rank, {});
@@ -222,9 +212,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       out[r - 1] = b[r - 1];
       return result(x.rank, out);
     }
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::max: {
+    WEFT_CASES_REDUCTION {
       int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
       attrs["dim"] = SymExpr(d);
       const SymExpr& to = attr_sym(attrs, "to");
@@ -298,21 +286,15 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       s[d] *= times;
       return result(x.rank, s);
     }
-    case OpKind::rms_norm:
-    case OpKind::softmax: {
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      if (attrs.count("eps") && std::get<Rational>(attrs.at("eps")) < Rational(0))
-        ctx.fail("eps must be >= 0");
-      return x;
-    }
-    case OpKind::iter:
-    case OpKind::accum_sum:
-    case OpKind::accum_max:
-    case OpKind::accum_concat:
-    case OpKind::save:
-    case OpKind::kernel:
-    case OpKind::thread:
+      WEFT_CASES_COMPOSITE {
+        int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
+        attrs["dim"] = SymExpr(d);
+        if (attrs.count("eps") && std::get<Rational>(attrs.at("eps")) < Rational(0))
+          ctx.fail("eps must be >= 0");
+        return x;
+      }
+      WEFT_CASES_STRUCTURE
+      WEFT_CASES_HIERARCHY
       break;
   }
   ctx.fail(fmt::format("'{}' is not a model-level operator", info.name));

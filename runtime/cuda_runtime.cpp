@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -142,20 +144,16 @@ namespace {
 // after a launch is a bug in the generated code or this runtime.
 [[noreturn]] void cuda_failed(cudaError_t e, const std::string& what) {
   std::string msg = fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
-  switch (e) {
-    case cudaErrorMemoryAllocation:
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorCallRequiresNewerDriver:
-    case cudaErrorNoKernelImageForDevice:
-    case cudaErrorUnsupportedPtxVersion:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorSystemNotReady:
-    case cudaErrorInitializationError:
-      throw UserError(msg);
-    default:
-      WEFT_CHECK(false, "{}", msg);
-  }
+  // A list rather than a switch: cudaError_t has over a hundred values (-Wswitch-enum).
+  static constexpr cudaError_t kEnvironment[] = {
+      cudaErrorMemoryAllocation,       cudaErrorNoDevice,
+      cudaErrorInsufficientDriver,     cudaErrorCallRequiresNewerDriver,
+      cudaErrorNoKernelImageForDevice, cudaErrorUnsupportedPtxVersion,
+      cudaErrorDevicesUnavailable,     cudaErrorSystemNotReady,
+      cudaErrorInitializationError};
+  if (std::find(std::begin(kEnvironment), std::end(kEnvironment), e) != std::end(kEnvironment))
+    throw UserError(msg);
+  WEFT_CHECK(false, "{}", msg);
 }
 
 void check(cudaError_t e, const std::string& what) {

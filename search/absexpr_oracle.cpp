@@ -1,4 +1,5 @@
-// Term construction for search operators (the notes' §2 table) and oracle queries.
+// The search's oracle: terms of new tensors by absexpr/of_graph.h's abstract semantics, and the
+// pruning queries.
 #include "search/absexpr_oracle.h"
 
 #include "absexpr/of_graph.h"
@@ -15,45 +16,7 @@ AbsExprOracle::AbsExprOracle(const Graph& program, const SaturationLimits& limit
 
 TermRef AbsExprOracle::op_term(OpKind kind, TermRef a, TermRef b, int64_t k,
                                const Rational& constant) {
-  switch (kind) {
-    case OpKind::exp:
-      return store_.unary(TermOp::exp, a);
-    case OpKind::sqrt:
-      return store_.unary(TermOp::sqrt, a);
-    case OpKind::silu:
-      return store_.unary(TermOp::silu, a);
-    case OpKind::gelu:
-      return store_.unary(TermOp::gelu, a);
-    case OpKind::relu:
-      return store_.unary(TermOp::relu, a);
-    case OpKind::sqr:
-      return store_.mul(a, a);
-    case OpKind::scale:
-      return a;          // constants are abstracted away
-    case OpKind::shift:  // a zero offset is the identity, as in absexpr/of_graph.cpp
-      return constant == Rational(0) ? a : store_.add(a, store_.cst());
-    case OpKind::add:
-    case OpKind::sub:
-      return store_.add(a, b);
-    case OpKind::mul:
-      return store_.mul(a, b);
-    case OpKind::div:
-      return store_.div(a, b);
-    case OpKind::matmul:
-      return store_.sum(k, store_.mul(a, b));
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::accum_sum:
-      return store_.sum(k, a);
-    case OpKind::max:
-    case OpKind::accum_max:
-      return store_.max(k, a);
-    case OpKind::accum_concat:
-      return a;
-    default:
-      WEFT_CHECK(false, "'{}' has no search term rule", op_info(kind).name);
-  }
-  return a;
+  return abstract_term(kind, a, b, k, constant, store_);
 }
 
 bool AbsExprOracle::viable(TermRef t) {

@@ -18,24 +18,6 @@ bool pointwise(const Op& op) {
   return is_elementwise(op.kind);
 }
 
-// Operators a rule-built block graph runs (fuse_region.h): elementwise, matmul, full reductions.
-bool fusable(const Op& op) {
-  switch (op_info(op.kind).op_class) {
-    case OpClass::unary:
-    case OpClass::binary:
-    case OpClass::matmul:
-      return true;
-    case OpClass::reduction:
-      return op.attrs.get_int("to") == 1;
-    case OpClass::movement:
-    case OpClass::composite:
-    case OpClass::structure:
-    case OpClass::hierarchy:
-      return false;
-  }
-  return false;
-}
-
 // Dataflow facts of a kernel graph the rules share.
 struct Flow {
   const Graph& g;
@@ -131,7 +113,7 @@ std::vector<std::vector<int>> chain_regions(const Flow& f) {
   std::vector<std::vector<int>> regions;
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
-    if (!fusable(op) || op.kind == OpKind::matmul || group[i] >= 0) continue;
+    if (!region_runs(op) || op.kind == OpKind::matmul || group[i] >= 0) continue;
     // Flood fill over producer and consumer edges between such operators.
     std::vector<int> region, work{static_cast<int>(i)};
     group[i] = static_cast<int>(regions.size());
@@ -145,7 +127,7 @@ std::vector<std::vector<int>> chain_regions(const Flow& f) {
       for (ValueId v : g.ops[o].outputs)
         for (int c : f.consumers[v]) next.push_back(c);
       for (int n : next)
-        if (group[n] < 0 && fusable(g.ops[n]) && g.ops[n].kind != OpKind::matmul) {
+        if (group[n] < 0 && region_runs(g.ops[n]) && g.ops[n].kind != OpKind::matmul) {
           group[n] = group[i];
           work.push_back(n);
         }
@@ -195,7 +177,7 @@ std::vector<std::vector<int>> closure_regions(const Flow& f) {
       in[m] = true;
       f.grow_downstream(in);
       f.grow_upstream(in, [matmuls](const Op& op) {
-        return fusable(op) && (matmuls || op.kind != OpKind::matmul);
+        return region_runs(op) && (matmuls || op.kind != OpKind::matmul);
       });
       std::vector<int> r = Flow::indices(in);
       if (r.size() >= 2 && f.convex(r) && std::find(out.begin(), out.end(), r) == out.end())

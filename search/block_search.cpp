@@ -222,8 +222,7 @@ class Searcher {
             break;
           case OpClass::binary:
           case OpClass::matmul: {
-            bool commutative = kind == OpKind::add || kind == OpKind::mul;
-            for (int b = commutative ? a : 0; b < n; ++b) {
+            for (int b = info.commutative ? a : 0; b < n; ++b) {
               if (vals_[b].stage != stage) continue;
               op.b = static_cast<int8_t>(b);
               try_op(op, last_key, stage, next);
@@ -237,7 +236,10 @@ class Searcher {
               try_op(op, last_key, stage, next);
             }
             break;
-          default:
+          case OpClass::movement:  // not search operators
+          case OpClass::composite:
+          case OpClass::structure:
+          case OpClass::hierarchy:
             break;
         }
       }

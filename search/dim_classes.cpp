@@ -70,8 +70,11 @@ DimClasses analyze_dim_classes(const Graph& p) {
         if (op.attrs.get_int("to") == 1) r[d] = -1;
         break;
       }
-      default:
-        return out;  // reshape, concat, kernels, ...: not followed
+      case OpClass::movement:  // reshape, concat, kernels, ...: not followed
+      case OpClass::composite:
+      case OpClass::structure:
+      case OpClass::hierarchy:
+        return out;
     }
     sym[op.outputs[0]] = r;
   }

@@ -66,20 +66,7 @@ class RegionFuser {
     std::vector<bool> produced(p_.values.size(), false);
     for (int i : ops_) {
       const Op& op = p_.ops.at(static_cast<size_t>(i));
-      switch (op_info(op.kind).op_class) {
-        case OpClass::unary:
-        case OpClass::binary:
-        case OpClass::matmul:
-          break;
-        case OpClass::reduction:
-          if (op.attrs.get_int("to") != 1) return false;
-          break;
-        case OpClass::movement:
-        case OpClass::composite:
-        case OpClass::structure:
-        case OpClass::hierarchy:
-          return false;
-      }
+      if (!region_runs(op)) return false;
       for (ValueId v : op.inputs)
         if (!produced[v] && std::find(operands_.begin(), operands_.end(), v) == operands_.end())
           operands_.push_back(v);
@@ -209,7 +196,8 @@ class RegionFuser {
         place[out] = Place::loop;
       } else if (any_loop) {
         // A reduction over the loop axis: computed per iteration, summed by an accumulator.
-        bool sums = op.kind == OpKind::matmul || op.kind == OpKind::sum || op.kind == OpKind::mean;
+        const Symbolic sym = op_info(op.kind).symbolic;
+        bool sums = sym == Symbolic::contraction || sym == Symbolic::sum || sym == Symbolic::mean;
         if (!sums || any_post) return false;
         accumulating[i] = true;
         place[out] = Place::post;
@@ -425,6 +413,23 @@ class RegionFuser {
 };
 
 }  // namespace
+
+bool region_runs(const Op& op) {
+  const OpInfo& info = op_info(op.kind);
+  switch (info.fusion) {
+    case FusionPattern::elementwise:
+    case FusionPattern::broadcast:
+    case FusionPattern::out_elementwise_fusable:
+      return true;
+    case FusionPattern::reduction:
+      // Block graphs' accumulators share the pattern but are no kernel-level operators.
+      return info.op_class == OpClass::reduction && op.attrs.get_int("to") == 1;
+    case FusionPattern::injective:
+    case FusionPattern::opaque:
+      return false;
+  }
+  return false;
+}
 
 std::optional<FusedRegion> fuse_region(const Graph& program, const std::vector<int>& ops,
                                        const Target& target, const FuseOptions& options) {

@@ -28,6 +28,11 @@ struct FuseOptions {
   int64_t threads = 128;      // threads per block (code generation only)
 };
 
+// Whether a rule-built block graph runs this operator, from its fusion pattern: elementwise and
+// broadcast operators, contractions (accumulated), and reductions to one element per group
+// (`to` = 1); not data movement, grouped reductions, composites or nested kernels.
+bool region_runs(const Op& op);
+
 // The fastest valid graph-defined kernel computing the operators `ops` (indices into
 // `program.ops`, a convex set: no path leaves it and comes back) of a kernel graph; nullopt when
 // the region holds an operator a block graph cannot run this way (data movement, grouped

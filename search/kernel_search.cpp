@@ -596,8 +596,7 @@ class KernelSearcher {
             break;
           case OpClass::binary:
           case OpClass::matmul: {
-            bool commutative = kind == OpKind::add || kind == OpKind::mul;
-            for (int b = commutative ? a : 0; b < n; ++b) attempt(b, -1, -1);
+            for (int b = info.commutative ? a : 0; b < n; ++b) attempt(b, -1, -1);
             break;
           }
           case OpClass::reduction:
@@ -607,7 +606,10 @@ class KernelSearcher {
                 attempt(-1, d, -1, vals_[a].type.part[d]);
             }
             break;
-          default:
+          case OpClass::movement:  // not search operators
+          case OpClass::composite:
+          case OpClass::structure:
+          case OpClass::hierarchy:
             break;
         }
         if (ctx_.stop.stopped()) return;

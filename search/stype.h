@@ -85,29 +85,17 @@ inline bool infer_matmul(const SType& a, const SType& b, SType& out) {
   return true;
 }
 
-// Canonical-form rules that lose no computation (docs/search.md):
-// - mul(a, a) is sqr(a); sub(a, a) and div(a, a) are constants;
-// - a scale feeding an operator that is homogeneous in that operand (mul, matmul, sum, mean,
-//   accumulators, the numerator of div) gives the same value as scaling the result, so only the
-//   latter form is generated; likewise a scale of a scale folds into one.
+// Canonical-form rules that lose no computation (docs/search.md), from the op table's algebra:
+// - op(a, a) is skipped where it is another operator or a constant (mul: sqr; sub: 0; div: 1);
+// - a scale feeding an operand in which the operator is homogeneous (mul, matmul, sum, mean,
+//   accumulators, the numerator of div, scale itself) gives the same value as scaling the
+//   result, so only the latter form is generated; likewise a scale of a scale folds into one.
 template <class ProducerKind>
 bool canonical(OpKind kind, int a, int b, ProducerKind&& producer) {
-  if (a == b && (kind == OpKind::mul || kind == OpKind::sub || kind == OpKind::div)) return false;
+  const OpInfo& info = op_info(kind);
+  if (a == b && info.same_operands_redundant) return false;
   auto scaled = [&](int v) { return v >= 0 && producer(v) == OpKind::scale; };
-  switch (kind) {
-    case OpKind::mul:
-    case OpKind::matmul:
-      return !scaled(a) && !scaled(b);
-    case OpKind::sum:
-    case OpKind::mean:
-    case OpKind::accum_sum:
-    case OpKind::accum_concat:
-    case OpKind::scale:
-    case OpKind::div:
-      return !scaled(a);
-    default:
-      return true;
-  }
+  return !((info.homogeneous & 1) && scaled(a)) && !((info.homogeneous & 2) && scaled(b));
 }
 
 inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, int dim,
@@ -171,9 +159,13 @@ inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, i
       k = loop;
       if (kind == OpKind::accum_concat) out.d[dim] *= loop;
       return true;
-    default:
+    case OpClass::reduction:  // infer_search_op's
+    case OpClass::movement:
+    case OpClass::composite:
+    case OpClass::hierarchy:
       return false;
   }
+  return false;
 }
 
 }  // namespace weft

@@ -186,10 +186,15 @@ class Parser {
         expect(Tok::rparen, "')'");
         return e;
       }
-      default:
-        fail(t, "expected an integer, a variable, '(' or floordiv/mod/min/max, found {}",
-             describe(t));
+      case Tok::plus:
+      case Tok::minus:
+      case Tok::star:
+      case Tok::rparen:
+      case Tok::comma:
+      case Tok::end:
+        break;
     }
+    fail(t, "expected an integer, a variable, '(' or floordiv/mod/min/max, found {}", describe(t));
   }
 
   SymExpr call(const Token& name, int depth) {

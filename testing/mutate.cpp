@@ -41,12 +41,30 @@ void replace_uses(Graph& g, ValueId from, ValueId to, size_t after) {
     if (v == from) v = to;
 }
 
+bool is_unary(OpKind k) {
+  return op_info(k).op_class == OpClass::unary;
+}
 bool is_binary(OpKind k) {
   return op_info(k).op_class == OpClass::binary;
 }
-bool is_plain_unary(OpKind k) {
-  return k == OpKind::exp || k == OpKind::sqr || k == OpKind::sqrt || k == OpKind::silu ||
-         k == OpKind::gelu || k == OpKind::relu;
+// Unary operators without attributes, in table order: each one's mutants are the next two.
+const std::vector<OpKind>& plain_unary_ops() {
+  static const std::vector<OpKind> ops = [] {
+    std::vector<OpKind> v;
+    for (const OpInfo& info : all_ops())
+      if (info.op_class == OpClass::unary && info.attrs.empty()) v.push_back(info.kind);
+    return v;
+  }();
+  return ops;
+}
+const std::vector<OpKind>& binary_ops() {
+  static const std::vector<OpKind> ops = [] {
+    std::vector<OpKind> v;
+    for (const OpInfo& info : all_ops())
+      if (info.op_class == OpClass::binary) v.push_back(info.kind);
+    return v;
+  }();
+  return ops;
 }
 
 // Block graphs: loop values, accumulator results and post values may not stand in for each other
@@ -59,9 +77,6 @@ int value_class(const Graph& g, const std::vector<int>& producers, ValueId v) {
 }
 
 void local_edits(const Graph& g, std::vector<Edit>& out) {
-  const OpKind binops[] = {OpKind::add, OpKind::sub, OpKind::mul, OpKind::div};
-  const OpKind unops[] = {OpKind::exp,  OpKind::sqr,  OpKind::sqrt,
-                          OpKind::silu, OpKind::gelu, OpKind::relu};
   const auto producers = g.producers();
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Op& op = g.ops[i];
@@ -73,30 +88,27 @@ void local_edits(const Graph& g, std::vector<Edit>& out) {
       out.emplace_back(fmt::format("{} '{}': {}", kname, res, what), std::move(c));
     };
     if (is_binary(op.kind)) {
-      for (OpKind k : binops)
+      for (OpKind k : binary_ops())
         if (k != op.kind)
           edit(fmt::format("-> {}", op_info(k).name), [&](Graph& c) { c.ops[i].kind = k; });
     }
     if ((is_binary(op.kind) || op.kind == OpKind::matmul) && op.inputs.size() == 2)
       edit("operands swapped",
            [&](Graph& c) { std::swap(c.ops[i].inputs[0], c.ops[i].inputs[1]); });
-    if (is_plain_unary(op.kind)) {
-      int at = 0;
-      while (unops[at] != op.kind) ++at;
-      for (int d = 1; d <= 2; ++d) {
-        OpKind k = unops[(at + d) % 6];
+    const std::vector<OpKind>& unops = plain_unary_ops();
+    if (auto it = std::find(unops.begin(), unops.end(), op.kind); it != unops.end()) {
+      const auto at = static_cast<size_t>(it - unops.begin());
+      for (size_t d = 1; d <= 2; ++d) {
+        OpKind k = unops[(at + d) % unops.size()];
         edit(fmt::format("-> {}", op_info(k).name), [&](Graph& c) { c.ops[i].kind = k; });
       }
     }
-    if (op.kind == OpKind::scale)
-      edit("factor doubled", [&](Graph& c) {
-        const Rational& f = c.ops[i].attrs.get_rational("factor");
-        c.ops[i].attrs.set("factor", *Rational::make(static_cast<__int128>(f.num()) * 2, f.den()));
-      });
-    if (op.kind == OpKind::shift)
-      edit("offset doubled", [&](Graph& c) {
-        const Rational& f = c.ops[i].attrs.get_rational("offset");
-        c.ops[i].attrs.set("offset", *Rational::make(static_cast<__int128>(f.num()) * 2, f.den()));
+    const AttrSpec* constant = rational_attr(op_info(op.kind));
+    if (constant && op_info(op.kind).op_class == OpClass::unary)  // scale's factor, shift's offset
+      edit(fmt::format("{} doubled", constant->name), [&](Graph& c) {
+        const Rational& f = c.ops[i].attrs.get_rational(constant->name);
+        c.ops[i].attrs.set(constant->name,
+                           *Rational::make(static_cast<__int128>(f.num()) * 2, f.den()));
       });
     if (op.kind == OpKind::sum || op.kind == OpKind::mean || op.kind == OpKind::max) {
       for (OpKind k : {OpKind::sum, OpKind::mean, OpKind::max})
@@ -156,9 +168,8 @@ void local_edits(const Graph& g, std::vector<Edit>& out) {
           });
     }
     // Drop: consumers read an operand instead of the result.
-    if ((is_plain_unary(op.kind) || op.kind == OpKind::scale || op.kind == OpKind::shift ||
-         is_binary(op.kind) || op.kind == OpKind::matmul || op.kind == OpKind::rms_norm ||
-         op.kind == OpKind::softmax) &&
+    if ((is_unary(op.kind) || is_binary(op.kind) || op.kind == OpKind::matmul ||
+         op.kind == OpKind::rms_norm || op.kind == OpKind::softmax) &&
         op.outputs.size() == 1)
       for (size_t operand = 0; operand < op.inputs.size(); ++operand)
         edit(fmt::format("dropped (uses read operand {})", operand), [&](Graph& c) {
@@ -204,8 +215,7 @@ void local_edits(const Graph& g, std::vector<Edit>& out) {
                  c.ops.insert(c.ops.begin() + static_cast<std::ptrdiff_t>(i), ins);
                });
     // Duplicate: the operator applied twice.
-    if ((is_plain_unary(op.kind) || op.kind == OpKind::scale || op.kind == OpKind::shift) &&
-        op.outputs.size() == 1)
+    if (is_unary(op.kind) && op.outputs.size() == 1)
       edit("applied twice", [&](Graph& c) {
         ValueId first = c.ops[i].outputs[0];
         ValueId second = new_value(c, vname(c, first), c.type(first));

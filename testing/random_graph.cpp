@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <optional>
 #include <random>
@@ -15,6 +16,51 @@ namespace weft {
 namespace {
 
 using Rng = std::mt19937_64;
+
+// The operators the generator draws from, read off the op table: per level (kernel, block,
+// thread) the pre-defined operators allowed there, matmul twice (contractions make the
+// interesting graphs), with and without composites; and the binary and attribute-free unary
+// operators a thread graph starts with.
+struct Menu {
+  std::array<std::vector<OpKind>, 3> plain, with_composites;
+  std::vector<OpKind> binary, plain_unary;
+};
+
+const Menu& menu() {
+  static const Menu m = [] {
+    Menu m;
+    for (const OpInfo& info : all_ops())
+      for (size_t level = 0; level < 3; ++level) {
+        if (!(info.levels & (1u << level))) continue;
+        switch (info.op_class) {
+          case OpClass::unary:
+          case OpClass::binary:
+          case OpClass::reduction:
+          case OpClass::movement:
+            m.plain[level].push_back(info.kind);
+            break;
+          case OpClass::matmul:
+            m.plain[level].insert(m.plain[level].end(), 2, info.kind);
+            break;
+          case OpClass::composite:
+            m.with_composites[level].push_back(info.kind);
+            break;
+          case OpClass::structure:
+          case OpClass::hierarchy:
+            break;
+        }
+      }
+    for (size_t level = 0; level < 3; ++level)
+      m.with_composites[level].insert(m.with_composites[level].begin(), m.plain[level].begin(),
+                                      m.plain[level].end());
+    for (const OpInfo& info : all_ops()) {
+      if (info.op_class == OpClass::binary) m.binary.push_back(info.kind);
+      if (info.op_class == OpClass::unary && info.attrs.empty()) m.plain_unary.push_back(info.kind);
+    }
+    return m;
+  }();
+  return m;
+}
 
 class Generator {
  public:
@@ -139,24 +185,14 @@ class Generator {
     ValueId a = pick(pool);
     const Shape& s = g.type(a).shape;
     size_t r = s.size();
-    std::vector<OpKind> kinds = {OpKind::exp,  OpKind::sqr,  OpKind::sqrt,  OpKind::silu,
-                                 OpKind::gelu, OpKind::relu, OpKind::scale, OpKind::shift,
-                                 OpKind::add,  OpKind::sub,  OpKind::mul,   OpKind::div};
-    if (level != Level::thread) {
-      for (OpKind k : {OpKind::matmul, OpKind::matmul, OpKind::sum, OpKind::mean, OpKind::max,
-                       OpKind::reshape, OpKind::concat, OpKind::split, OpKind::repeat})
-        kinds.push_back(k);
-    }
-    if (level == Level::kernel && o_.allow_composites) {
-      kinds.push_back(OpKind::rms_norm);
-      kinds.push_back(OpKind::softmax);
-    }
+    const auto level_index = static_cast<size_t>(level);
+    const std::vector<OpKind>& kinds =
+        o_.allow_composites ? menu().with_composites[level_index] : menu().plain[level_index];
     OpKind kind = pick(kinds);
     switch (op_info(kind).op_class) {
       case OpClass::unary: {
         Attrs attrs;
-        if (kind == OpKind::scale) attrs.set("factor", random_rational());
-        if (kind == OpKind::shift) attrs.set("offset", random_rational());
+        if (const AttrSpec* c = rational_attr(op_info(kind))) attrs.set(c->name, random_rational());
         return try_add(b, pool, kind, {a}, attrs, stage, prefix);
       }
       case OpClass::binary: {
@@ -190,9 +226,11 @@ class Generator {
       }
       case OpClass::movement:
         return movement_op(b, pool, kind, a, stage, prefix);
-      default:
-        return false;
+      case OpClass::structure:
+      case OpClass::hierarchy:
+        break;
     }
+    return false;
   }
 
   bool movement_op(GraphBuilder& b, std::vector<ValueId>& pool, OpKind kind, ValueId a, Stage stage,
@@ -239,9 +277,10 @@ class Generator {
       case OpKind::repeat:
         return try_add(b, pool, kind, {a},
                        {{"dim", random_dim(r)}, {"times", int64_t{uniform(1, 3)}}}, stage, prefix);
-      default:
-        return false;
+        WEFT_CASES_NOT_MOVEMENT
+        break;
     }
+    return false;
   }
 
   // A thread op over 1-2 values of `pool` (all of one stage): a short elementwise chain.
@@ -260,15 +299,10 @@ class Generator {
     size_t first = t.graph().values.size();
     // Every operand must be read (the checker rejects unused thread operands): two operands are
     // combined first.
-    if (operands.size() == 2) {
-      static const std::vector<OpKind> kBinary = {OpKind::add, OpKind::sub, OpKind::mul,
-                                                  OpKind::div};
-      try_add(t, tpool, pick(kBinary), {tpool[0], tpool[1]}, {}, Stage::loop, "t");
-    } else {
-      static const std::vector<OpKind> kUnary = {OpKind::exp,  OpKind::sqr,  OpKind::silu,
-                                                 OpKind::relu, OpKind::gelu, OpKind::sqrt};
-      try_add(t, tpool, pick(kUnary), {tpool[0]}, {}, Stage::loop, "t");
-    }
+    if (operands.size() == 2)
+      try_add(t, tpool, pick(menu().binary), {tpool[0], tpool[1]}, {}, Stage::loop, "t");
+    else
+      try_add(t, tpool, pick(menu().plain_unary), {tpool[0]}, {}, Stage::loop, "t");
     int n = uniform(0, 2);
     for (int i = 0; i < n; ++i) pre_defined_op(t, tpool, Level::thread, Stage::loop, "t");
     const Graph& tg = t.graph();

@@ -186,11 +186,11 @@ TermId random_prefix(std::mt19937& rng, TermStore& s, const std::vector<TermId>&
     case 5:
       return s.sum(kSizes[pick(9)], a);
     case 6:
-      return s.unary(TermOp::sqrt, a);
+      return s.fn(OpKind::sqrt, a);
     case 7:
       return s.add(a, s.cst());
     default:
-      return s.unary(TermOp::exp, a);
+      return s.fn(OpKind::exp, a);
   }
 }
 

@@ -59,7 +59,7 @@ TEST(AbsexprTermStore, ConcurrentCreationGivesOneIdPerTerm) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 2000; ++i) {
         TermId x = s.var(fmt::format("V{}", i % 37));
-        ids[static_cast<size_t>(t)].push_back(s.sum(2 + i % 50, s.mul(x, s.unary(TermOp::exp, x))));
+        ids[static_cast<size_t>(t)].push_back(s.sum(2 + i % 50, s.mul(x, s.fn(OpKind::exp, x))));
       }
     });
   }

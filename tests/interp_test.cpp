@@ -2,8 +2,8 @@
 // semantics on small hand-checked kernels, composite expansion, random inputs, and the examples'
 // fused µGraphs against their input programs.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -68,8 +68,12 @@ void expect_tensor(const T& got, const Shape& shape, const std::vector<double>& 
 
 using test::read_text;
 
-std::string read_file(const std::string& path) { return read_text(path); }
-std::string example(const std::string& name) { return test::example_path(name); }
+std::string read_file(const std::string& path) {
+  return read_text(path);
+}
+std::string example(const std::string& name) {
+  return test::example_path(name);
+}
 
 // ---- Tensor helpers
 
@@ -152,8 +156,7 @@ TEST(Primitives, ReductionsToSizeCombineStridedGroups) {
   const std::string head = "input X: f32[2, 4]\n";
   expect_tensor(one(head + "Y = sum(X, dim=1)\noutput Y\n", {x}), {2, 1}, {10, 26});
   expect_tensor(one(head + "Y = sum(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2}, {4, 6, 12, 14});
-  expect_tensor(one(head + "Y = mean(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2},
-                {2, 3, 6, 7});
+  expect_tensor(one(head + "Y = mean(X, dim=1, to=2)\noutput Y\n", {x}), {2, 2}, {2, 3, 6, 7});
   expect_tensor(one(head + "Y = sum(X, dim=0)\noutput Y\n", {x}), {1, 4}, {6, 8, 10, 12});
   expect_tensor(one(head + "Y = mean(X, dim=0)\noutput Y\n", {x}), {1, 4}, {3, 4, 5, 6});
   T m({2, 4}, std::vector<double>{3, -1, 9, 2, -5, -7, 0, -2});
@@ -412,14 +415,12 @@ struct RecordingDomain {
   std::vector<size_t>* max_groups;
   Value constant(const Rational& r) const { return r.to_double(); }
   Value add(Value a, Value b) const { return a + b; }
-  Value sub(Value a, Value b) const { return a - b; }
   Value mul(Value a, Value b) const { return a * b; }
-  Value div(Value a, Value b) const {
-    if (b == 0) throw std::domain_error("zero divisor");
-    return a / b;
-  }
-  Value unary(OpKind k, Value x, const Attrs& attrs) const {
-    return op_info(k).real_unary(x, attrs);
+  auto elementwise(OpKind k, const Attrs& attrs) const {
+    return [k, &attrs](Value a, Value b) {
+      if (k == OpKind::div && b == 0) throw std::domain_error("zero divisor");
+      return op_info(k).real(a, b, attrs);
+    };
   }
   Value reduce_max(std::span<const Value> g) const {
     max_groups->push_back(g.size());
@@ -596,7 +597,8 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }
 
 int weft_exit_code(const std::string& args, std::string* output = nullptr) {
-  std::string out_path = ::testing::TempDir() + "/weft_run_out." + std::to_string(getpid()) + ".txt";
+  std::string out_path =
+      ::testing::TempDir() + "/weft_run_out." + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(WEFT_BINARY) + " " + args + " > " + out_path + " 2>&1";
   int status = std::system(cmd.c_str());
   if (output) *output = read_file(out_path);

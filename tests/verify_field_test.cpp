@@ -109,15 +109,17 @@ TEST(FieldDomain, UninterpretedFunctionsAreSeededAndDistinctPerKind) {
   FieldDomain<FieldPQ> d1(FieldTestParams::draw(1, 1)), d2(FieldTestParams::draw(2, 1));
   FieldPQ x{12345, 678};
   Attrs none;
-  EXPECT_EQ(d1.unary(OpKind::sqrt, x, none), d1.unary(OpKind::sqrt, x, none));
-  EXPECT_NE(d1.unary(OpKind::sqrt, x, none), d2.unary(OpKind::sqrt, x, none));
-  EXPECT_NE(d1.unary(OpKind::sqrt, x, none), d1.unary(OpKind::silu, x, none));
-  EXPECT_NE(d1.unary(OpKind::gelu, x, none), d1.unary(OpKind::relu, x, none));
-  EXPECT_NE(d1.unary(OpKind::sqrt, x, none), d1.unary(OpKind::sqrt, FieldPQ{12346, 678}, none));
+  EXPECT_EQ(d1.elementwise(OpKind::sqrt, none)(x, {}), d1.elementwise(OpKind::sqrt, none)(x, {}));
+  EXPECT_NE(d1.elementwise(OpKind::sqrt, none)(x, {}), d2.elementwise(OpKind::sqrt, none)(x, {}));
+  EXPECT_NE(d1.elementwise(OpKind::sqrt, none)(x, {}), d1.elementwise(OpKind::silu, none)(x, {}));
+  EXPECT_NE(d1.elementwise(OpKind::gelu, none)(x, {}), d1.elementwise(OpKind::relu, none)(x, {}));
+  EXPECT_NE(d1.elementwise(OpKind::sqrt, none)(x, {}),
+            d1.elementwise(OpKind::sqrt, none)(FieldPQ{12346, 678}, {}));
   // A function of the value, not of its exponent-side residue.
-  EXPECT_EQ(d1.unary(OpKind::sqrt, x, none), d1.unary(OpKind::sqrt, FieldPQ{12345, 1}, none));
+  EXPECT_EQ(d1.elementwise(OpKind::sqrt, none)(x, {}),
+            d1.elementwise(OpKind::sqrt, none)(FieldPQ{12345, 1}, {}));
   // Outputs are fresh residues in range.
-  FieldPQ y = d1.unary(OpKind::silu, x, none);
+  FieldPQ y = d1.elementwise(OpKind::silu, none)(x, {});
   EXPECT_LT(y.p, ff::kP);
   EXPECT_LT(y.q, ff::kQ);
 }
@@ -148,18 +150,19 @@ TEST(FieldDomain, ExpOfAnExponentiatedValueIsOutsideLax) {
   FieldDomain<FieldPQ> d(FieldTestParams::draw(9, 1));
   Attrs none;
   FieldPQ x{5, 7};
-  FieldPQ e = d.unary(OpKind::exp, x, none);
+  FieldPQ e = d.elementwise(OpKind::exp, none)(x, {});
   EXPECT_EQ(e.q, FieldPQ::kNoQ);
   EXPECT_EQ(e.p, d.params().exp(7));
   FieldPQ s = d.add(e, x);
   EXPECT_EQ(s.q, FieldPQ::kNoQ);
-  EXPECT_THROW(d.unary(OpKind::exp, s, none), OutsideLaxError);
+  EXPECT_THROW(d.elementwise(OpKind::exp, none)(s, {}), OutsideLaxError);
   // An uninterpreted function's result is a fresh variable and may be exponentiated.
-  EXPECT_NO_THROW(d.unary(OpKind::exp, d.unary(OpKind::sqrt, s, none), none));
+  EXPECT_NO_THROW(d.elementwise(OpKind::exp, none)(d.elementwise(OpKind::sqrt, none)(s, {}), {}));
   // exp(a + b) = exp(a) * exp(b).
   FieldPQ a{11, 100}, b{13, 200};
-  EXPECT_EQ(d.unary(OpKind::exp, d.add(a, b), none).p,
-            d.mul(d.unary(OpKind::exp, a, none), d.unary(OpKind::exp, b, none)).p);
+  EXPECT_EQ(
+      d.elementwise(OpKind::exp, none)(d.add(a, b), {}).p,
+      d.mul(d.elementwise(OpKind::exp, none)(a, {}), d.elementwise(OpKind::exp, none)(b, {})).p);
 }
 
 TEST(FieldDomain, ZeroDivisorsAreReported) {

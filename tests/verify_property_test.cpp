@@ -157,9 +157,11 @@ bool rewrite(P& n, std::mt19937_64& rng, int& skip) {
         return true;
       }
       return false;
-    default:
+    case Node::input:
+    case Node::sub:
       return false;
   }
+  return false;
 }
 
 // A random local change: another operator kind, a swapped operand order or another input.

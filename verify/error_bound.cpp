@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "core/error.h"
+#include "ir/expand_composites.h"
 #include "verify/field.h"
 
 namespace weft {
@@ -251,8 +252,28 @@ class Analyzer {
     return r;
   }
 
+  // A Lax formula's degrees: constants are Cone{} (degree 0, no sources).
+  struct ConeAlgebra {
+    using Value = Cone;
+    Analyzer& an;
+    const Cone& a;
+    const Cone& b;
+    double apps;
+    const Shape& shape;
+    Cone x() const { return a; }
+    Cone y() const { return b; }
+    Cone attribute(const char*) const { return Cone{}; }
+    Cone literal(const Rational&) const { return Cone{}; }
+    Cone add(const Cone& l, const Cone& r) const { return add_cone(l, r); }
+    Cone sub(const Cone& l, const Cone& r) const { return add_cone(l, r); }
+    Cone mul(const Cone& l, const Cone& r) const { return mul_cone(l, r); }
+    Cone div(const Cone& l, const Cone& r) const { return div_cone(l, r); }
+    Cone exp(const Cone& l) const { return an.exp_cone(l, apps, shape); }
+  };
+
   std::vector<Cone> op_stats(const Graph& g, const Op& op, const std::vector<Cone>& in,
                              double runs) {
+    const OpInfo& info = op_info(op.kind);
     const size_t n_out = op.outputs.size();
     const Shape& out_shape = g.type(op.outputs[0]).shape;
     const double apps = runs * static_cast<double>(numel(out_shape));
@@ -291,26 +312,12 @@ class Analyzer {
       return sum_cone(c, grp, static_cast<int>(dim), to > 1);
     };
     switch (op.kind) {
-      case OpKind::exp:
-        return {exp_cone(in[0], apps, out_shape)};
-      case OpKind::sqrt:
-      case OpKind::silu:
-      case OpKind::gelu:
-      case OpKind::relu:
-        return {uf_cone(in[0], apps, out_shape)};
-      case OpKind::sqr:
-        return {mul_cone(in[0], in[0])};
-      case OpKind::scale:
-        return {in[0]};
-      case OpKind::shift:
-        return {add_cone(in[0], Cone{})};
-      case OpKind::add:
-      case OpKind::sub:
-        return {add_cone(in[0], in[1])};
-      case OpKind::mul:
-        return {mul_cone(in[0], in[1])};
-      case OpKind::div:
-        return {div_cone(in[0], in[1])};
+      WEFT_CASES_UNARY
+      WEFT_CASES_BINARY {
+        if (info.formula.empty()) return {uf_cone(in[0], apps, out_shape)};
+        ConeAlgebra algebra{*this, in[0], in.size() > 1 ? in[1] : in[0], apps, out_shape};
+        return {evaluate_formula(info.formula, algebra)};
+      }
       case OpKind::matmul: {
         // An elementwise product over [..., m, n, k] (k as dim r), then a sum over k.
         const Shape& a = g.type(op.inputs[0]).shape;
@@ -426,7 +433,7 @@ class Analyzer {
       case OpKind::thread:
         return run(*op.body, in, runs);
     }
-    WEFT_CHECK(false, "no degree rule for '{}'", op_info(op.kind).name);
+    WEFT_CHECK(false, "no degree rule for '{}'", info.name);
     return {};
   }
 };

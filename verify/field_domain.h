@@ -128,23 +128,65 @@ class FieldDomain {
     }
     return r;
   }
-  Value unary(OpKind kind, Value x, const Attrs& attrs) const {
-    switch (kind) {
-      case OpKind::sqr:
-        return mul(x, x);
-      case OpKind::scale:
-        return mul(x, constant(attrs.get_rational("factor")));
-      case OpKind::shift:
-        return add(x, constant(attrs.get_rational("offset")));
-      case OpKind::exp:
-        if constexpr (kHasQ) {
-          if (x.q == FieldPQ::kNoQ) throw OutsideLaxError();
-          return Value{params_->exp(x.q), FieldPQ::kNoQ};
-        } else {
-          WEFT_CHECK(false, "exp in a field domain without Z_q");
-        }
-      default:
-        return uninterpreted(kind, x);
+  // An elementwise operator, resolved once per application: its Lax formula (ir/ops.h) evaluated
+  // exactly, with the residues of the constants it reads computed here, or an uninterpreted
+  // function of the operand when it has no formula.
+  class Elementwise {
+   public:
+    Elementwise(const FieldDomain& d, OpKind kind, const Attrs& attrs) : d_(d), kind_(kind) {
+      const OpInfo& info = op_info(kind);
+      if (info.formula.empty()) return;
+      formula_ = &info.formula;
+      if (const AttrSpec* c = rational_attr(info); c && attrs.has(c->name))
+        attribute_ = d.constant(attrs.get_rational(c->name));
+      for (const FormulaNode& n : info.formula.nodes)
+        if (n.a == FormulaNode::kLiteral || n.b == FormulaNode::kLiteral)
+          literals_.emplace_back(n.literal, d.constant(n.literal));
+    }
+    Value operator()(Value a, Value b) const {
+      if (formula_ == nullptr) return d_.uninterpreted(kind_, a);
+      Algebra algebra{*this, a, b};
+      return evaluate_formula(*formula_, algebra);
+    }
+
+   private:
+    // A formula's leaves and operations in this domain.
+    struct Algebra {
+      using Value = V;
+      const Elementwise& e;
+      Value a, b;
+      Value x() const { return a; }
+      Value y() const { return b; }
+      Value attribute(const char*) const { return e.attribute_; }
+      Value literal(const Rational& r) const {
+        for (const auto& [value, residue] : e.literals_)
+          if (value == r) return residue;
+        return e.d_.constant(r);
+      }
+      Value add(Value l, Value r) const { return e.d_.add(l, r); }
+      Value sub(Value l, Value r) const { return e.d_.sub(l, r); }
+      Value mul(Value l, Value r) const { return e.d_.mul(l, r); }
+      Value div(Value l, Value r) const { return e.d_.div(l, r); }
+      Value exp(Value l) const { return e.d_.exp(l); }
+    };
+
+    const FieldDomain& d_;
+    OpKind kind_;
+    const Formula* formula_ = nullptr;
+    Value attribute_{};
+    std::vector<std::pair<Rational, Value>> literals_;
+  };
+  Elementwise elementwise(OpKind kind, const Attrs& attrs) const {
+    return Elementwise(*this, kind, attrs);
+  }
+  // exp(x) = ω^x: x's Z_q image is the exponent; the result has no Z_q image of its own.
+  Value exp(Value x) const {
+    if constexpr (kHasQ) {
+      if (x.q == FieldPQ::kNoQ) throw OutsideLaxError();
+      return Value{params_->exp(x.q), FieldPQ::kNoQ};
+    } else {
+      WEFT_CHECK(false, "exp in a field domain without Z_q");
+      return x;
     }
   }
   // max under a random total order of Z_p (rank = seeded hash): associative, commutative and

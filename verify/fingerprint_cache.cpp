@@ -1,7 +1,6 @@
 // Op-by-op finite-field evaluation of kernel graphs with cached fingerprints of shared tensors.
 #include "verify/fingerprint_cache.h"
 
-
 #include "core/parallel.h"
 #include "interp/interpreter.h"
 #include "ir/expand_composites.h"
@@ -57,9 +56,8 @@ Tensor<V> field_random_input(const Shape& shape, uint64_t test_seed, uint64_t in
     fill(0, n);
   } else {
     const int64_t grain = int64_t{1} << 14;
-    parallel_for_index((n + grain - 1) / grain, threads, [&](int64_t c) {
-      fill(c * grain, std::min(n, (c + 1) * grain));
-    });
+    parallel_for_index((n + grain - 1) / grain, threads,
+                       [&](int64_t c) { fill(c * grain, std::min(n, (c + 1) * grain)); });
   }
   return t;
 }
@@ -111,7 +109,9 @@ std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>&
 
 bool uses_exp(const Graph& g) {
   for (const Op& op : g.ops) {
-    if (op.kind == OpKind::exp || op.kind == OpKind::softmax) return true;
+    const OpInfo& info = op_info(op.kind);
+    if (info.formula.uses_exp()) return true;
+    if (info.symbolic == Symbolic::expansion && uses_exp(composite_expansion(g, op))) return true;
     if (op.body && uses_exp(*op.body)) return true;
   }
   return false;

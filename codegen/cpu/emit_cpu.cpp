@@ -47,36 +47,14 @@ std::string at(const Operand& o, const Shape& out_shape, const std::vector<std::
   return fmt::format("{}[{}]", o.ptr, index(o, out_shape, vars));
 }
 
+// An elementwise step's scalar form: the op table's CPU pattern over the operands and the
+// operator's rational attribute.
 std::string scalar_expr(const Step& s, const std::vector<std::string>& a) {
-  switch (s.op) {
-    case OpKind::exp:
-      return fmt::format("std::exp({})", a[0]);
-    case OpKind::sqr:
-      return fmt::format("({0} * {0})", a[0]);
-    case OpKind::sqrt:
-      return fmt::format("std::sqrt({})", a[0]);
-    case OpKind::silu:
-      return fmt::format("weft_silu({})", a[0]);
-    case OpKind::gelu:
-      return fmt::format("weft_gelu({})", a[0]);
-    case OpKind::relu:
-      return fmt::format("std::max({}, 0.0f)", a[0]);
-    case OpKind::scale:
-      return fmt::format("({} * {})", a[0], flit(s.attrs.get_rational("factor").to_double()));
-    case OpKind::shift:
-      return fmt::format("({} + {})", a[0], flit(s.attrs.get_rational("offset").to_double()));
-    case OpKind::add:
-      return fmt::format("({} + {})", a[0], a[1]);
-    case OpKind::sub:
-      return fmt::format("({} - {})", a[0], a[1]);
-    case OpKind::mul:
-      return fmt::format("({} * {})", a[0], a[1]);
-    case OpKind::div:
-      return fmt::format("({} / {})", a[0], a[1]);
-    default:
-      WEFT_CHECK(false, "{} is not elementwise", op_info(s.op).name);
-  }
-  return "";
+  const OpInfo& info = op_info(s.op);
+  WEFT_CHECK(info.code.cpu != nullptr, "{} is not elementwise", info.name);
+  const AttrSpec* c = rational_attr(info);
+  return fmt::format(fmt::runtime(info.code.cpu), a.at(0), a.size() > 1 ? a[1] : "",
+                     c ? flit(s.attrs.get_rational(c->name).to_double()) : "");
 }
 
 class Emitter {
@@ -271,9 +249,10 @@ class Emitter {
       case OpKind::repeat:
         copy(ins[0], {}, outs[0], {}, outs[0].shape, par, ins[0].shape);
         return;
-      default:
-        WEFT_CHECK(false, "not a movement op");
+        WEFT_CASES_NOT_MOVEMENT
+        break;
     }
+    WEFT_CHECK(false, "{} is not a movement op", op_info(s.op).name);
   }
 
   // Loops over the batch dims of C = A x B (broadcast size-1 batch dims stay put) and calls

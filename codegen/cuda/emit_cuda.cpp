@@ -44,21 +44,6 @@ std::string flit(double v) {
   return s + "f";
 }
 
-// Scalar semantics in f32 registers, one pattern per elementwise operator: {0}, {1} operands,
-// {2} the operator's rational attribute (op table) as a literal.
-struct ScalarForm {
-  OpKind op;
-  const char* pattern;
-};
-constexpr ScalarForm kScalarForms[] = {
-    {OpKind::exp, "expf({0})"},       {OpKind::sqr, "({0} * {0})"},
-    {OpKind::sqrt, "sqrtf({0})"},     {OpKind::silu, "weft_silu({0})"},
-    {OpKind::gelu, "weft_gelu({0})"}, {OpKind::relu, "fmaxf({0}, 0.0f)"},
-    {OpKind::scale, "({0} * {2})"},   {OpKind::shift, "({0} + {2})"},
-    {OpKind::add, "({0} + {1})"},     {OpKind::sub, "({0} - {1})"},
-    {OpKind::mul, "({0} * {1})"},     {OpKind::div, "({0} / {1})"},
-};
-
 // Reductions and accumulators: the identity and the combination of a partial {0} with {1}.
 struct CombineForm {
   OpKind op;
@@ -84,16 +69,14 @@ std::string combine(OpKind op, const std::string& acc, const std::string& v) {
   return fmt::format(fmt::runtime(combine_form(op).combine), acc, v);
 }
 
+// An elementwise step's scalar form in f32 registers: the op table's CUDA pattern over the
+// operands and the operator's rational attribute.
 std::string scalar_expr(const Step& s, const std::vector<std::string>& a) {
-  std::string constant;
-  for (const AttrSpec& spec : op_info(s.op).attrs)
-    if (spec.kind == AttrKind::rational)
-      constant = flit(s.attrs.get_rational(spec.name).to_double());
-  for (const ScalarForm& f : kScalarForms)
-    if (f.op == s.op)
-      return fmt::format(fmt::runtime(f.pattern), a.at(0), a.size() > 1 ? a[1] : "", constant);
-  WEFT_CHECK(false, "{} is not elementwise", op_info(s.op).name);
-  return "";
+  const OpInfo& info = op_info(s.op);
+  WEFT_CHECK(info.code.cuda != nullptr, "{} is not elementwise", info.name);
+  const AttrSpec* c = rational_attr(info);
+  return fmt::format(fmt::runtime(info.code.cuda), a.at(0), a.size() > 1 ? a[1] : "",
+                     c ? flit(s.attrs.get_rational(c->name).to_double()) : "");
 }
 
 bool is_identifier(const std::string& e) {
@@ -335,9 +318,10 @@ class Emitter {
         close();
         return;
       }
-      default:
-        WEFT_CHECK(false, "{} is not a movement operator", op_info(s.op).name);
+        WEFT_CASES_NOT_MOVEMENT
+        break;
     }
+    WEFT_CHECK(false, "{} is not a movement operator", op_info(s.op).name);
   }
 
   // Units of parallel work a library kernel's loops have (threads to launch).

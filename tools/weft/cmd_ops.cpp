@@ -1,4 +1,5 @@
-// `weft ops`: the operator table (operands, attributes with defaults, levels, fragment, meaning).
+// `weft ops`: the operator table (operands, levels, fragment, fusion pattern, attributes with
+// defaults, meaning).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -49,13 +50,15 @@ weft::cli::Register reg("ops", "List the operator table", [](CLI::App&) {
   return []() -> int {
     std::cout << "Levels: K kernel graph, B block graph, T thread graph. Fragment: 'lax' "
                  "operators are in the Lax\nfragment the equivalence verifier models exactly; "
-                 "'uninterpreted' ones are opaque functions to it.\nAttributes without '=' are "
-                 "required; the others show their default.\n\n";
-    std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {}\n", "operator", "operands",
-                             "levels", "fragment", "attributes", "meaning");
+                 "'uninterpreted' ones are opaque functions to it. Fusion: how a result element "
+                 "depends on\noperand elements, for fusing operators. Attributes without '=' are "
+                 "required; the others show\ntheir default.\n\n";
+    std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", "operator", "operands",
+                             "levels", "fragment", "fusion", "attributes", "meaning");
     for (const weft::OpInfo& op : weft::all_ops())
-      std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {}\n", op.name, operands_text(op),
-                               levels_text(op.levels), op.lax ? "lax" : "uninterpreted",
+      std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", op.name,
+                               operands_text(op), levels_text(op.levels),
+                               op.lax ? "lax" : "uninterpreted", fusion_pattern_name(op.fusion),
                                attrs_text(op), op.doc);
     return 0;
   };
