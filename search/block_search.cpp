@@ -141,6 +141,12 @@ class Searcher {
   bool visit() {
     if ((++states_ & 1023) == 0) {
       flush_counters();
+      // The state budget holds inside one block search too: a block graph whose values collapse
+      // (sub(x, x) is 0, and 0 is a part of every target) escapes pruning, and one such search
+      // could otherwise run unbounded between the kernel search's checks.
+      if (config_.state_budget > 0 &&
+          stats_.states.load(std::memory_order_relaxed) > config_.state_budget)
+        stop_.stop(SearchStop::state_budget);
       return !stop_.should_stop() && !enough_;
     }
     return !stop_.stopped() && !enough_;

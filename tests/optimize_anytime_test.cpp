@@ -55,6 +55,18 @@ TEST(OptimizeAnytime, RandomProgramsAlwaysGetAVerifiedGraphNoSlowerThanTheInput)
   EXPECT_GT(fused, 0);
 }
 
+// The state budget stops the search inside one block search too: on this program one block
+// search alone once ran for minutes and gigabytes with a budget of 300 states.
+TEST(OptimizeAnytime, StateBudgetHoldsInsideOneBlockSearch) {
+  Graph g = load_data("collapsing_block.weft");
+  OptimizeResult r = optimize(g, tiny_budget());
+  EXPECT_EQ(r.stop, SearchStop::state_budget);
+  // Checked every 1024 states of a block search: at most that much past the budget per worker.
+  EXPECT_LE(r.states, tiny_budget().state_budget + 2 * 1024);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_LE(r.top[0].predicted_s, r.program_predicted_s * (1 + 1e-12));
+}
+
 TEST(OptimizeAnytime, BaselinesOfRandomProgramsAreNeverWrong) {
   RandomGraphOptions options;
   options.dtypes = {DType::f32};
