@@ -318,8 +318,9 @@ void convert_layer_norm(I& imp) {
 }
 
 // ReduceX: axes from the attribute (older opsets) or the second input.
+// ReduceSumSquare squares first (`square`).
 template <int kAxesInputFrom>
-void convert_reduce(I& imp, const char* op) {
+void convert_reduce(I& imp, const char* op, bool square = false) {
   std::string x = imp.rt(0);
   int r = imp.rank(x);
   std::optional<std::vector<int64_t>> axes;
@@ -330,7 +331,7 @@ void convert_reduce(I& imp, const char* op) {
   }
   if (!axes || axes->empty()) {
     if (imp.opset() >= kAxesInputFrom && imp.attr_int("noop_with_empty_axes", 0)) {
-      imp.out(0, imp.in(0));
+      imp.out(0, square ? imp.op("sqr", {x}) : imp.in(0));
       return;
     }
     axes = std::vector<int64_t>(static_cast<size_t>(r));
@@ -339,6 +340,7 @@ void convert_reduce(I& imp, const char* op) {
   std::set<int64_t> norm;
   for (int64_t a : *axes) norm.insert(imp.axis(a, r));
   Value y = imp.in(0);
+  if (square) y = imp.op("sqr", {x});
   for (int64_t a : norm) y = imp.op(op, {y.name}, dim_attr(a));
   if (!imp.attr_int("keepdims", 1)) {
     auto d = imp.dims(y.name);
@@ -928,6 +930,7 @@ const std::vector<Converter>& converters() {
       {"ReduceMean", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "mean"); }},
       {"ReduceMax", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "max"); }},
       {"ReduceSum", 1, kMaxOpset, [](I& i) { convert_reduce<13>(i, "sum"); }},
+      {"ReduceSumSquare", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "sum", true); }},
       {"Reshape", 5, kMaxOpset, convert_reshape},
       {"Flatten", 1, kMaxOpset, convert_flatten},
       {"Transpose", 1, kMaxOpset, convert_transpose},
