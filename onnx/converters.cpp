@@ -696,7 +696,7 @@ void convert_gather(I& imp) {
   }
   std::string ids = imp.runtime(idx).first;
   if (model_op_by_name("gather")) {
-    imp.out(0, imp.op("gather", {x, ids}, dim_attr(a)));
+    imp.out(0, imp.op("gather", {x, ids}, {{"axis", SymExpr(a)}}));
     return;
   }
   if (r == 2 && a == 0) {

@@ -17,6 +17,13 @@ std::map<std::string, Tensor<double>> run_imported(
     const ImportedModel& m, const std::map<std::string, Tensor<double>>& inputs,
     const std::string& where);
 
+// Imports `path` for a run on `inputs`: as it is when that works, else again with the inputs
+// named in `integral` fixed as constants (OnnxImportOptions::known_inputs), for graphs whose
+// shapes or axes are computed from integer inputs (as ONNX's node tests feed them).
+ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& options,
+                             const std::map<std::string, Tensor<double>>& inputs,
+                             const std::vector<std::string>& integral);
+
 // The inputs of test data set `dir` (input_K.pb in graph-input order) by ONNX input name.
 // `graph_inputs` names the model's inputs that are not initializers (ImportedModel's), and
 // `integral` (when given) receives the names of those whose files hold integer or bool data.
@@ -33,8 +40,7 @@ struct NodeTestResult {
   std::vector<std::string> op_types;  // the model's distinct op_types (empty if unreadable)
 };
 
-// Imports DIR/model.onnx and runs every DIR/test_data_set_N (integer inputs, ONNX's way of
-// feeding shapes and axes, are fixed at import time: OnnxImportOptions::known_inputs), comparing
+// Imports DIR/model.onnx and runs every DIR/test_data_set_N (import_for_run), comparing
 // each output with |got - want| <= atol + rtol |want| (ONNX's backend-test tolerance). Never throws
 // for a bad model or a mismatch: the result says what happened.
 NodeTestResult run_node_test(const std::string& dir, const OnnxImportOptions& options = {},

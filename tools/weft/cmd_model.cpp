@@ -184,16 +184,15 @@ weft::cli::Register reg(
           std::map<std::string, weft::Tensor<double>> in;
           std::vector<std::string> integral;
           if (!inputs_pb->empty()) {
-            in = weft::onnx_inputs_from_pb(weft::onnx_graph_inputs(*file), *inputs_pb, &integral);
+            in = weft::onnx_inputs_from_pb(weft::onnx_graph_info(*file).graph_inputs, *inputs_pb,
+                                           &integral);
           } else {
             for (auto& [name, a] : weft::read_npz(*inputs)) {
               in[name] = a.tensor;
               if (a.integral) integral.push_back(name);
             }
           }
-          // Integer inputs are fixed at import time, so shape arithmetic on them folds.
-          for (const std::string& name : integral) import_options.known_inputs[name] = in[name];
-          onnx = weft::import_onnx(*file, import_options);
+          onnx = weft::import_for_run(*file, import_options, in, integral);
           auto arrays = weft::run_imported(*onnx, in, inputs->empty() ? *inputs_pb : *inputs);
           weft::write_npz(*outputs, arrays);
           for (const auto& [name, t] : arrays)
