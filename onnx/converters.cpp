@@ -226,7 +226,13 @@ Value arith(I& imp, Arith k, const Value& a, const Value& b) {
   int r = std::max(imp.rank(x), imp.rank(y));
   x = imp.to_rank(x, r);
   y = imp.to_rank(y, r);
-  return imp.op(name, {x, y});
+  Value out = imp.op(name, {x, y});
+  // Integer tensors run as floats: an integer quotient truncates toward zero (ONNX's Div).
+  bool integral = is_integer_type(a.kind == VKind::runtime ? a.elem : b.elem);
+  if (k == Arith::div && integral)
+    out = imp.op("cast", {out.name}, {{"to", SymExpr(a.kind == VKind::runtime ? a.elem : b.elem)}});
+  out.elem = a.kind == VKind::runtime ? a.elem : b.elem;
+  return out;
 }
 
 template <Arith K>

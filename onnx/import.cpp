@@ -461,6 +461,7 @@ void Importer::declare_inputs(const onnx::GraphProto& g,
     v.kind = VKind::runtime;
     v.name = name;
     v.type = type;
+    v.elem = tt.elem_type();
     values_[vi.name()] = v;
     inputs_.push_back(OnnxName{vi.name(), name});
   }
