@@ -396,6 +396,39 @@ TEST(OnnxImport, ExpandWhereAndConstantOfShape) {
   expect_near(run(m, {{"c", c}, {"a", a}}).at("y"), want, 0);
 }
 
+TEST(OnnxImport, GeluFormsErfAndUnnamedDynamicDims) {
+  ModelBuilder mb(20);
+  mb.input("x", {std::string(""), int64_t{3}});  // an unnamed dynamic dim
+  auto& tanh_form = mb.node("Gelu", {"x"}, {"g1"});
+  auto* a = tanh_form.add_attribute();
+  a->set_name("approximate");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("tanh");
+  mb.node("Gelu", {"x"}, {"g2"});
+  mb.node("Erf", {"x"}, {"e"});
+  mb.node("Flatten", {"e"}, {"f"});  // axis 1: [d, 3] stays [d, 3]
+  mb.output("g1");
+  mb.output("g2");
+  mb.output("f");
+  ImportedModel m = mb.import();
+  std::string text = print_module(m.module);
+  EXPECT_NE(text.find("fn main(x: f32[x_0, 3])"), std::string::npos) << text;
+  EXPECT_NE(text.find("gelu_tanh(x)"), std::string::npos) << text;
+  Tensor<double> x = random_tensor({4, 3}, 15);
+  auto out = run(m, {{"x", x}});
+  Tensor<double> g1 = x, g2 = x, e = x;
+  const double c = std::sqrt(2.0 / std::acos(-1.0));
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    double v = x.data[i];
+    g1.data[i] = 0.5 * v * (1 + std::tanh(c * (v + 0.044715 * v * v * v)));
+    g2.data[i] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    e.data[i] = std::erf(v);
+  }
+  expect_near(out.at("g1"), g1);
+  expect_near(out.at("g2"), g2);
+  expect_near(out.at("f"), e);
+}
+
 // ---- golden text ----
 
 void expect_golden(const ImportedModel& m, const std::string& name) {
