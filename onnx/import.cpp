@@ -336,7 +336,7 @@ Value Importer::emit(CallKind kind, const std::string& callee, const std::vector
                          ? node_->output(0) + "." + (callee.empty() ? "tuple" : callee)
                          : std::string(kind == CallKind::tuple ? "outputs" : "t");
   b.var = fresh_value_name(hint);
-  b.loc = SourceLoc{path_, node_index_ + 1, 1};
+  b.loc = node_loc();
   std::vector<MType> in;
   for (const std::string& a : args) in.push_back(type_of(a));
   try {
@@ -543,12 +543,8 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
   try {
     deduce_module(module_, prover_);
   } catch (const UserError& e) {
-    int line = e.loc().line;
-    if (line >= 1 && line <= g.node_size())
-      throw UserError(SourceLoc{path_},
-                      fmt::format("node {} '{}' ({}): {}", line - 1, g.node(line - 1).name(),
-                                  g.node(line - 1).op_type(), e.message()));
-    throw UserError(SourceLoc{path_}, e.message());
+    // Bindings carry their node's location; the function's own checks name the file.
+    throw UserError(e.loc().file.empty() ? SourceLoc{path_} : e.loc(), e.message());
   }
   out.module = std::move(module_);
   out.inputs = inputs_;

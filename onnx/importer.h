@@ -82,11 +82,14 @@ class Importer {
   // The node being converted.
   const NodeProto& node() const { return *node_; }
   int opset() const { return opset_; }
-  [[noreturn]] void fail(const std::string& message) const {
-    if (!node_) throw UserError(SourceLoc{path_}, message);
-    throw UserError(SourceLoc{path_}, fmt::format("node {} '{}' ({}): {}", node_index_,
-                                                  node_->name(), node_->op_type(), message));
+  // Where the current node is, as a location: "FILE: node N 'NAME' (OP)" (ONNX files have no
+  // lines; bindings carry it too, so deduction and VM errors name the node).
+  SourceLoc node_loc() const {
+    if (!node_) return SourceLoc{path_};
+    return SourceLoc{
+        fmt::format("{}: node {} '{}' ({})", path_, node_index_, node_->name(), node_->op_type())};
   }
+  [[noreturn]] void fail(const std::string& message) const { throw UserError(node_loc(), message); }
 
   // Inputs: count (trailing empty names dropped), presence, and value.
   int num_inputs() const {
