@@ -235,6 +235,65 @@ Value arith(I& imp, Arith k, const Value& a, const Value& b) {
   return out;
 }
 
+// The table has no elementwise max/min/abs, but relu with constant shifts spells them exactly:
+// max(x, lo) = relu(x - lo) + lo, min(y, hi) = hi - relu(hi - y), |x| = relu(x) + relu(-x).
+std::string shifted(I& imp, const std::string& x, double c) {
+  if (c == 0) return x;
+  return imp.op("shift", {x}, {{"offset", rational_attr(imp, c, "a Clip bound")}}).name;
+}
+
+void convert_clip(I& imp) {
+  std::string x = imp.rt(0);
+  std::optional<double> lo, hi;
+  auto bound = [&](int input, const char* attr) -> std::optional<double> {
+    if (imp.opset() < 11) {
+      if (const AttributeProto* a = imp.attr(attr)) return a->f();
+      return std::nullopt;
+    }
+    if (!imp.has_input(input)) return std::nullopt;
+    const Value& v = imp.in(input);
+    if (v.kind != VKind::constant || v.data.numel() != 1)
+      imp.fail(fmt::format("Clip's {} must be a constant scalar", attr));
+    return v.data.data[0];
+  };
+  lo = bound(1, "min");
+  hi = bound(2, "max");
+  if (lo && std::isfinite(*lo)) {
+    x = imp.op("relu", {shifted(imp, x, -*lo)}).name;
+    x = shifted(imp, x, *lo);
+  }
+  if (hi && std::isfinite(*hi)) {
+    std::string d = shifted(imp, imp.op("neg", {x}).name, *hi);  // hi - y
+    x = shifted(imp, imp.op("neg", {imp.op("relu", {d}).name}).name, *hi);
+  }
+  Value out;
+  out.name = x;
+  out.type = imp.type_of(x);
+  imp.out(0, out);
+}
+
+void convert_abs(I& imp) {
+  std::string x = imp.rt(0);
+  Value pos = imp.op("relu", {x});
+  Value neg = imp.op("relu", {imp.op("neg", {x}).name});
+  imp.out(0, imp.op("add", {pos.name, neg.name}));
+}
+
+void convert_leaky_relu(I& imp) {
+  std::string x = imp.rt(0);
+  Rational alpha = rational_attr(imp, -imp.attr_float("alpha", 0.01), "alpha");
+  Value pos = imp.op("relu", {x});
+  Value neg = imp.op("relu", {imp.op("neg", {x}).name});
+  imp.out(0, imp.op("add", {pos.name, imp.op("scale", {neg.name}, {{"factor", alpha}}).name}));
+}
+
+void convert_reciprocal(I& imp) {
+  std::string x = imp.rt(0);
+  Value one = constant_value(Tensor<double>(Shape(static_cast<size_t>(imp.rank(x)), 1), 1.0),
+                             TensorProto::FLOAT);
+  imp.out(0, imp.op("div", {imp.runtime(one).first, x}));
+}
+
 template <Arith K>
 void convert_arith(I& imp) {
   imp.out(0, arith(imp, K, imp.in(0), imp.in(1)));
@@ -945,6 +1004,10 @@ const std::vector<Converter>& converters() {
       {"Div", 7, kMaxOpset, convert_arith<Arith::div>},
       {"Pow", 7, kMaxOpset, convert_arith<Arith::pow>},
       {"Sum", 8, kMaxOpset, convert_sum},
+      {"Clip", 6, kMaxOpset, convert_clip},
+      {"Abs", 6, kMaxOpset, convert_abs},
+      {"LeakyRelu", 6, kMaxOpset, convert_leaky_relu},
+      {"Reciprocal", 6, kMaxOpset, convert_reciprocal},
       {"Sqrt", 6, kMaxOpset, [](I& i) { unary(i, "sqrt"); }},
       {"Exp", 6, kMaxOpset, [](I& i) { unary(i, "exp"); }},
       {"Relu", 6, kMaxOpset, [](I& i) { unary(i, "relu"); }},

@@ -52,11 +52,18 @@ ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& o
   try {
     return import_onnx(path, options);
   } catch (const UserError&) {
-    if (integral.empty()) throw;
+    if (integral.empty() && inputs.empty()) throw;
   }
   OnnxImportOptions fixed = options;
   for (const std::string& name : integral)
     if (auto it = inputs.find(name); it != inputs.end()) fixed.known_inputs[name] = it->second;
+  try {
+    return import_onnx(path, fixed);
+  } catch (const UserError&) {
+  }
+  // Scalars too (Clip's bounds, Pow's exponent as inputs).
+  for (const auto& [name, t] : inputs)
+    if (t.numel() == 1) fixed.known_inputs[name] = t;
   return import_onnx(path, fixed);
 }
 

@@ -18,8 +18,9 @@ std::map<std::string, Tensor<double>> run_imported(
     const std::string& where);
 
 // Imports `path` for a run on `inputs`: as it is when that works, else again with the inputs
-// named in `integral` fixed as constants (OnnxImportOptions::known_inputs), for graphs whose
-// shapes or axes are computed from integer inputs (as ONNX's node tests feed them).
+// named in `integral` fixed as constants (OnnxImportOptions::known_inputs), else with every
+// one-element input fixed too: for graphs whose shapes, axes or bounds come from inputs (as
+// ONNX's node tests feed them).
 ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& options,
                              const std::map<std::string, Tensor<double>>& inputs,
                              const std::vector<std::string>& integral);
