@@ -711,10 +711,17 @@ void convert_slice(I& imp) {
   }
   std::string x = imp.runtime(v).first;
   int r = imp.rank(x);
+  if (std::any_of(steps.begin(), steps.end(), [](int64_t st) { return st != 1; })) {
+    if (std::find(steps.begin(), steps.end(), 0) != steps.end()) imp.fail("a Slice step of 0");
+    imp.out(
+        0,
+        imp.op("slice_steps", {x},
+               {{"starts", starts}, {"ends", ends}, {"axes", syms(axes)}, {"steps", syms(steps)}}));
+    return;
+  }
   std::string cur = x;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = imp.axis(axes[i], r);
-    if (steps[i] != 1) imp.fail("Slice with steps other than 1 is not supported yet");
     SymExpr d = imp.dims(cur)[static_cast<size_t>(a)];
     auto [s, e] = slice_range(starts[i], ends[i], d);
     if (s == SymExpr(0) && e == d) continue;
@@ -824,6 +831,70 @@ void convert_expand(I& imp) {
   out.name = x;
   out.type = imp.type_of(x);
   imp.out(0, out);
+}
+
+void convert_tile(I& imp) {
+  std::string x = imp.rt(0);
+  auto reps = imp.ints_input(1, "repeats");
+  if (static_cast<int>(reps.size()) != imp.rank(x))
+    imp.fail(fmt::format("{} repeats for a tensor of rank {}", reps.size(), imp.rank(x)));
+  for (size_t i = 0; i < reps.size(); ++i)
+    if (!(reps[i] == SymExpr(1)))
+      x = imp.op("repeat", {x}, {{"dim", SymExpr(static_cast<int64_t>(i))}, {"times", reps[i]}})
+              .name;
+  Value out;
+  out.name = x;
+  out.type = imp.type_of(x);
+  imp.out(0, out);
+}
+
+void convert_range(I& imp) {
+  std::vector<SymExpr> v[3];
+  for (int i = 0; i < 3; ++i) {
+    auto ints = imp.ints_of(imp.in(i));
+    if (!ints || ints->size() != 1)
+      imp.fail(fmt::format("Range input {} must be a known integer scalar", i));
+    v[i] = *ints;
+  }
+  auto start = v[0][0].as_constant(), limit = v[1][0].as_constant(), delta = v[2][0].as_constant();
+  if (!start || !delta || *delta == 0)
+    imp.fail("Range needs a constant start and a nonzero constant delta");
+  if (limit) {
+    std::vector<SymExpr> out;
+    for (int64_t x = *start; *delta > 0 ? x < *limit : x > *limit; x += *delta) {
+      out.emplace_back(x);
+      if (out.size() > (size_t{1} << 20)) imp.fail("a Range too long to fold");
+    }
+    Value c = dims_value(out, false);
+    if (c.kind == VKind::constant)
+      c.elem = imp.in(0).kind == VKind::constant ? imp.in(0).elem : TensorProto::INT64;
+    imp.out(0, c);
+    return;
+  }
+  imp.out(0, imp.op("range", {}, {{"start", v[0][0]}, {"limit", v[1][0]}, {"delta", v[2][0]}}));
+}
+
+void convert_pad(I& imp) {
+  std::string mode = imp.attr_string("mode", "constant");
+  if (mode != "constant") imp.fail(fmt::format("Pad mode '{}' (constant only)", mode));
+  std::string x = imp.rt(0);
+  std::vector<SymExpr> pads;
+  double value = 0;
+  if (imp.opset() < 11) {
+    pads = syms(imp.attr_ints("pads").value_or(std::vector<int64_t>{}));
+    value = imp.attr_float("value", 0.0);
+  } else {
+    pads = imp.ints_input(1, "pads");
+    if (imp.has_input(2)) {
+      const Value& c = imp.in(2);
+      if (c.kind != VKind::constant || c.data.numel() != 1)
+        imp.fail("Pad's constant_value must be a known scalar");
+      value = c.data.data[0];
+    }
+    if (imp.has_input(3)) imp.fail("Pad with axes is not supported");
+  }
+  imp.out(0, imp.op("pad", {x},
+                    {{"pads", pads}, {"value", rational_attr(imp, value, "the pad value")}}));
 }
 
 // A Constant node's or ConstantOfShape's tensor attribute.
@@ -1048,6 +1119,10 @@ const std::vector<Converter>& converters() {
       {"GlobalMaxPool", 1, kMaxOpset, [](I& i) { unary(i, "global_max_pool"); }},
       {"BatchNormalization", 1, kMaxOpset, convert_batch_norm},
       {"LRN", 1, kMaxOpset, convert_lrn},
+      {"Tile", 6, kMaxOpset, convert_tile},
+      {"Range", 11, kMaxOpset, convert_range},
+      {"Pad", 2, kMaxOpset, convert_pad},
+      {"Log", 6, kMaxOpset, [](I& i) { unary(i, "log"); }},
       // clang-format on
   };
   return table;
