@@ -1041,7 +1041,7 @@ void convert_conv(I& imp) {
 }
 
 void convert_pool(I& imp, const char* op) {
-  imp.only_outputs(1);
+  imp.only_outputs(std::string(op) == "max_pool" ? 2 : 1);
   std::string x = imp.rt(0);
   auto kernel = imp.attr_ints("kernel_shape");
   if (!kernel) imp.fail("pooling needs kernel_shape");
@@ -1053,6 +1053,10 @@ void convert_pool(I& imp, const char* op) {
   else if (imp.attr_int("storage_order", 0))
     imp.fail("storage_order=1 is not supported");
   imp.out(0, imp.op(op, {x}, attrs));
+  if (imp.node().output_size() > 1 && !imp.node().output(1).empty()) {
+    attrs.erase("count_include_pad");
+    imp.out(1, imp.op("max_pool_indices", {x}, attrs));
+  }
 }
 
 void convert_lrn(I& imp) {
