@@ -364,6 +364,34 @@ void convert_softmax(I& imp) {
   imp.out(0, imp.op("reshape", {y.name}, {{"shape", d}}));
 }
 
+// log(sum(exp(x - m))) + m over `dim` (keeping it), m the max: no overflow for large inputs.
+Value log_sum_exp(I& imp, const std::string& x, int64_t dim) {
+  Value m = imp.op("max", {x}, dim_attr(dim));
+  Value c = imp.op("sub", {x, m.name});
+  Value l = imp.op("log", {imp.op("sum", {imp.op("exp", {c.name}).name}, dim_attr(dim)).name});
+  return imp.op("add", {l.name, m.name});
+}
+
+void convert_log_softmax(I& imp) {
+  std::string x = imp.rt(0);
+  int r = imp.rank(x);
+  auto d = imp.dims(x);
+  int64_t a = imp.axis(imp.attr_int("axis", imp.opset() >= 13 ? -1 : 1), r);
+  std::string in = x;
+  int64_t dim = a;
+  if (imp.opset() < 13) {  // coerced to 2-D at axis, as Softmax
+    in = imp.reshape(
+        x, {product(d, 0, static_cast<size_t>(a)), product(d, static_cast<size_t>(a), d.size())});
+    dim = 1;
+  }
+  // x - m - log(sum(exp(x - m))), from the centered values.
+  Value m = imp.op("max", {in}, dim_attr(dim));
+  std::string centered = imp.op("sub", {in, m.name}).name;
+  Value l = imp.op("log", {imp.op("sum", {imp.op("exp", {centered}).name}, dim_attr(dim)).name});
+  Value y = imp.op("sub", {centered, l.name});
+  imp.out(0, imp.op("reshape", {y.name}, {{"shape", d}}));
+}
+
 void convert_layer_norm(I& imp) {
   imp.only_outputs(3);
   std::string x = imp.rt(0);
@@ -398,9 +426,10 @@ void convert_layer_norm(I& imp) {
 }
 
 // ReduceX: axes from the attribute (older opsets) or the second input.
-// ReduceSumSquare squares first (`square`).
+// ReduceSumSquare squares first (`square`); ReduceLogSum takes the log after (`log`);
+// ReduceLogSumExp is `op` "logsumexp".
 template <int kAxesInputFrom>
-void convert_reduce(I& imp, const char* op, bool square = false) {
+void convert_reduce(I& imp, const char* op, bool square = false, bool log = false) {
   std::string x = imp.rt(0);
   int r = imp.rank(x);
   std::optional<std::vector<int64_t>> axes;
@@ -421,7 +450,15 @@ void convert_reduce(I& imp, const char* op, bool square = false) {
   for (int64_t a : *axes) norm.insert(imp.axis(a, r));
   Value y = imp.in(0);
   if (square) y = imp.op("sqr", {x});
-  for (int64_t a : norm) y = imp.op(op, {y.name}, dim_attr(a));
+  for (int64_t a : norm) {
+    if (std::string(op) == "logsumexp") {
+      // Over several axes: the log-sum-exp of one axis feeds the next (log(sum exp) composes).
+      y = log_sum_exp(imp, y.name, a);
+    } else {
+      y = imp.op(op, {y.name}, dim_attr(a));
+    }
+  }
+  if (log) y = imp.op("log", {y.name});
   if (!imp.attr_int("keepdims", 1)) {
     auto d = imp.dims(y.name);
     std::vector<SymExpr> kept;
@@ -1099,6 +1136,9 @@ const std::vector<Converter>& converters() {
       {"ReduceMax", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "max"); }},
       {"ReduceSum", 1, kMaxOpset, [](I& i) { convert_reduce<13>(i, "sum"); }},
       {"ReduceSumSquare", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "sum", true); }},
+      {"ReduceLogSum", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "sum", false, true); }},
+      {"ReduceLogSumExp", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "logsumexp"); }},
+      {"LogSoftmax", 1, kMaxOpset, convert_log_softmax},
       {"Reshape", 5, kMaxOpset, convert_reshape},
       {"Flatten", 1, kMaxOpset, convert_flatten},
       {"Transpose", 1, kMaxOpset, convert_transpose},

@@ -49,12 +49,16 @@ std::map<std::string, Tensor<double>> run_imported(
 ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& options,
                              const std::map<std::string, Tensor<double>>& inputs,
                              const std::vector<std::string>& integral) {
+  // 0-d tensors cannot reach the VM's operators (their µGraphs need a dim): fixed from the start.
+  OnnxImportOptions scalars = options;
+  for (const auto& [name, t] : inputs)
+    if (t.shape.empty()) scalars.known_inputs[name] = t;
   try {
-    return import_onnx(path, options);
+    return import_onnx(path, scalars);
   } catch (const UserError&) {
     if (integral.empty() && inputs.empty()) throw;
   }
-  OnnxImportOptions fixed = options;
+  OnnxImportOptions fixed = scalars;
   for (const std::string& name : integral)
     if (auto it = inputs.find(name); it != inputs.end()) fixed.known_inputs[name] = it->second;
   try {

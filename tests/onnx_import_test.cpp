@@ -493,6 +493,32 @@ TEST(OnnxImport, GoldenAttentionHeadsReshapeWithSanitizedNames) {
   expect_golden(mb.import(options), "attention_scores");
 }
 
+TEST(OnnxImport, GoldenSmallCnnWithDynamicBatch) {
+  if (!model_op_by_name("conv")) GTEST_SKIP() << "this build has no conv operator";
+  ModelBuilder mb(13);
+  mb.input("image", {std::string("N"), int64_t{1}, int64_t{6}, int64_t{6}});
+  mb.initializer("conv.w", {2, 1, 3, 3}, std::vector<double>(18, 0.125));
+  mb.initializer("conv.b", {2}, {0.5, -0.5});
+  for (const char* n : {"bn.scale", "bn.bias", "bn.mean", "bn.var"})
+    mb.initializer(n, {2}, {1, 0.5});
+  mb.initializer("fc.w", {2, 3}, std::vector<double>(6, 0.25));
+  auto& conv = mb.node("Conv", {"image", "conv.w", "conv.b"}, {"c"});
+  ModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  mb.node("BatchNormalization", {"c", "bn.scale", "bn.bias", "bn.mean", "bn.var"}, {"bn"});
+  mb.node("Relu", {"bn"}, {"r"});
+  auto& pool = mb.node("MaxPool", {"r"}, {"p"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(pool, "strides", std::vector<int64_t>{2, 2});
+  mb.node("GlobalAveragePool", {"p"}, {"g"});
+  mb.node("Flatten", {"g"}, {"f"});
+  mb.node("Gemm", {"f", "fc.w"}, {"logits"});
+  mb.output("logits");
+  ImportedModel m = mb.import();
+  expect_golden(m, "small_cnn");
+  auto out = run(m, {{"image", random_tensor({2, 1, 6, 6}, 16)}});
+  EXPECT_EQ(out.at("logits").shape, (Shape{2, 3}));
+}
+
 // ---- bad models ----
 
 std::string import_error(const std::string& bytes) {
