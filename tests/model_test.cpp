@@ -14,6 +14,7 @@
 #include "model/parser.h"
 #include "model/printer.h"
 #include "model/vm.h"
+#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -101,18 +102,7 @@ TEST(ModelDeduce, SymbolicRulesAgreeWithTheTableAtRandomBindings) {
         for (const SymExpr& d : s) shape.push_back(evaluate(d, b));
         concrete.push_back({DType::f32, shape});
       }
-      Attrs ta;
-      for (const auto& [k, v] : attrs) {
-        if (auto* e = std::get_if<SymExpr>(&v))
-          ta.set(k, evaluate(*e, b));
-        else if (auto* r = std::get_if<Rational>(&v))
-          ta.set(k, *r);
-        else {
-          std::vector<int64_t> l;
-          for (const SymExpr& e : std::get<std::vector<SymExpr>>(v)) l.push_back(evaluate(e, b));
-          ta.set(k, l);
-        }
-      }
+      Attrs ta = test::evaluate_attrs_at(attrs, b);
       bool checks_hold = true;
       for (const SymCondition& cond : checks) checks_hold = checks_hold && cond.holds(b);
       if (!checks_hold) continue;  // the run-time check would refuse this binding
@@ -338,6 +328,12 @@ void run_tiny_llama_reference(const std::string& flags) {
 // a parameter of the wrong shape failing cleanly.
 TEST(ModelOps, SliceWhereLayerNormGeluTanhMatchNumpy) {
   test::run_numpy_reference("tests/model/new_ops_reference.py", "weft_model_new_ops", "");
+}
+
+// ONNX's operators (model/model_ops_onnx.cpp) at three bindings of each of two fixtures against
+// NumPy implementations written from the ONNX specification.
+TEST(ModelOps, OnnxOperatorsMatchNumpy) {
+  run_numpy_reference("tests/model/onnx_ops_reference.py", "weft_model_onnx_ops", "");
 }
 
 TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {
