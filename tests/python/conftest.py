@@ -1,11 +1,14 @@
-"""Shared fixtures of the Python tests: paths into the checkout and the weft CLI binary."""
+"""Shared fixtures of the Python tests: paths into the checkout, the weft CLI binary, whether it imports ONNX."""
 
 import os
 import pathlib
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# scripts/onnx_harness.py runs ONNX models on weft or onnxruntime for the ONNX tests and scripts.
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 @pytest.fixture
@@ -35,3 +38,15 @@ def weft_binary():
     if not default.exists():
         pytest.skip("no weft CLI binary (build it with `make build` or set WEFT_BINARY)")
     return str(default)
+
+
+@pytest.fixture
+def weft_onnx(weft_binary):
+    """The CLI when it imports ONNX models (`weft model onnx-ops` succeeds); skipped, with the
+    reason, when this weft has no ONNX import."""
+    from onnx_harness import weft_supports_onnx
+
+    ok, why = weft_supports_onnx(weft_binary)
+    if not ok:
+        pytest.skip(why)
+    return weft_binary
