@@ -69,8 +69,11 @@ def run_weft(binary, model_path, feeds, timeout=300, extra_args=()):
         if r.returncode != 0:
             msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
             raise BackendError(f"exit {r.returncode}: " + (" | ".join(msg[-3:]) if msg else "(no message)"))
-        with np.load(outputs) as z:
-            return {k: z[k] for k in z.files}
+        try:
+            with np.load(outputs) as z:
+                return {k: z[k] for k in z.files}
+        except Exception as e:  # a missing or malformed .npz is the backend's failure, not the harness's
+            raise BackendError(f"unreadable outputs {outputs}: {type(e).__name__}: {e}")
 
 
 def run_onnxruntime(model_path, feeds):
