@@ -281,6 +281,13 @@ def llama(cfg: LlamaConfig):
 MODELS = {"bert_tiny": lambda: bert(BertConfig()), "llama_tiny": lambda: llama(LlamaConfig())}
 
 
+def make_model(cfg):
+    """The checked ONNX model of a BertConfig or LlamaConfig."""
+    model = bert(cfg) if isinstance(cfg, BertConfig) else llama(cfg)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
 def check_with_onnxruntime(path, shapes=((1, 5), (3, 17))):
     """Runs the model at several (batch, seq) shapes and checks what the spelling must mean: finite
     outputs of the right shape, a decoder that is causal (changing the last token changes no earlier
@@ -324,7 +331,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     for name, make in MODELS.items():
         model = make()
-        onnx.checker.check_model(model, full_check=True)
+        onnx.checker.check_model(model, full_check=True)  # full_check: also infers every shape
         path = out / f"{name}.onnx"
         onnx.save(model, path)
         print(f"{path}: {len(model.graph.node)} nodes, {path.stat().st_size} bytes", file=sys.stderr)

@@ -24,7 +24,9 @@ def onnx_path(root, name):
 
 
 def random_feeds(model, batch, seq, rng):
-    vocab = max(i.dims[0] for i in model.graph.initializer if len(i.dims) == 2)
+    # The vocabulary: rows of the table that input_ids index.
+    lookup = next(n for n in model.graph.node if n.op_type == "Gather" and n.input[1] == "input_ids")
+    vocab = next(i.dims[0] for i in model.graph.initializer if i.name == lookup.input[0])
     feeds = {"input_ids": rng.integers(0, vocab, (batch, seq), dtype=np.int64)}
     assert len(np.unique(feeds["input_ids"])) > 1, "token ids must vary"
     if any(i.name == "attention_mask" for i in model.graph.input):
@@ -73,3 +75,36 @@ def test_models_have_symbolic_batch_and_seq(name, root):
     for x in model.graph.input:
         assert [d.dim_param for d in x.type.tensor_type.shape.dim] == ["batch", "seq"], x.name
     assert model.opset_import[0].version == 17
+
+
+# Models that are not in the repository: other configurations of the same script (one layer, no
+# mask, three heads; plain multi-head attention with kv heads = heads, no q/k norm, tied embeddings,
+# odd sizes), written to a temporary folder.
+VARIANTS = {
+    "bert_1layer_nomask": lambda x: x.BertConfig(name="v1", layers=1, hidden=48, heads=3, ffn=80, vocab=97,
+                                                 attention_mask=False, seed=101),
+    "llama_mha_tied": lambda x: x.LlamaConfig(name="v2", layers=3, hidden=48, heads=4, kv_heads=4, ffn=72,
+                                              vocab=113, qk_norm=False, tie_embeddings=True, seed=102),
+    "llama_gqa4": lambda x: x.LlamaConfig(name="v3", layers=1, hidden=64, heads=8, kv_heads=2, ffn=96,
+                                          vocab=64, seed=103),
+}
+
+
+@pytest.mark.onnx_models
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_other_configurations_match_onnxruntime(variant, root, tmp_path, weft_onnx):
+    sys.path.insert(0, str(root / "scripts"))
+    import export_transformers as x
+
+    path = tmp_path / f"{variant}.onnx"
+    onnx.save(x.make_model(VARIANTS[variant](x)), path)
+    model = onnx.load(path)
+    for shape in [(2, 5), (1, 12)]:
+        feeds = random_feeds(model, *shape, np.random.default_rng(shape[1]))
+        expected = h.run_onnxruntime(path, feeds)
+        try:
+            got = h.run_weft(weft_onnx, path, feeds)
+        except h.BackendError as e:
+            pytest.fail(f"weft model run {variant} at {shape}: {e}")
+        bad = [m for out, ref in expected.items() if (m := h.mismatch(out, got.get(out), ref, RTOL, ATOL))]
+        assert not bad, f"{variant} at {shape}: " + "; ".join(bad)
