@@ -32,16 +32,26 @@ def _run(cmd, timeout):
 
 
 def weft_onnx_ops(binary):
-    """The ONNX operators the weft binary declares supported (`weft model onnx-ops`, one per line),
-    or None when the binary has no ONNX import."""
-    try:
-        r = _run([binary, "model", "onnx-ops"], 60)
-    except OSError:
-        return None
-    if r.returncode != 0:
-        return None
-    ops = [m.group(0) for line in r.stdout.splitlines() if (m := re.match(r"[A-Z][A-Za-z0-9]*", line.strip()))]
-    return sorted(set(ops)) or None
+    """The ONNX operators the weft binary declares supported, as {op_type: (since, until)} opset
+    ranges (None where a line gives no range), or None when the binary has no ONNX import. Read
+    from `weft model onnx-ops` (else `weft onnx-ops`): one operator a line, `OpType [SINCE [UNTIL]]`."""
+    for cmd in (["model", "onnx-ops"], ["onnx-ops"]):
+        try:
+            r = _run([binary, *cmd], 60)
+        except OSError:
+            return None
+        if r.returncode != 0:
+            continue
+        ops = {}
+        for line in r.stdout.splitlines():
+            m = re.match(r"\s*([A-Z][A-Za-z0-9]*)\b(?:[\s,:]+(\d+))?(?:[\s,:+\-]+(\d+))?", line)
+            if m:
+                since = int(m.group(2)) if m.group(2) else None
+                until = int(m.group(3)) if m.group(3) else None
+                ops[m.group(1)] = (since, until)
+        if ops:
+            return ops
+    return None
 
 
 def weft_supports_onnx(binary):
@@ -52,16 +62,31 @@ def weft_supports_onnx(binary):
     if not os.access(binary, os.X_OK):
         return False, f"WEFT_BINARY={binary} is not an executable"
     if weft_onnx_ops(binary) is None:
-        return False, f"{binary} has no ONNX import (`weft model onnx-ops` fails)"
+        return False, f"{binary} has no ONNX import (`weft model onnx-ops` and `weft onnx-ops` fail)"
     return True, ""
 
 
-def run_weft(binary, model_path, feeds, timeout=300, extra_args=()):
-    """Outputs of `weft model run` on feeds (name -> array), by output name."""
+def weft_takes_pb_dirs(binary):
+    """Whether `weft model run` reads a node test's data set directly (--inputs-pb DIR: input_N.pb
+    in graph-input order, integer inputs such as shapes and axes fixed at import)."""
+    try:
+        r = _run([binary, "model", "run", "--help"], 60)
+    except OSError:
+        return False
+    return "--inputs-pb" in r.stdout
+
+
+def run_weft(binary, model_path, feeds, timeout=300, data_set=None):
+    """Outputs of `weft model run` by output name: on feeds (name -> array) through an .npz, or
+    on a node test's data set directory when data_set is given."""
     with tempfile.TemporaryDirectory(prefix="weft-onnx-") as tmp:
         inputs, outputs = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(inputs, **feeds)
-        cmd = [binary, "model", "run", str(model_path), "--inputs", inputs, "--outputs", outputs, *extra_args]
+        if data_set is None:
+            np.savez(inputs, **feeds)
+            given = ["--inputs", inputs]
+        else:
+            given = ["--inputs-pb", str(data_set)]
+        cmd = [binary, "model", "run", str(model_path), *given, "--outputs", outputs]
         try:
             r = _run(cmd, timeout)
         except subprocess.TimeoutExpired:
@@ -76,7 +101,7 @@ def run_weft(binary, model_path, feeds, timeout=300, extra_args=()):
             raise BackendError(f"unreadable outputs {outputs}: {type(e).__name__}: {e}")
 
 
-def run_onnxruntime(model_path, feeds):
+def run_onnxruntime(model_path, feeds, data_set=None):
     import onnxruntime as ort
 
     try:
@@ -90,11 +115,14 @@ def run_onnxruntime(model_path, feeds):
 
 
 def make_runner(backend, binary=None, timeout=300):
-    """A function (model_path, feeds) -> outputs for backend 'weft' or 'onnxruntime'."""
+    """A function (model_path, feeds, data_set=None) -> outputs for backend 'weft' or
+    'onnxruntime'; data_set (a node test's directory holding feeds as input_N.pb) goes to weft
+    as such when `weft model run` takes --inputs-pb."""
     if backend == "onnxruntime":
         return run_onnxruntime
     if backend == "weft":
-        return lambda path, feeds: run_weft(binary, path, feeds, timeout)
+        pb = weft_takes_pb_dirs(binary)
+        return lambda path, feeds, data_set=None: run_weft(binary, path, feeds, timeout, data_set if pb else None)
     raise ValueError(f"unknown backend {backend!r}")
 
 

@@ -91,7 +91,7 @@ def run_test(case_dir, run):
         if any(v.dtype == object or v.dtype.kind in "US" for v in feeds.values()):
             return f"{data_set}: string inputs cannot travel through .npz"
         try:
-            got = run(os.path.join(case_dir, "model.onnx"), feeds)
+            got = run(os.path.join(case_dir, "model.onnx"), feeds, d)
         except h.BackendError as e:
             return f"{data_set}: {e}"
         for name, ref in refs.items():
@@ -109,25 +109,40 @@ def guarded(fn, *args):
         return f"harness error: {type(e).__name__}: {e}"
 
 
+def default_opset(model):
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
 def collect(data_dir, supported, pattern):
-    """(test name, dir, operator key) for each test whose operators are all supported; and the
-    count of tests left out because of an unsupported operator."""
+    """(test name, dir, operator key) for each test whose operators are all supported at the
+    model's opset; and the counts of tests left out (an operator not supported, an opset outside
+    an operator's declared range)."""
     import onnx
 
-    chosen, left_out = [], 0
+    chosen, left_out = [], collections.Counter()
     for name in sorted(os.listdir(data_dir)):
         case_dir = os.path.join(data_dir, name)
         if pattern and pattern not in name:
             continue
         if not os.path.exists(os.path.join(case_dir, "model.onnx")):
             continue
-        ops = op_types(onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False).graph)
-        if supported is not None and not all(d == "ai.onnx" and o in supported for d, o in ops):
-            left_out += 1
-            continue
+        model = onnx.load(os.path.join(case_dir, "model.onnx"), load_external_data=False)
+        ops = op_types(model.graph)
+        if supported is not None:
+            if not all(d == "ai.onnx" and o in supported for d, o in ops):
+                left_out["operator"] += 1
+                continue
+            version = default_opset(model)
+            if not all(in_range(version, *supported[o]) for _, o in ops):
+                left_out["opset"] += 1
+                continue
         kinds = {o for _, o in ops}
         chosen.append((name, case_dir, next(iter(kinds)) if len(kinds) == 1 else MULTI))
     return chosen, left_out
+
+
+def in_range(version, since, until):
+    return version is None or ((since is None or version >= since) and (until is None or version <= until))
 
 
 def markdown(per_op, left_out, backend, total_s):
@@ -141,8 +156,9 @@ def markdown(per_op, left_out, backend, total_s):
     n = tot["pass"] + tot["fail"] + tot["excluded"]
     lines.append(f"| **all** | {n} | {tot['pass']} | {tot['fail']} | {tot['excluded']} |")
     lines.append("")
-    lines.append(f"Backend {backend}; {left_out} further node tests contain an operator not declared "
-                 f"supported; {total_s:.0f} s.")
+    lines.append(f"Backend {backend}; not in scope: {left_out['operator']} node tests with an operator "
+                 f"not declared supported, {left_out['opset']} at an opset outside an operator's declared "
+                 f"range; {total_s:.0f} s.")
     return "\n".join(lines)
 
 
@@ -158,16 +174,15 @@ def supported_ops(args, binary):
     if args.ops == "all":
         return None
     if args.ops == "issue15":
-        return set(ISSUE15_OPS)
+        return {o: (None, None) for o in ISSUE15_OPS}
     if args.ops == "weft":
         ops = h.weft_onnx_ops(binary) if binary else None
         if ops is None:
             sys.exit(f"error: {binary or 'no weft binary'}: `weft model onnx-ops` fails; "
                      "this weft has no ONNX import (or pass --ops)")
-        return set(ops)
-    if args.ops.startswith("@"):
-        return set(open(args.ops[1:]).read().split())
-    return set(args.ops.split(","))
+        return ops
+    names = open(args.ops[1:]).read().split() if args.ops.startswith("@") else args.ops.split(",")
+    return {o: (None, None) for o in names}
 
 
 def main(argv=None):
@@ -233,7 +248,7 @@ def main(argv=None):
     passed = sum(c["pass"] for c in per_op.values())
     print(f"{len(tests)} node tests in scope: {passed} passed, {len(failures)} failed, "
           f"{sum(c['excluded'] for c in per_op.values())} excluded ({len(stale)} stale); "
-          f"{left_out} not in scope; {elapsed:.1f} s", file=sys.stderr)
+          f"not in scope: {left_out['operator']} (operator), {left_out['opset']} (opset); {elapsed:.1f} s", file=sys.stderr)
     if args.write_docs:
         write_docs(args.write_docs, table)
     return 1 if failures or stale else 0

@@ -43,6 +43,10 @@ def test_support_detection(fake_weft, tmp_path):
     other.chmod(0o755)
     ok, why = h.weft_supports_onnx(str(other))
     assert not ok and "no ONNX import" in why
+    ranged = tmp_path / "ranged"
+    ranged.write_text("#!/bin/sh\n[ \"$1\" = onnx-ops ] || exit 109\nprintf 'Add 7 22\\nGelu 20+\\nRelu\\n'\n")
+    ranged.chmod(0o755)
+    assert h.weft_onnx_ops(str(ranged)) == {"Add": (7, 22), "Gelu": (20, None), "Relu": (None, None)}
 
 
 def test_mismatch_reports():
