@@ -76,7 +76,7 @@ def weft_takes_pb_dirs(binary):
     return "--inputs-pb" in r.stdout
 
 
-def run_weft(binary, model_path, feeds, timeout=300, data_set=None):
+def run_weft(binary, model_path, feeds, timeout=300, data_set=None, extra_args=()):
     """Outputs of `weft model run` by output name: on feeds (name -> array) through an .npz, or
     on a node test's data set directory when data_set is given."""
     with tempfile.TemporaryDirectory(prefix="weft-onnx-") as tmp:
@@ -86,7 +86,7 @@ def run_weft(binary, model_path, feeds, timeout=300, data_set=None):
             given = ["--inputs", inputs]
         else:
             given = ["--inputs-pb", str(data_set)]
-        cmd = [binary, "model", "run", str(model_path), *given, "--outputs", outputs]
+        cmd = [binary, "model", "run", str(model_path), *given, "--outputs", outputs, *extra_args]
         try:
             r = _run(cmd, timeout)
         except subprocess.TimeoutExpired:

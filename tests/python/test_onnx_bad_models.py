@@ -42,7 +42,10 @@ def test_bad_model_is_a_user_error(case, root, tmp_path, weft_onnx):
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x=np.arange(6, dtype=np.float32).reshape(2, 3))
     if case == "missing_input":  # a good model, an .npz without its input
-        path, words = root / "examples" / "onnx" / "llama_tiny.onnx", ["input_ids"]
+        path, words = tmp_path / "good.onnx", ["features_in"]
+        xin = helper.make_tensor_value_info("features_in", TensorProto.FLOAT, [2, 4])
+        w = numpy_helper.from_array(np.ones((4, 5), np.float32), "w")
+        onnx.save(graph_model([helper.make_node("MatMul", ["features_in", "w"], ["y"])], [xin], [Y], [w]), path)
     else:
         data, words = bad_models(root)[case]
         path = tmp_path / f"{case}.onnx"

@@ -17,6 +17,8 @@ import onnx_harness as h  # noqa: E402
 MODELS = ["bert_tiny", "llama_tiny"]
 SHAPES = [(1, 7), (3, 16), (2, 33)]  # (batch, seq); seq <= 64, the models' max positions
 RTOL, ATOL = 1e-3, 1e-4
+# seq indexes tables of max-positions rows (64): the bound a user states for the dim_param.
+BOUND = ["--bound", "seq=64"]
 
 
 def onnx_path(root, name):
@@ -50,7 +52,7 @@ def test_model_matches_onnxruntime(name, shape, root, weft_onnx):
         assert value.shape[0] == shape[0] and (value.ndim < 3 or value.shape[1] == shape[1]), value.shape
         assert np.isfinite(value).all() and value.std() > 0.1, f"{out}: the reference must be non-trivial"
     try:
-        got = h.run_weft(weft_onnx, path, feeds)
+        got = h.run_weft(weft_onnx, path, feeds, extra_args=BOUND)
     except h.BackendError as e:
         pytest.fail(f"weft model run {path.name} at batch {shape[0]}, seq {shape[1]}: {e}")
     bad = [m for out, ref in expected.items() if (m := h.mismatch(out, got.get(out), ref, RTOL, ATOL))]
@@ -103,7 +105,7 @@ def test_other_configurations_match_onnxruntime(variant, root, tmp_path, weft_on
         feeds = random_feeds(model, *shape, np.random.default_rng(shape[1]))
         expected = h.run_onnxruntime(path, feeds)
         try:
-            got = h.run_weft(weft_onnx, path, feeds)
+            got = h.run_weft(weft_onnx, path, feeds, extra_args=BOUND)
         except h.BackendError as e:
             pytest.fail(f"weft model run {variant} at {shape}: {e}")
         bad = [m for out, ref in expected.items() if (m := h.mismatch(out, got.get(out), ref, RTOL, ATOL))]
