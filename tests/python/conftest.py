@@ -50,3 +50,15 @@ def weft_onnx(weft_binary):
     if not ok:
         pytest.skip(why)
     return weft_binary
+
+
+# Wall times the ONNX suites record (test_onnx_light.py: one per model and backend), printed at
+# the end of the run so `make test-python` shows them.
+WALL_TIMES = {}
+
+
+def pytest_terminal_summary(terminalreporter):
+    if WALL_TIMES:
+        terminalreporter.section("ONNX wall times")
+        for name, seconds in sorted(WALL_TIMES.items()):
+            terminalreporter.write_line(f"{name:40} {seconds:8.2f} s")

@@ -11,6 +11,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="the test oracles: `make python` installs tests/python/requirements.txt")
 import onnx_harness as h  # noqa: E402
+from conftest import WALL_TIMES  # noqa: E402
 
 LIGHT = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = sorted(p.stem[len("light_"):] for p in LIGHT.glob("light_*.onnx"))
@@ -54,6 +55,6 @@ def test_light_model(name, backend, request, record_property):
         pytest.fail(f"{backend} on light_{name}: {e}")
     wall = time.monotonic() - start
     record_property("wall_s", round(wall, 3))
-    print(f"light_{name} on {backend}: {wall:.2f} s")
+    WALL_TIMES[f"light_{name} on {backend}"] = wall
     bad = [m for n, ref in refs.items() if (m := h.mismatch(n, got.get(n), ref, RTOL, ATOL))]
     assert not bad, f"light_{name} on {backend}: " + "; ".join(bad)
