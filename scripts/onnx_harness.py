@@ -126,15 +126,21 @@ def make_runner(backend, binary=None, timeout=300):
     raise ValueError(f"unknown backend {backend!r}")
 
 
-def load_tensor(path):
-    """A TensorProto file (input_N.pb / output_N.pb of ONNX's tests) as a NumPy array."""
+def load_tensor(path, declared=None):
+    """A TensorProto file (input_N.pb / output_N.pb of ONNX's tests) as a NumPy array; `declared`
+    is the elem_type the graph gives the value (older test data stores bfloat16 as UINT16)."""
     import onnx
     from onnx import numpy_helper
 
     t = onnx.TensorProto()
     with open(path, "rb") as f:
         t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
+    a = numpy_helper.to_array(t)
+    bf16 = onnx.TensorProto.BFLOAT16
+    if (t.data_type == bf16 or declared == bf16) and a.dtype == np.uint16:
+        # bfloat16 as its bit patterns: widen them to the f32 values.
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    return a
 
 
 def graph_inputs(model):

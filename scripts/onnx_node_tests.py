@@ -84,7 +84,7 @@ def run_test(case_dir, run):
         try:
             n_in = len([f for f in os.listdir(d) if f.startswith("input_")])
             feeds = {inputs[i].name: h.load_tensor(os.path.join(d, f"input_{i}.pb")) for i in range(n_in)}
-            refs = {o.name: h.load_tensor(os.path.join(d, f"output_{i}.pb"))
+            refs = {o.name: h.load_tensor(os.path.join(d, f"output_{i}.pb"), o.type.tensor_type.elem_type)
                     for i, o in enumerate(model.graph.output)}
         except Exception as e:  # sequence/optional-typed data: not tensors
             return f"{data_set}: cannot read the test data as tensors ({type(e).__name__})"
