@@ -86,6 +86,7 @@ Value refold(const I& imp, const Value& v, const std::vector<int64_t>& shape) {
     imp.fail(fmt::format("cannot reshape a constant of shape {} to {}", shape_str(v.data.shape),
                          shape_str(shape)));
   Value out = constant_value(Tensor<double>(shape, v.data.data), v.elem);
+  out.name = v.name;  // still the same weight, so it keeps its name
   return out;
 }
 

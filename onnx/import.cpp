@@ -314,9 +314,12 @@ std::pair<std::string, MType> Importer::runtime(const Value& v) {
       break;
   }
   // A constant becomes a weight parameter: one per distinct ONNX value (cached by its name).
-  std::string key = v.name;
-  if (!key.empty() && types_.count(key)) return {key, types_.at(key)};
+  const std::string& key = v.name;
+  if (auto it = weight_params_.find({key, v.data.shape});
+      !key.empty() && it != weight_params_.end())
+    return {it->second, types_.at(it->second)};
   std::string name = fresh_value_name(key.empty() ? fmt::format("const{}", const_count_++) : key);
+  if (!key.empty()) weight_params_[{key, v.data.shape}] = name;
   std::vector<SymExpr> d(v.data.shape.begin(), v.data.shape.end());
   MType type = MType::tensor(DType::f32, d);
   fn_.params.push_back(Param{name, type, SourceLoc{path_}});
@@ -328,9 +331,10 @@ std::pair<std::string, MType> Importer::runtime(const Value& v) {
 Value Importer::emit(CallKind kind, const std::string& callee, const std::vector<std::string>& args,
                      MAttrs attrs) {
   Binding b;
+  // Intermediates are named OUTPUT.callee; out() gives the last one the output's own name.
   std::string hint = node_ && node_->output_size() > 0 && !node_->output(0).empty()
-                         ? node_->output(0)
-                         : std::string("t");
+                         ? node_->output(0) + "." + (callee.empty() ? "tuple" : callee)
+                         : std::string(kind == CallKind::tuple ? "outputs" : "t");
   b.var = fresh_value_name(hint);
   b.loc = SourceLoc{path_, node_index_ + 1, 1};
   std::vector<MType> in;
@@ -377,6 +381,29 @@ Value Importer::emit(CallKind kind, const std::string& callee, const std::vector
   v.type = b.type;
   block_.bindings.push_back(std::move(b));
   return v;
+}
+
+void Importer::out(int i, Value v) {
+  if (i >= node_->output_size()) fail(fmt::format("has no output {}", i));
+  const std::string& onnx_name = node_->output(i);
+  if (onnx_name.empty()) return;
+  if (v.kind == VKind::runtime && !output_named_.count(v.name)) {
+    for (size_t k = node_first_binding_; k < block_.bindings.size(); ++k) {
+      if (block_.bindings[k].var != v.name) continue;
+      std::string name = fresh_value_name(onnx_name);
+      for (size_t j = k; j < block_.bindings.size(); ++j)
+        for (std::string& a : block_.bindings[j].call.args)
+          if (a == v.name) a = name;
+      for (auto& [key, value] : values_)
+        if (value.kind == VKind::runtime && value.name == v.name) value.name = name;
+      block_.bindings[k].var = name;
+      types_[name] = types_.at(v.name);
+      v.name = name;
+      output_named_.insert(name);
+      break;
+    }
+  }
+  values_[onnx_name] = std::move(v);
 }
 
 void Importer::declare_inputs(const onnx::GraphProto& g,
@@ -466,6 +493,7 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
   for (int i = 0; i < g.node_size(); ++i) {
     node_ = &g.node(i);
     node_index_ = i;
+    node_first_binding_ = block_.bindings.size();
     const std::string& domain = node_->domain();
     if (!domain.empty() && domain != "ai.onnx")
       fail(fmt::format("operator domain '{}' is not supported (only the default domain)", domain));

@@ -105,11 +105,8 @@ class Importer {
                       node_->input(i)));
     return it->second;
   }
-  void out(int i, Value v) {
-    if (i >= node_->output_size()) fail(fmt::format("has no output {}", i));
-    if (node_->output(i).empty()) return;
-    values_[node_->output(i)] = std::move(v);
-  }
+  // Sets output i; a binding this node made takes the output's name.
+  void out(int i, Value v);
   // Optional outputs beyond the first `n` must be absent: weft computes only those.
   void only_outputs(int n) const {
     for (int i = n; i < node_->output_size(); ++i)
@@ -213,6 +210,10 @@ class Importer {
   std::map<std::string, Tensor<double>> weights_;
   std::vector<OnnxName> inputs_;
   std::vector<std::string> graph_inputs_;
+  // Weight parameters by ONNX value name and shape (a reshaped initializer is a new weight).
+  std::map<std::pair<std::string, Shape>, std::string> weight_params_;
+  size_t node_first_binding_ = 0;       // the current node's first binding in block_
+  std::set<std::string> output_named_;  // bindings already named after an ONNX output
 
  private:
   void declare_inputs(const onnx::GraphProto& g, const std::set<std::string>& initializers);
