@@ -38,6 +38,19 @@ Rational rational_attr(const I& imp, double d, const char* what) {
 
 // ---- constant folding helpers ----
 
+// Folded constants stay small: a larger one is a model weft does not fold (and no allocation
+// of a hostile size happens at import).
+void check_foldable(const I& imp, const Shape& shape, int64_t limit = int64_t{1} << 26) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) imp.fail(fmt::format("a constant of shape {}", shape_str(shape)));
+    if (d > 0 && n > limit / d)
+      imp.fail(fmt::format("a constant of shape {} is too large to fold at import time",
+                           shape_str(shape)));
+    n *= d;
+  }
+}
+
 // numpy broadcasting of two constants through `f`.
 Tensor<double> broadcast_apply(const I& imp, const Tensor<double>& a, const Tensor<double>& b,
                                double (*f)(double, double)) {
@@ -54,6 +67,7 @@ Tensor<double> broadcast_apply(const I& imp, const Tensor<double>& a, const Tens
                            shape_str(b.shape)));
     so[i] = sa[i] == 1 ? sb[i] : sa[i];
   }
+  check_foldable(imp, so);
   Tensor<double> out(so, 0.0);
   std::vector<int64_t> idx(r, 0);
   for (int64_t n = 0; n < out.numel(); ++n) {
@@ -74,6 +88,7 @@ Tensor<double> broadcast_apply(const I& imp, const Tensor<double>& a, const Tens
 
 // `v` (a constant or dims value) with a new shape of the same element count.
 Value refold(const I& imp, const Value& v, const std::vector<int64_t>& shape) {
+  check_foldable(imp, shape, int64_t{1} << 40);  // no new data: only the count must be sane
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (v.kind == VKind::dims) {
@@ -318,8 +333,9 @@ void convert_layer_norm(I& imp) {
 }
 
 // ReduceX: axes from the attribute (older opsets) or the second input.
+// ReduceSumSquare squares first (`square`).
 template <int kAxesInputFrom>
-void convert_reduce(I& imp, const char* op) {
+void convert_reduce(I& imp, const char* op, bool square = false) {
   std::string x = imp.rt(0);
   int r = imp.rank(x);
   std::optional<std::vector<int64_t>> axes;
@@ -330,7 +346,7 @@ void convert_reduce(I& imp, const char* op) {
   }
   if (!axes || axes->empty()) {
     if (imp.opset() >= kAxesInputFrom && imp.attr_int("noop_with_empty_axes", 0)) {
-      imp.out(0, imp.in(0));
+      imp.out(0, square ? imp.op("sqr", {x}) : imp.in(0));
       return;
     }
     axes = std::vector<int64_t>(static_cast<size_t>(r));
@@ -339,6 +355,7 @@ void convert_reduce(I& imp, const char* op) {
   std::set<int64_t> norm;
   for (int64_t a : *axes) norm.insert(imp.axis(a, r));
   Value y = imp.in(0);
+  if (square) y = imp.op("sqr", {x});
   for (int64_t a : norm) y = imp.op(op, {y.name}, dim_attr(a));
   if (!imp.attr_int("keepdims", 1)) {
     auto d = imp.dims(y.name);
@@ -425,6 +442,7 @@ void convert_reshape(I& imp) {
   }
   if (infer >= 0) {
     SymExpr n = product(num, 0, num.size()), dd = product(den, 0, den.size());
+    if (dd == SymExpr(0)) imp.fail("cannot infer a -1 next to a 0 dim");
     out[static_cast<size_t>(infer)] = dd == SymExpr(1) ? n : floordiv(n, dd);
   }
   imp.out(0, reshape_value(imp, v, out));
@@ -458,6 +476,7 @@ void convert_unsqueeze(I& imp) {
   int r = static_cast<int>(d.size() + axes->size());
   std::set<int64_t> at;
   for (int64_t a : *axes) at.insert(imp.axis(a, r));
+  if (at.size() != axes->size()) imp.fail("Unsqueeze axes repeat");
   std::vector<SymExpr> out;
   size_t k = 0;
   for (int i = 0; i < r; ++i) out.push_back(at.count(i) ? SymExpr(1) : d[k++]);
@@ -550,6 +569,7 @@ void convert_split(I& imp) {
   }
   if (sizes.empty()) {
     int64_t parts = imp.attr_int("num_outputs", outs);
+    if (parts < 1 || parts > 64) imp.fail(fmt::format("cannot split into {} parts", parts));
     auto c = len.as_constant();
     if (c && *c % parts != 0) {  // opset 18: the last part is smaller
       int64_t each = (*c + parts - 1) / parts;
@@ -614,7 +634,8 @@ void convert_slice(I& imp) {
   if (axes.size() != starts.size() || steps.size() != starts.size())
     imp.fail("starts, ends, axes and steps differ in length");
   // A shape vector is sliced now (Shape -> Slice chains).
-  if (v.kind != VKind::runtime && folded_shape(v).size() == 1 && imp.ints_of(v)) {
+  if (v.kind != VKind::runtime && folded_shape(v).size() == 1 && imp.ints_of(v) &&
+      starts.size() == 1) {
     auto vals = *imp.ints_of(v);
     auto n = static_cast<int64_t>(vals.size());
     auto [s, e] = slice_range(starts[0], ends[0], SymExpr(n));
@@ -792,6 +813,7 @@ void convert_constant_of_shape(I& imp) {
       std::all_of(shape.begin(), shape.end(), [](const SymExpr& s) { return s.is_constant(); });
   if (all_const) {
     auto s = const_shape_of(imp, shape);
+    check_foldable(imp, s);
     imp.out(0, constant_value(Tensor<double>(s, fill), elem));
     return;
   }
@@ -818,7 +840,9 @@ void convert_dropout(I& imp) {
   if (imp.node().output_size() > 1 && !imp.node().output(1).empty()) {
     const Value& x = imp.in(0);
     std::vector<SymExpr> d = x.kind == VKind::runtime ? imp.dims(x.name) : syms(folded_shape(x));
-    imp.out(1, constant_value(Tensor<double>(const_shape_of(imp, d), 1.0), TensorProto::BOOL));
+    Shape shape = const_shape_of(imp, d);
+    check_foldable(imp, shape);
+    imp.out(1, constant_value(Tensor<double>(shape, 1.0), TensorProto::BOOL));
   }
 }
 
@@ -834,6 +858,8 @@ void convert_gelu(I& imp) {
 // against the input's spatial dims.
 MAttrs window_attrs(I& imp, const std::vector<SymExpr>& xd, const std::vector<int64_t>& kernel) {
   size_t n = kernel.size();
+  if (n + 2 != xd.size())
+    imp.fail(fmt::format("a kernel of {} dims for an input of rank {}", n, xd.size()));
   auto strides = imp.attr_ints("strides").value_or(std::vector<int64_t>(n, 1));
   auto dil = imp.attr_ints("dilations").value_or(std::vector<int64_t>(n, 1));
   auto pads = imp.attr_ints("pads").value_or(std::vector<int64_t>(2 * n, 0));
@@ -928,6 +954,7 @@ const std::vector<Converter>& converters() {
       {"ReduceMean", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "mean"); }},
       {"ReduceMax", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "max"); }},
       {"ReduceSum", 1, kMaxOpset, [](I& i) { convert_reduce<13>(i, "sum"); }},
+      {"ReduceSumSquare", 1, kMaxOpset, [](I& i) { convert_reduce<18>(i, "sum", true); }},
       {"Reshape", 5, kMaxOpset, convert_reshape},
       {"Flatten", 1, kMaxOpset, convert_flatten},
       {"Transpose", 1, kMaxOpset, convert_transpose},

@@ -55,7 +55,7 @@ ImportedModel import_onnx_bytes(const std::string&, const std::string& path,
 std::vector<OnnxTensorFile> read_onnx_tensor_files(const std::string& dir, const char*) {
   no_onnx(dir);
 }
-std::vector<std::string> onnx_graph_inputs(const std::string& path) {
+OnnxGraphInfo onnx_graph_info(const std::string& path) {
   no_onnx(path);
 }
 
@@ -575,13 +575,15 @@ ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& pat
   return onnx_import::Importer(path, options).run(parse_model(bytes, path));
 }
 
-std::vector<std::string> onnx_graph_inputs(const std::string& path) {
+OnnxGraphInfo onnx_graph_info(const std::string& path) {
   onnx::ModelProto model = parse_model(read_bytes(path), path);
-  std::set<std::string> initializers;
+  std::set<std::string> initializers, ops;
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
-  std::vector<std::string> out;
+  OnnxGraphInfo out;
   for (const auto& vi : model.graph().input())
-    if (!initializers.count(vi.name())) out.push_back(vi.name());
+    if (!initializers.count(vi.name())) out.graph_inputs.push_back(vi.name());
+  for (const auto& n : model.graph().node()) ops.insert(n.op_type());
+  out.op_types.assign(ops.begin(), ops.end());
   return out;
 }
 

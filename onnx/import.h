@@ -58,9 +58,13 @@ ImportedModel import_onnx(const std::string& path, const OnnxImportOptions& opti
 ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& path,
                                 const OnnxImportOptions& options = {});
 
-// The names of the graph inputs of the model at `path` that are not initializers, in order
-// (without converting the graph).
-std::vector<std::string> onnx_graph_inputs(const std::string& path);
+// What a model file holds, read without converting the graph: the graph inputs that are not
+// initializers (in order) and the distinct op_types of its nodes (sorted).
+struct OnnxGraphInfo {
+  std::vector<std::string> graph_inputs;
+  std::vector<std::string> op_types;
+};
+OnnxGraphInfo onnx_graph_info(const std::string& path);
 
 // A node-test directory's test_data_set_N: input_K.pb / output_K.pb TensorProto files, as
 // arrays (by file order) with the names their protos give.

@@ -68,7 +68,9 @@ NodeTestResult run_node_test(const std::string& dir, const OnnxImportOptions& op
   if (r.name.empty()) r.name = std::filesystem::path(dir).parent_path().filename().string();
   try {
     const std::string model = dir + "/model.onnx";
-    const std::vector<std::string> graph_inputs = onnx_graph_inputs(model);
+    OnnxGraphInfo info = onnx_graph_info(model);
+    r.op_types = info.op_types;
+    const std::vector<std::string>& graph_inputs = info.graph_inputs;
     for (int set = 0;; ++set) {
       std::string data = fmt::format("{}/test_data_set_{}", dir, set);
       if (!std::filesystem::is_directory(data)) break;

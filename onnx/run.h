@@ -29,7 +29,8 @@ struct NodeTestResult {
   bool passed = false;
   int data_sets = 0;  // test_data_set_N directories run
   double max_abs_error = 0;
-  std::string message;  // why it failed (an import error, a mismatch)
+  std::string message;                // why it failed (an import error, a mismatch)
+  std::vector<std::string> op_types;  // the model's distinct op_types (empty if unreadable)
 };
 
 // Imports DIR/model.onnx and runs every DIR/test_data_set_N (integer inputs, ONNX's way of
