@@ -53,7 +53,12 @@ $(PY_VENV)/.requirements: pyproject.toml
 	$(PY_VENV)/bin/pip install -q -r $@.tmp
 	mv $@.tmp $@
 
-python: deps $(PY_VENV)/.requirements
+# The test oracles (tests/python/requirements.txt: onnx, onnxruntime), never weft's own dependencies.
+$(PY_VENV)/.test-requirements: tests/python/requirements.txt $(PY_VENV)/.requirements
+	$(PY_VENV)/bin/pip install -q -r tests/python/requirements.txt
+	touch $@
+
+python: deps $(PY_VENV)/.requirements $(PY_VENV)/.test-requirements
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install -q --no-build-isolation \
 	  --config-settings=build-dir=$(BUILD)/python-venv '.[test]'
 
