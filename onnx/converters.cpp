@@ -137,6 +137,23 @@ void unary(I& imp, const char* op) {
 
 enum class Arith : uint8_t { add, sub, mul, div, pow };
 
+// Numpy broadcasting aligns ranks by prepending size-1 dims: done on a constant's data, since
+// the table's reshape (to_rank) cannot take a 0-d operand.
+Value with_rank(Value v, int r) {
+  if (v.kind != VKind::constant || static_cast<int>(v.data.shape.size()) >= r) return v;
+  v.data.shape.insert(v.data.shape.begin(), static_cast<size_t>(r) - v.data.shape.size(), 1);
+  return v;
+}
+
+// The rank numpy broadcasting gives operands, run-time or constant.
+int broadcast_rank(I& imp, std::initializer_list<const Value*> vs) {
+  int r = 0;
+  for (const Value* v : vs)
+    r = std::max(
+        r, v->kind == VKind::runtime ? imp.rank(v->name) : static_cast<int>(v->data.shape.size()));
+  return r;
+}
+
 // a (k) b with numpy broadcasting: folded when both are known, scale/shift for a run-time
 // operand and a constant scalar, else the table's operator on operands of equal rank.
 Value arith(I& imp, Arith k, const Value& a, const Value& b) {
@@ -222,8 +239,13 @@ Value arith(I& imp, Arith k, const Value& a, const Value& b) {
   if (b.kind == VKind::runtime && (k == Arith::add || k == Arith::mul)) {
     if (scalar_of(a, imp.rank(b.name))) return arith(imp, k, b, a);
   }
-  std::string x = imp.runtime(a).first, y = imp.runtime(b).first;
-  int r = std::max(imp.rank(x), imp.rank(y));
+  if (b.kind == VKind::runtime && k == Arith::sub) {  // c - x = shift(neg(x), c)
+    if (auto c = scalar_of(a, imp.rank(b.name)))
+      if (auto r = rational_of(*c))
+        return imp.op("shift", {imp.op("neg", {b.name}).name}, {{"offset", *r}});
+  }
+  int r = broadcast_rank(imp, {&a, &b});
+  std::string x = imp.runtime(with_rank(a, r)).first, y = imp.runtime(with_rank(b, r)).first;
   x = imp.to_rank(x, r);
   y = imp.to_rank(y, r);
   Value out = imp.op(name, {x, y});
@@ -846,8 +868,10 @@ void convert_cast(I& imp) {
 }
 
 void convert_where(I& imp) {
-  std::string c = imp.rt(0), a = imp.rt(1), b = imp.rt(2);
-  int r = std::max({imp.rank(c), imp.rank(a), imp.rank(b)});
+  int r = broadcast_rank(imp, {&imp.in(0), &imp.in(1), &imp.in(2)});
+  std::string c = imp.runtime(with_rank(imp.in(0), r)).first,
+              a = imp.runtime(with_rank(imp.in(1), r)).first,
+              b = imp.runtime(with_rank(imp.in(2), r)).first;
   imp.out(0, imp.op("where", {imp.to_rank(c, r), imp.to_rank(a, r), imp.to_rank(b, r)}));
 }
 
@@ -985,10 +1009,20 @@ void convert_constant_of_shape(I& imp) {
   bool all_const =
       std::all_of(shape.begin(), shape.end(), [](const SymExpr& s) { return s.is_constant(); });
   if (all_const) {
+    // Small ones fold (shapes and axes are made this way); large ones, such as the weights of
+    // ONNX's "light" models, are filled at run time rather than held by the import.
     auto s = const_shape_of(imp, shape);
-    check_foldable(imp, s);
-    imp.out(0, constant_value(Tensor<double>(s, fill), elem));
-    return;
+    int64_t n = 1;
+    bool small = true;
+    for (int64_t d : s) {
+      if (d < 0) check_foldable(imp, s);  // names the bad shape
+      if (d > 0 && n > (int64_t{1} << 16) / d) small = false;
+      n *= small ? d : 1;
+    }
+    if (small) {
+      imp.out(0, constant_value(Tensor<double>(s, fill), elem));
+      return;
+    }
   }
   auto r = rational_of(fill);
   if (!r) imp.fail("ConstantOfShape's value must be finite");

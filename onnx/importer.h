@@ -5,6 +5,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -148,7 +149,14 @@ class Importer {
     if (v.kind == VKind::constant) {
       std::vector<SymExpr> out;
       for (double d : v.data.data) {
-        if (d != std::floor(d) || std::fabs(d) > 9e15) return std::nullopt;
+        if (d != std::floor(d)) return std::nullopt;
+        // Constants are held as doubles: beyond 2^53 only ONNX's "to the end" sentinels
+        // (INT64_MAX, INT64_MIN as Slice's ends) occur, read saturated to ±(2^63 - 1).
+        if (std::fabs(d) > 9e15) {
+          constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+          out.emplace_back(d > 0 ? kMax : -kMax);
+          continue;
+        }
         out.emplace_back(static_cast<int64_t>(d));
       }
       return out;

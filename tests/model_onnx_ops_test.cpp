@@ -12,7 +12,7 @@
 #include "model/model_ops.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "tests/model_test_util.h"
+#include "model/vm.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -221,7 +221,7 @@ TEST(ModelOnnxOps, SymbolicShapesAgreeWithTheCpuSemanticsAtRandomBindings) {
       }
       std::vector<const Tensor<double>*> ptrs;
       for (const auto& t : tensors) ptrs.push_back(&t);
-      Attrs ta = test::evaluate_attrs_at(attrs, b);
+      Attrs ta = evaluate_attrs(attrs, b, SourceLoc{});
       Shape want = info.eval(ptrs, ta).shape, got;
       for (const SymExpr& d : *out.dims) got.push_back(evaluate(d, b));
       EXPECT_EQ(got, want) << binding_str(b) << " " << out.str();

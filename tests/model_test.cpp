@@ -14,7 +14,6 @@
 #include "model/parser.h"
 #include "model/printer.h"
 #include "model/vm.h"
-#include "tests/model_test_util.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -102,7 +101,7 @@ TEST(ModelDeduce, SymbolicRulesAgreeWithTheTableAtRandomBindings) {
         for (const SymExpr& d : s) shape.push_back(evaluate(d, b));
         concrete.push_back({DType::f32, shape});
       }
-      Attrs ta = test::evaluate_attrs_at(attrs, b);
+      Attrs ta = evaluate_attrs(attrs, b, SourceLoc{});
       bool checks_hold = true;
       for (const SymCondition& cond : checks) checks_hold = checks_hold && cond.holds(b);
       if (!checks_hold) continue;  // the run-time check would refuse this binding
@@ -333,7 +332,7 @@ TEST(ModelOps, SliceWhereLayerNormGeluTanhMatchNumpy) {
 // ONNX's operators (model/model_ops_onnx.cpp) at three bindings of each of two fixtures against
 // NumPy implementations written from the ONNX specification.
 TEST(ModelOps, OnnxOperatorsMatchNumpy) {
-  run_numpy_reference("tests/model/onnx_ops_reference.py", "weft_model_onnx_ops", "");
+  test::run_numpy_reference("tests/model/onnx_ops_reference.py", "weft_model_onnx_ops", "");
 }
 
 TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {

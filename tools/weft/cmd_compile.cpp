@@ -1,7 +1,8 @@
 // `weft compile FILE --target T -o DIR [--stop-after PASS] [--no-build]`: lowers a µGraph to its
 // kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
 // C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's. A model
-// file (.wmod) is compiled whole instead: `--bind`, `--time-budget`, `--cache`
+// file (.wmod, or .onnx through the importer) is compiled whole instead: `--bind`, `--bound`,
+// `--time-budget`, `--cache`
 // (tools/weft/model_dir.h, docs/model-compile.md).
 #include <fmt/format.h>
 
@@ -32,7 +33,10 @@ static Register reg(
       auto stop = std::make_shared<std::string>();
       auto no_build = std::make_shared<bool>(false);
       auto model = std::make_shared<ModelCompileArgs>();
-      sub.add_option("FILE", *file, "µGraph file, or a model (.wmod)")->required();
+      sub.add_option("FILE", *file, "µGraph file, or a model (.wmod, .onnx)")->required();
+      sub.add_option("--bound", model->bounds,
+                     "ONNX models: upper bound of a dim_param's variable, NAME=N (repeatable; "
+                     "default 4096)");
       sub.add_option("--bind", model->binds,
                      "Models: shapes to specialize for, NAME=VALUE,... (repeat for more)");
       sub.add_option("--time-budget", model->time_budget_s,
@@ -63,7 +67,8 @@ static Register reg(
           args.no_build = *no_build;
           return compile_model_file(args);
         }
-        if (!model->binds.empty()) throw UserError("--bind applies to model files (.wmod) only");
+        if (!model->binds.empty())
+          throw UserError("--bind applies to model files (.wmod, .onnx) only");
         Graph g = load_graph(*file);
         const Target& t = target_by_name(*target);
         CompiledCode code = compile_graph(g, t, {.stop_after = *stop});

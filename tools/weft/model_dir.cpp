@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "driver/compile.h"
@@ -20,6 +21,7 @@
 #include "model/parser.h"
 #include "model/printer.h"
 #include "model/run_io.h"
+#include "onnx/import.h"
 #include "runtime/build_cache.h"
 #include "runtime/timing.h"
 
@@ -31,6 +33,10 @@ namespace {
 constexpr const char* kCompiledModule = "model.wmod";
 constexpr const char* kOriginalModule = "original.wmod";
 constexpr const char* kSummary = "summary.json";
+// An imported ONNX model's weights (main's parameters after the graph inputs) and its names:
+// users give inputs and get outputs by the ONNX graph's names.
+constexpr const char* kWeights = "weights.npz";
+constexpr const char* kOnnxNames = "onnx_names.json";
 
 void write_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path);
@@ -171,6 +177,18 @@ SymBinding parse_binding(const std::string& text, const Module& m) {
   return out;
 }
 
+// "--bound n=512": an upper bound for a symbolic variable made from an ONNX dim_param.
+void parse_bound(const std::string& text, OnnxImportOptions& options) {
+  size_t eq = text.find('=');
+  int64_t value = 0;
+  std::string digits = eq == std::string::npos ? "" : text.substr(eq + 1);
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (eq == std::string::npos || eq == 0 || ec != std::errc() ||
+      ptr != digits.data() + digits.size() || value < 1)
+    throw UserError(fmt::format("--bound: '{}' is not NAME=N with N >= 1", text));
+  options.bounds[text.substr(0, eq)] = value;
+}
+
 bool is_model_file(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   return ext == ".wmod" || ext == ".onnx";
@@ -183,13 +201,18 @@ bool is_compiled_model_dir(const std::string& path) {
 
 int compile_model_file(const ModelCompileArgs& args) {
   SymProver prover;
-  // The one place a model format is chosen: .onnx goes to the ONNX importer (issue 15, branch
-  // i15-onnx) once it lands; it must give a deduced Module like load_module.
-  if (fs::path(args.file).extension() == ".onnx")
-    throw UserError(SourceLoc{args.file},
-                    "ONNX models are not supported by this build yet (the importer is in "
-                    "progress); convert the model to .wmod");
-  Module m = load_module(args.file, prover);
+  // The one place a model format is chosen: .onnx goes through the importer (onnx/import.h),
+  // whose weights and names travel in the folder.
+  std::optional<ImportedModel> imported;
+  Module m;
+  if (is_onnx_path(args.file)) {
+    OnnxImportOptions io;
+    for (const std::string& b : args.bounds) parse_bound(b, io);
+    imported = import_onnx(args.file, io);
+    m = imported->module;
+  } else {
+    m = load_module(args.file, prover);
+  }
   check_module(m, prover);
   std::vector<SymBinding> bindings;
   for (const std::string& b : args.binds) bindings.push_back(parse_binding(b, m));
@@ -233,6 +256,17 @@ int compile_model_file(const ModelCompileArgs& args) {
     else
       not_built = b.skipped;
   }
+  if (imported) {
+    write_npz((dir / kWeights).string(), imported->weights);
+    nlohmann::ordered_json names;
+    names["inputs"] = nlohmann::ordered_json::array();
+    names["outputs"] = nlohmann::ordered_json::array();
+    for (const OnnxName& n : imported->inputs)
+      names["inputs"].push_back({{"onnx", n.onnx}, {"wmod", n.wmod}});
+    for (const OnnxName& n : imported->outputs)
+      names["outputs"].push_back({{"onnx", n.onnx}, {"wmod", n.wmod}});
+    write_file(dir / kOnnxNames, names.dump(1) + "\n");
+  }
   nlohmann::ordered_json summary = summary_json(args, r, bindings);
   write_file(dir / kSummary, summary.dump(1) + "\n");
 
@@ -269,6 +303,44 @@ std::unique_ptr<LoadedDir> load_dir(const std::string& dir) {
   return d;
 }
 
+// The arguments of a compiled folder's functions: the user's arrays (by ONNX input name for an
+// imported model) and the weights the import wrote.
+NpzArrays model_arguments(const std::string& dir, const std::string& inputs) {
+  NpzArrays in = read_npz(inputs);
+  fs::path names = fs::path(dir) / kOnnxNames;
+  if (fs::exists(names)) {
+    for (const auto& e : nlohmann::json::parse(read_file(names))["inputs"]) {
+      std::string onnx = e["onnx"], wmod = e["wmod"];
+      auto it = in.find(onnx);
+      if (onnx == wmod || it == in.end()) continue;
+      NpyArray a = it->second;
+      in.erase(it);
+      in.emplace(wmod, a);
+    }
+  }
+  fs::path weights = fs::path(dir) / kWeights;
+  if (fs::exists(weights))
+    for (auto& [name, a] : read_npz(weights.string())) in.emplace(name, a);
+  return in;
+}
+
+// The result's arrays, named by the ONNX graph's outputs for an imported model.
+std::map<std::string, Tensor<double>> named_results(const std::string& dir, const VmValue& v) {
+  auto arrays = result_arrays(v);
+  fs::path names = fs::path(dir) / kOnnxNames;
+  if (!fs::exists(names)) return arrays;
+  auto outputs = nlohmann::json::parse(read_file(names))["outputs"];
+  std::map<std::string, Tensor<double>> out;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string key = outputs.size() == 1 ? "result" : fmt::format("result.{}", i);
+    auto it = arrays.find(key);
+    if (it == arrays.end())
+      throw UserError(SourceLoc{dir}, fmt::format("{} has no output {}", dir, i));
+    out[outputs[i]["onnx"].get<std::string>()] = it->second;
+  }
+  return out;
+}
+
 VmOptions compiled_options() {
   VmOptions o;
   o.ugraph_executor = UGraphExecutor::cpu;
@@ -281,10 +353,10 @@ int run_compiled_model(const std::string& dir, const std::string& inputs,
                        const std::string& outputs, const std::string& function) {
   auto d = load_dir(dir);
   const Function& fn = function_to_run(d->compiled, function, SourceLoc{dir});
-  auto args = arguments_from_npz(fn, read_npz(inputs), inputs);
+  auto args = arguments_from_npz(fn, model_arguments(dir, inputs), inputs);
   Vm vm(d->compiled, compiled_options());
   vm.compile_ugraphs();
-  auto arrays = result_arrays(vm.run(function, args));
+  auto arrays = named_results(dir, vm.run(function, args));
   write_npz(outputs, arrays);
   for (const auto& [name, t] : arrays) std::cout << name << ": " << shape_str(t.shape) << "\n";
   return 0;
@@ -311,7 +383,7 @@ int bench_compiled_model(const std::string& dir, const std::vector<std::string>&
   int rc = 0;
   for (const std::string& in : inputs) {
     const Function& fn = function_to_run(d->original, function, SourceLoc{dir});
-    auto args = arguments_from_npz(fn, read_npz(in), in);
+    auto args = arguments_from_npz(fn, model_arguments(dir, in), in);
     auto time = [&](Vm& vm, VmValue& out) {
       return time_runs([&] { out = vm.run(function, args); }, warmup, reps);
     };

@@ -7,13 +7,17 @@
 #include <vector>
 
 #include "model/module.h"
+#include "onnx/import.h"
 
 namespace weft::cli {
 
 // "b=2,n=16": values for declared symbolic variables of `m` (UserError otherwise).
 SymBinding parse_binding(const std::string& text, const Module& m);
 
-// True for a model file `weft compile` takes (.wmod; .onnx once the importer lands).
+// "--bound n=512": an upper bound for the symbolic variable of an ONNX dim_param.
+void parse_bound(const std::string& text, OnnxImportOptions& options);
+
+// True for a model file `weft compile` takes (.wmod, .onnx).
 bool is_model_file(const std::string& path);
 // True for a directory `weft compile MODEL -o DIR` wrote.
 bool is_compiled_model_dir(const std::string& path);
@@ -23,6 +27,7 @@ struct ModelCompileArgs {
   std::string out_dir;
   std::string target = "cpu";
   std::vector<std::string> binds;
+  std::vector<std::string> bounds;  // .onnx: NAME=N bounds of dim_param variables
   double time_budget_s = 60;
   int64_t state_budget = 0;
   std::string cache_dir;  // empty: the default (runtime/build_cache.h's folder + /regions)
