@@ -757,16 +757,18 @@ void convert_slice(I& imp) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (axes.size() != starts.size() || steps.size() != starts.size())
     imp.fail("starts, ends, axes and steps differ in length");
-  // A shape vector is sliced now (Shape -> Slice chains).
+  // A shape vector is sliced now (Shape -> Slice chains) when its bounds are known; otherwise
+  // (positions 0..seq of a constant table, say) it is sliced at run time below.
   if (v.kind != VKind::runtime && folded_shape(v).size() == 1 && imp.ints_of(v) &&
-      starts.size() == 1) {
+      starts.size() == 1 && steps[0] == 1) {
     auto vals = *imp.ints_of(v);
     auto n = static_cast<int64_t>(vals.size());
     auto [s, e] = slice_range(starts[0], ends[0], SymExpr(n));
     auto sc = s.as_constant(), ec = e.as_constant();
-    if (steps[0] != 1 || !sc || !ec) imp.fail("only unit-step constant slices of shape vectors");
-    imp.out(0, dims_value(std::vector<SymExpr>(vals.begin() + *sc, vals.begin() + *ec), false));
-    return;
+    if (sc && ec) {
+      imp.out(0, dims_value(std::vector<SymExpr>(vals.begin() + *sc, vals.begin() + *ec), false));
+      return;
+    }
   }
   std::string x = imp.runtime(v).first;
   int r = imp.rank(x);

@@ -110,3 +110,36 @@ def test_other_configurations_match_onnxruntime(variant, root, tmp_path, weft_on
             pytest.fail(f"weft model run {variant} at {shape}: {e}")
         bad = [m for out, ref in expected.items() if (m := h.mismatch(out, got.get(out), ref, RTOL, ATOL))]
         assert not bad, f"{variant} at {shape}: " + "; ".join(bad)
+
+
+# The whole stack from an ONNX file: one `weft compile` (import, partition, specialization per
+# binding, each region superoptimized and verified, CPU code built), then `weft run` of the
+# compiled folder at the compiled bindings and at one it was not compiled for (the original
+# body), against onnxruntime. A small search budget keeps the test short; the cache is per test.
+@pytest.mark.onnx_models
+@pytest.mark.parametrize("name", MODELS)
+def test_compiled_model_matches_onnxruntime(name, root, weft_onnx, tmp_path):
+    path = onnx_path(root, name)
+    model = onnx.load(path)
+    compiled, other = [(1, 7), (2, 16)], (2, 9)
+    out_dir = tmp_path / "compiled"
+    cmd = [weft_onnx, "compile", str(path), "-o", str(out_dir), "--time-budget", "6",
+           "--cache", str(tmp_path / "cache"), *BOUND]
+    for b, s in compiled:
+        cmd += ["--bind", f"batch={b},seq={s}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    line = next(l for l in r.stdout.splitlines() if "kernels" in l)
+    before, after = (int(x) for x in line.rsplit("kernels", 1)[1].split("->"))
+    assert after < before, line  # fewer kernels than one per operator
+    for shape in compiled + [other]:
+        feeds = random_feeds(model, *shape, np.random.default_rng(shape[0] * 1000 + shape[1]))
+        expected = h.run_onnxruntime(path, feeds)
+        np.savez(tmp_path / "in.npz", **feeds)
+        r = subprocess.run([weft_onnx, "run", str(out_dir), "--inputs", str(tmp_path / "in.npz"),
+                            "--outputs", str(tmp_path / "out.npz")], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+        got = dict(np.load(tmp_path / "out.npz"))
+        bad = [m for out, ref in expected.items() if (m := h.mismatch(out, got.get(out), ref, RTOL, ATOL))]
+        assert not bad, f"compiled {name} at {shape}: " + "; ".join(bad)
