@@ -28,7 +28,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential)
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|ModelCompile)
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
@@ -53,7 +53,12 @@ $(PY_VENV)/.requirements: pyproject.toml
 	$(PY_VENV)/bin/pip install -q -r $@.tmp
 	mv $@.tmp $@
 
-python: deps $(PY_VENV)/.requirements
+# The test oracles (tests/python/requirements.txt: onnx, onnxruntime), never weft's own dependencies.
+$(PY_VENV)/.test-requirements: tests/python/requirements.txt $(PY_VENV)/.requirements
+	$(PY_VENV)/bin/pip install -q -r tests/python/requirements.txt
+	touch $@
+
+python: deps $(PY_VENV)/.requirements $(PY_VENV)/.test-requirements
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY_VENV)/bin/pip install -q --no-build-isolation \
 	  --config-settings=build-dir=$(BUILD)/python-venv '.[test]'
 

@@ -548,6 +548,12 @@ std::vector<OpInfo> make_table() {
      .lax_formula = "(mul x -1)", .homogeneous = 0b1, .fusion = F::elementwise,
      .code = {"(-{0})", "(-{0})"}, .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "-x"},
+    {.kind = K::erf, .name = "erf", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::erf(x); },
+     .fusion = F::elementwise, .code = {"std::erf({0})", "erff({0})"},
+     .cost = Cost::per_result_element,
+     .slots = {.fp32 = 20},  // erff: a rational approximation, no SFU instruction
+     .doc = "the error function 2/sqrt(pi) * integral of e^-t^2 from 0 to x"},
   };
   // clang-format on
   for (size_t i = 0; i < t.size(); ++i) {

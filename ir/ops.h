@@ -41,8 +41,9 @@ enum class OpKind : uint8_t {
   kernel, thread,
   // Elementwise, one input (added after the first table).
   sigmoid, tanh, neg,
+  erf,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::neg) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::erf) + 1;
 
 // The case labels of every operator of one class. A switch over OpKind that handles a few kinds
 // names the others by class, so it stays exhaustive (no `default:`) and a new operator needs only
@@ -51,7 +52,7 @@ inline constexpr int kNumOpKinds = static_cast<int>(OpKind::neg) + 1;
 #define WEFT_CASES_UNARY                                                                 \
   case OpKind::exp: case OpKind::sqr: case OpKind::sqrt: case OpKind::silu:              \
   case OpKind::gelu: case OpKind::relu: case OpKind::scale: case OpKind::shift:          \
-  case OpKind::sigmoid: case OpKind::tanh: case OpKind::neg:
+  case OpKind::sigmoid: case OpKind::tanh: case OpKind::neg: case OpKind::erf:
 #define WEFT_CASES_BINARY case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div:
 #define WEFT_CASES_MATMUL case OpKind::matmul:
 #define WEFT_CASES_REDUCTION case OpKind::sum: case OpKind::mean: case OpKind::max:

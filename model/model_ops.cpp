@@ -401,6 +401,7 @@ std::vector<ModelOpInfo> make_table() {
      expand_attention},
   };
   // clang-format on
+  for (ModelOpInfo& row : onnx_model_op_rows()) t.push_back(std::move(row));
   for (size_t i = 0; i < t.size(); ++i)
     WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "model op table out of order at {}", t[i].name);
   for (const ModelOpInfo& info : t)

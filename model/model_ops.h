@@ -28,6 +28,28 @@ enum class ModelOpKind : uint8_t {
   layer_norm,
   gelu_tanh,
   attention,
+  // ONNX's operators beyond the transformer set (issue 15), rows in model_ops_onnx.cpp.
+  conv,
+  max_pool,
+  avg_pool,
+  max_pool_indices,
+  global_avg_pool,
+  global_max_pool,
+  lrn,
+  pow,
+  gather,
+  slice_steps,
+  expand,
+  fill,
+  dims_tensor,
+  cast,
+  clip,
+  abs,
+  reciprocal,
+  log,
+  range,
+  tile,
+  pad,
 };
 
 // Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
@@ -57,6 +79,8 @@ struct ModelOpInfo {
 };
 
 const std::vector<ModelOpInfo>& all_model_ops();
+// The rows of the operators model_ops_onnx.cpp defines, appended to the table in kind order.
+std::vector<ModelOpInfo> onnx_model_op_rows();
 const ModelOpInfo& model_op_info(ModelOpKind kind);
 std::optional<ModelOpKind> model_op_by_name(std::string_view name);
 

@@ -466,7 +466,7 @@ class Parser {
     if (at(Tok::lbrack)) {
       advance();
       std::vector<SymExpr> list;
-      for (;;) {
+      for (; !at(Tok::rbrack);) {
         if (list.size() >= 64) fail(cur_, "the list has too many entries (at most 64)");
         list.push_back(parse_sym("a list entry"));
         if (!at(Tok::comma)) break;
@@ -475,13 +475,18 @@ class Parser {
       expect(Tok::rbrack, "',' or ']' in the list");
       return list;
     }
+    // A rational: a number with a point, exponent or fraction bar, perhaps after a minus.
+    bool minus = at(Tok::dash) && next_.kind == Tok::number &&
+                 next_.text.find_first_of(".eE/") != std::string_view::npos;
+    if (minus) advance();
     if (at(Tok::number) && (next_.kind == Tok::comma || next_.kind == Tok::rparen) &&
         cur_.text.find_first_of(".eE/") != std::string_view::npos) {
-      auto r = Rational::parse(cur_.text);
+      auto r = Rational::parse((minus ? "-" : "") + std::string(cur_.text));
       if (!r) fail(cur_, fmt::format("'{}' is not a number weft can hold exactly", cur_.text));
       advance();
       return *r;
     }
+    if (minus) fail(cur_, "a number after '-' in an attribute value");
     return parse_sym("an attribute value");
   }
 

@@ -601,8 +601,6 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
   WEFT_FAIL("function {} has no ret", fn.name);
 }
 
-namespace {
-
 Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLoc& loc) {
   Attrs out;
   auto eval = [&](const SymExpr& e) {
@@ -623,6 +621,8 @@ Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLo
   }
   return out;
 }
+
+namespace {
 
 VmValue tensor_value(Tensor<double> t) {
   return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};

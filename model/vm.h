@@ -149,6 +149,10 @@ class Vm {
   int64_t naive_bytes_ = 0;    // every tensor produced by the live frames
 };
 
+// A binding's model attributes as the table's: symbolic values evaluated at `heap`. Throws
+// UserError at `loc` when one cannot be.
+Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLoc& loc);
+
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the
 // value in errors ("match_cast of 'y'", "parameter 'x'"). Throws UserError at `loc` on mismatch.
 void vm_match(const MType& type, const VmValue& value, SymBinding& heap, const std::string& what,

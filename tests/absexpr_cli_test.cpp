@@ -13,9 +13,13 @@ namespace {
 using weft::test::example_path;
 using Cli = std::pair<int, std::string>;
 
-Cli run(const std::string& args) { return weft::test::run_weft(args); }
+Cli run(const std::string& args) {
+  return weft::test::run_weft(args);
+}
 
-std::string example(const char* name) { return example_path(name); }
+std::string example(const char* name) {
+  return example_path(name);
+}
 
 TEST(AbsexprCli, PrintsEachOutputsExpression) {
   auto [rc, out] = run("absexpr " + example("gated_mlp.fused.weft"));

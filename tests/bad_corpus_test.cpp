@@ -24,7 +24,8 @@ struct Result {
 };
 
 Result run_check(const std::string& file) {
-  std::string err_path = testing::TempDir() + "/weft_bad_stderr." + std::to_string(getpid()) + ".txt";
+  std::string err_path =
+      testing::TempDir() + "/weft_bad_stderr." + std::to_string(getpid()) + ".txt";
   std::string cmd = "'" + binary() + "' check '" + file + "' >/dev/null 2>'" + err_path + "'";
   int status = std::system(cmd.c_str());
   Result r;

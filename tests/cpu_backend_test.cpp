@@ -22,7 +22,9 @@
 namespace weft {
 namespace {
 
-Graph load(const std::string& path) { return test::load_graph_file(path); }
+Graph load(const std::string& path) {
+  return test::load_graph_file(path);
+}
 
 std::string small(const std::string& name) {
   return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/" + name;

@@ -36,7 +36,9 @@ namespace fs = std::filesystem;
 
 // ---- helpers ----
 
-Graph load(const std::string& path) { return test::load_graph_file(path); }
+Graph load(const std::string& path) {
+  return test::load_graph_file(path);
+}
 
 std::vector<std::string> weft_files(const std::string& dir) {
   std::vector<std::string> files;
@@ -47,7 +49,9 @@ std::vector<std::string> weft_files(const std::string& dir) {
 }
 
 using Cli = std::pair<int, std::string>;
-Cli run_cli(const std::string& args) { return test::run_weft(args); }
+Cli run_cli(const std::string& args) {
+  return test::run_weft(args);
+}
 
 // A cache directory of this process only, removed with it: builds in it are never cache hits
 // from another test.

@@ -112,7 +112,8 @@ TEST(DotCommand, WritesDotTextToStdoutOrAFile) {
   std::string bin = env && *env ? env : WEFT_BINARY;
   std::string example = std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft";
   std::string out = testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".dot";
-  std::string std_out = testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".stdout";
+  std::string std_out =
+      testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".stdout";
   ASSERT_EQ(std::system(("'" + bin + "' dot '" + example + "' >'" + std_out + "'").c_str()), 0);
   ASSERT_EQ(std::system(("'" + bin + "' dot '" + example + "' -o '" + out + "'").c_str()), 0);
   auto slurp = [](const std::string& p) {

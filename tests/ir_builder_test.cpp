@@ -39,12 +39,14 @@ TEST(Builder, InfersFusedRmsNormLinearTypes) {
   ValueId X = block.add_input("X", {DType::f16, {16, 4096}});
   ValueId W = block.add_input("W", {DType::f16, {4096, 6144}});
   ValueId x = block.add(OpKind::iter, {X}, {{"fmap", int64_t{1}}}, "x");
-  ValueId w = block.add(OpKind::iter, {W}, {{"imap", std::vector<int64_t>{1}}, {"fmap", int64_t{0}}}, "w");
+  ValueId w =
+      block.add(OpKind::iter, {W}, {{"imap", std::vector<int64_t>{1}}, {"fmap", int64_t{0}}}, "w");
   EXPECT_EQ(block.graph().type(x).shape, (Shape{16, 256}));
   EXPECT_EQ(block.graph().type(w).shape, (Shape{256, 64}));
   ValueId m = block.add(OpKind::matmul, {x, w}, {}, "m");
   ValueId ma = block.add(OpKind::accum_sum, {m}, {}, "ma");
-  ValueId y = block.add(OpKind::save, {ma}, {{"omap", std::vector<int64_t>{1}}}, "O", {}, Stage::post);
+  ValueId y =
+      block.add(OpKind::save, {ma}, {{"omap", std::vector<int64_t>{1}}}, "O", {}, Stage::post);
   EXPECT_EQ(block.graph().type(y).shape, (Shape{16, 6144}));
 
   GraphBuilder kernel(Level::kernel, "p");
@@ -65,7 +67,8 @@ TEST(Builder, ReportsShapeErrorsWithLocation) {
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
     EXPECT_EQ(e.loc().line, 3);
-    EXPECT_NE(std::string(e.what()).find("f.weft:3:5: error: matmul"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("f.weft:3:5: error: matmul"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(g.add(OpKind::sum, {a}, {{"dim", int64_t{5}}}), UserError);
   EXPECT_THROW(g.add(OpKind::sum, {a}, {{"dim", int64_t{1}}, {"to", int64_t{3}}}), UserError);

@@ -35,7 +35,9 @@ std::string golden_dir() {
   return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/";
 }
 
-std::string read(const std::string& path) { return test::read_text(path); }
+std::string read(const std::string& path) {
+  return test::read_text(path);
+}
 
 Graph load(const std::string& name) {
   std::string text = read(golden_dir() + name + ".weft");

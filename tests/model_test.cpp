@@ -101,18 +101,7 @@ TEST(ModelDeduce, SymbolicRulesAgreeWithTheTableAtRandomBindings) {
         for (const SymExpr& d : s) shape.push_back(evaluate(d, b));
         concrete.push_back({DType::f32, shape});
       }
-      Attrs ta;
-      for (const auto& [k, v] : attrs) {
-        if (auto* e = std::get_if<SymExpr>(&v))
-          ta.set(k, evaluate(*e, b));
-        else if (auto* r = std::get_if<Rational>(&v))
-          ta.set(k, *r);
-        else {
-          std::vector<int64_t> l;
-          for (const SymExpr& e : std::get<std::vector<SymExpr>>(v)) l.push_back(evaluate(e, b));
-          ta.set(k, l);
-        }
-      }
+      Attrs ta = evaluate_attrs(attrs, b, SourceLoc{});
       bool checks_hold = true;
       for (const SymCondition& cond : checks) checks_hold = checks_hold && cond.holds(b);
       if (!checks_hold) continue;  // the run-time check would refuse this binding
@@ -311,15 +300,8 @@ TEST(ModelNpz, MalformedFilesAreUserErrors) {
   EXPECT_THROW(parse_npy("\x93NUMPY\x01\x00\x10\x00{'descr': '<c8'", "x"), UserError);
 }
 
-// A python3 that has NumPy (scripts/install-deps.sh installs Debian's python3-numpy).
-std::string python_with_numpy() {
-  for (const char* p : {"/usr/bin/python3", "python3"})
-    if (std::system((std::string(p) + " -c 'import numpy' 2>/dev/null").c_str()) == 0) return p;
-  return "";
-}
-
 TEST(ModelExample, NumpyArchivesFromNumpyReadBack) {
-  std::string py = python_with_numpy();
+  std::string py = test::python_with_numpy();
   ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
   std::string path = testing::TempDir() + "/weft_model_np.npz";
   std::string cmd = py + " -c \"import numpy as np; np.savez_compressed('" + path +
@@ -336,31 +318,21 @@ TEST(ModelExample, NumpyArchivesFromNumpyReadBack) {
 
 // The tiny Llama: prefill and decode steps at three bindings of (b, n) with the cache fed back,
 // against the independent NumPy implementation.
-// Runs a NumPy reference script (SCRIPT WEFT_BINARY WORK_DIR FLAGS...) that exits 0 when every
-// output of `weft model run` matches.
-void run_numpy_reference(const std::string& script, const std::string& work_name,
-                         const std::string& flags) {
-  std::string py = python_with_numpy();
-  ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
-  std::string work = testing::TempDir() + "/" + work_name;
-  fs::create_directories(work);
-  const char* env = std::getenv("WEFT_BINARY");
-  std::string weft = env && *env ? env : WEFT_BINARY;
-  std::string cmd = py + " '" + test::source_path(script) + "' '" + weft + "' '" + work + "' " +
-                    flags + " > '" + work + "/log.txt' 2>&1";
-  int rc = std::system(cmd.c_str());
-  EXPECT_EQ(rc, 0) << test::read_text(work + "/log.txt");
-}
-
 void run_tiny_llama_reference(const std::string& flags) {
-  run_numpy_reference("examples/models/tiny_llama_reference.py",
-                      flags.empty() ? "weft_tiny_llama" : "weft_tiny_llama_poison", flags);
+  test::run_numpy_reference("examples/models/tiny_llama_reference.py",
+                            flags.empty() ? "weft_tiny_llama" : "weft_tiny_llama_poison", flags);
 }
 
 // slice, where, layer_norm and gelu_tanh at three bindings against NumPy (poisoned storage), and
 // a parameter of the wrong shape failing cleanly.
 TEST(ModelOps, SliceWhereLayerNormGeluTanhMatchNumpy) {
-  run_numpy_reference("tests/model/new_ops_reference.py", "weft_model_new_ops", "");
+  test::run_numpy_reference("tests/model/new_ops_reference.py", "weft_model_new_ops", "");
+}
+
+// ONNX's operators (model/model_ops_onnx.cpp) at three bindings of each of two fixtures against
+// NumPy implementations written from the ONNX specification.
+TEST(ModelOps, OnnxOperatorsMatchNumpy) {
+  test::run_numpy_reference("tests/model/onnx_ops_reference.py", "weft_model_onnx_ops", "");
 }
 
 TEST(ModelExample, TinyLlamaMatchesTheNumpyReference) {

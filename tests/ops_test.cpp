@@ -207,6 +207,26 @@ TEST(NewOps, InterpreterValues) {
   EXPECT_EQ(far.at(0).data, (std::vector<double>{0.0, 1.0}));
 }
 
+// erf (issue 15, ONNX Erf) came as one more row: values at points checked by hand against
+// tables of the error function, and the printed program reads back.
+TEST(NewOps, ErfValuesAndText) {
+  Tensor<double> e = run_one("erf(X)");
+  EXPECT_NEAR(e.data[0], -0.9999779095030014, 1e-15);  // erf(-3)
+  EXPECT_NEAR(e.data[1], -0.5204998778130465, 1e-15);  // erf(-1/2)
+  EXPECT_EQ(e.data[2], 0.0);
+  EXPECT_NEAR(e.data[3], 0.2763263901682369, 1e-15);  // erf(1/4)
+  EXPECT_NEAR(e.data[4], 0.9661051464753108, 1e-15);  // erf(3/2)
+  EXPECT_GT(e.data[5], 0.99999998);
+  EXPECT_FALSE(op_info(OpKind::erf).lax);
+  Graph g = parse(
+      "input X: f32[4, 8]\nY = kernel(X, grid=[2], block=32) {\n"
+      "  x = iter(X, imap=[0], fmap=1)\n  y = erf(x)\n  Y = save(y, omap=[0])\n}\n"
+      "output Y\n");
+  std::string printed = print_graph(g);
+  EXPECT_NE(printed.find("erf(x)"), std::string::npos) << printed;
+  EXPECT_EQ(parse(printed), g);
+}
+
 TEST(NewOps, TextRoundTripsAtEveryLevel) {
   const std::string text =
       "program new_ops\n"

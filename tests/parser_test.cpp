@@ -13,7 +13,9 @@
 namespace weft {
 namespace {
 
-std::string read_file(const std::filesystem::path& p) { return test::read_text(p.string()); }
+std::string read_file(const std::filesystem::path& p) {
+  return test::read_text(p.string());
+}
 
 std::vector<std::filesystem::path> example_files() {
   std::vector<std::filesystem::path> files;

@@ -1,10 +1,10 @@
 // Tests of the superoptimizer: configuration, axis classes, schedules, and whole searches
 // (fused kernel found and verified, determinism, pruning, resume after kill -9, byte-identical
 // outputs).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,13 +28,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& p) { return test::read_text(p.string()); }
+std::string read_file(const fs::path& p) {
+  return test::read_text(p.string());
+}
 
-std::string data(const std::string& name) { return test::source_path("tests/data/" + name); }
+std::string data(const std::string& name) {
+  return test::source_path("tests/data/" + name);
+}
 
-Graph load(const std::string& path) { return test::load_graph_file(path); }
+Graph load(const std::string& path) {
+  return test::load_graph_file(path);
+}
 
-SearchConfig small_config() { return SearchConfig::load(data("search_small.json")); }
+SearchConfig small_config() {
+  return SearchConfig::load(data("search_small.json"));
+}
 
 TEST(SearchConfig, JsonRoundTripsAndRejectsBadKeys) {
   SearchConfig c;
@@ -73,16 +81,24 @@ TEST(SearchConfig, TheFieldTableHasEveryKeyOnceAndTheDocsListThem) {
 TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
   using nlohmann::json;
   const std::vector<std::pair<std::string, json>> bad = {
-      {"max_kernel_ops", -1},        {"max_kernel_ops", 1.5},
-      {"max_kernel_ops", 4294967297},  // does not fit an int
+      {"max_kernel_ops", -1},
+      {"max_kernel_ops", 1.5},
+      {"max_kernel_ops", 4294967297},                     // does not fit an int
       {"max_loop", json::parse("18446744073709551615")},  // nor an int64_t
-      {"max_grid_dims", 0},          {"max_grid_dims", 4},
-      {"target_error", 0},           {"target_error", 1},
-      {"time_budget_s", -1},         {"time_budget_s", "600"},
-      {"seed", -1},                  {"top_k", 0},
-      {"threads_per_block", json::array()}, {"threads_per_block", json::parse("[128, 0]")},
-      {"pruning", 1},                {"target", 3},
-      {"kernel_ops", {"matmull"}},   {"kernel_ops", "matmul"},
+      {"max_grid_dims", 0},
+      {"max_grid_dims", 4},
+      {"target_error", 0},
+      {"target_error", 1},
+      {"time_budget_s", -1},
+      {"time_budget_s", "600"},
+      {"seed", -1},
+      {"top_k", 0},
+      {"threads_per_block", json::array()},
+      {"threads_per_block", json::parse("[128, 0]")},
+      {"pruning", 1},
+      {"target", 3},
+      {"kernel_ops", {"matmull"}},
+      {"kernel_ops", "matmul"},
       {"accumulators", {"add"}}};
   for (const auto& [key, value] : bad) {
     SearchConfig c;
@@ -111,7 +127,8 @@ TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
 }
 
 TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
-  Graph p = expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+  Graph p =
+      expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   ASSERT_TRUE(dc.usable);
   int8_t rows = dc.input_dims[0][0], k_x = dc.input_dims[0][1];
@@ -126,7 +143,8 @@ TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
 }
 
 TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
-  Graph p = expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+  Graph p =
+      expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   std::vector<TensorType> operands = {p.type(p.inputs[0]), p.type(p.inputs[1])};
   SearchConfig config;
@@ -145,13 +163,15 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
   fused.grid = {96, 1, 1};
   fused.loop = 16;
   fused.iters = {IterChoice{{-1, -1, -1}, 1, false}, IterChoice{{1, -1, -1}, 0, false}};
-  EXPECT_NE(std::find(final_schedules.begin(), final_schedules.end(), fused), final_schedules.end());
+  EXPECT_NE(std::find(final_schedules.begin(), final_schedules.end(), fused),
+            final_schedules.end());
   // Cutting the contraction over blocks (split-K) yields partial sums: never a final kernel, but a
   // legitimate first kernel of two.
   BlockSchedule split_k = fused;
   split_k.grid = {16, 1, 1};
   split_k.iters = {IterChoice{{1, -1, -1}, -1, false}, IterChoice{{0, -1, -1}, 0, false}};
-  EXPECT_EQ(std::find(final_schedules.begin(), final_schedules.end(), split_k), final_schedules.end());
+  EXPECT_EQ(std::find(final_schedules.begin(), final_schedules.end(), split_k),
+            final_schedules.end());
   EXPECT_NE(std::find(all_schedules.begin(), all_schedules.end(), split_k), all_schedules.end());
   for (const BlockSchedule& s : final_schedules) {
     int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
@@ -189,7 +209,8 @@ TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
     EXPECT_GT(c.verification.tests, 0);
     EXPECT_LT(c.predicted_s, r.program_predicted_s);
   }
-  for (size_t i = 1; i < r.top.size(); ++i) EXPECT_LE(r.top[i - 1].predicted_s, r.top[i].predicted_s);
+  for (size_t i = 1; i < r.top.size(); ++i)
+    EXPECT_LE(r.top[i - 1].predicted_s, r.top[i].predicted_s);
   EXPECT_GT(r.rejected, 0) << "abstract expressions ignore constants: some candidates must fail";
 }
 
@@ -240,7 +261,8 @@ int run_cli(const std::vector<std::string>& args, double kill_after_s = -1) {
   if (kill_after_s >= 0) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kill_after_s);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+      if (waitpid(pid, &status, WNOHANG) == pid)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     kill(pid, SIGKILL);
@@ -263,7 +285,8 @@ TEST(Optimize, ResumesAfterKillWithTheSameResult) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   std::string program = data("rms_norm_linear_small.weft");
-  std::vector<std::string> base = {"optimize", program, "--config", data("search_small.json"), "--quiet"};
+  std::vector<std::string> base = {"optimize", program, "--config", data("search_small.json"),
+                                   "--quiet"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -277,7 +300,8 @@ TEST(Optimize, ResumesAfterKillWithTheSameResult) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     double d = delay(rng);
     int rc = run_cli(with({"-o", (tmp / "resumed").string(), "--checkpoint", checkpoint}), d);
-    std::cout << "run " << attempt << ": killed after " << d << " s: " << (rc == -1 ? "yes" : "finished") << "\n";
+    std::cout << "run " << attempt << ": killed after " << d
+              << " s: " << (rc == -1 ? "yes" : "finished") << "\n";
     kills += rc == -1;
   }
   ASSERT_EQ(run_cli(with({"-o", (tmp / "resumed").string(), "--checkpoint", checkpoint})), 0);
@@ -290,8 +314,8 @@ TEST(Optimize, SameInputAndConfigurationGiveByteIdenticalFiles) {
   fs::path tmp = fs::temp_directory_path() / fmt::format("weft-determinism-{}", getpid());
   fs::remove_all(tmp);
   for (const char* run : {"a", "b"})
-    ASSERT_EQ(run_cli({"optimize", data("rms_norm_linear_small.weft"), "--config", data("search_small.json"),
-                       "--quiet", "-o", (tmp / run).string()}),
+    ASSERT_EQ(run_cli({"optimize", data("rms_norm_linear_small.weft"), "--config",
+                       data("search_small.json"), "--quiet", "-o", (tmp / run).string()}),
               0);
   for (const char* name : {"best.weft", "top-1.weft", "top-2.weft", "top-3.weft", "summary.json"})
     EXPECT_EQ(read_file(tmp / "a" / name), read_file(tmp / "b" / name)) << name;

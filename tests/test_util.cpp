@@ -54,4 +54,24 @@ std::vector<std::filesystem::path> model_fixtures() {
   return out;
 }
 
+std::string python_with_numpy() {
+  for (const char* p : {"/usr/bin/python3", "python3"})
+    if (std::system((std::string(p) + " -c 'import numpy' 2>/dev/null").c_str()) == 0) return p;
+  return "";
+}
+
+void run_numpy_reference(const std::string& script, const std::string& work_name,
+                         const std::string& flags) {
+  std::string py = python_with_numpy();
+  ASSERT_FALSE(py.empty()) << "no python3 with numpy: run scripts/install-deps.sh";
+  std::string work = testing::TempDir() + "/" + work_name;
+  std::filesystem::create_directories(work);
+  const char* env = std::getenv("WEFT_BINARY");
+  std::string weft = env && *env ? env : WEFT_BINARY;
+  std::string cmd = py + " '" + source_path(script) + "' '" + weft + "' '" + work + "' " + flags +
+                    " > '" + work + "/log.txt' 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << read_text(work + "/log.txt");
+}
+
 }  // namespace weft::test

@@ -27,4 +27,13 @@ Graph load_graph_file(const std::string& path);
 // shell; returns its exit code (-1 if it did not exit) and its stdout and stderr, interleaved.
 std::pair<int, std::string> run_weft(const std::string& args);
 
+// A python3 that has NumPy (scripts/install-deps.sh installs Debian's python3-numpy); empty when
+// there is none.
+std::string python_with_numpy();
+
+// Runs a NumPy reference script (SCRIPT WEFT_BINARY WORK_DIR FLAGS...) in TempDir()/WORK_NAME and
+// expects it to exit 0 (every output matched), showing its log otherwise.
+void run_numpy_reference(const std::string& script, const std::string& work_name,
+                         const std::string& flags);
+
 }  // namespace weft::test

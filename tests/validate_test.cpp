@@ -521,7 +521,9 @@ TEST(Validate, AllViolationsInProgramOrderAndValidateThrowsTheFirst) {
   }
 }
 
-std::string read_file(const std::string& path) { return test::read_text(path); }
+std::string read_file(const std::string& path) {
+  return test::read_text(path);
+}
 
 TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
   int count = 0;
@@ -539,7 +541,9 @@ TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
 }
 
 // Runs the CLI; returns the exit code and stdout + stderr.
-std::pair<int, std::string> run_cli(const std::string& args) { return test::run_weft(args); }
+std::pair<int, std::string> run_cli(const std::string& args) {
+  return test::run_weft(args);
+}
 
 TEST(CheckCommand, PrintsASummaryOrEveryViolation) {
   std::string dir = testing::TempDir();

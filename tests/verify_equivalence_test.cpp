@@ -11,8 +11,8 @@
 
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
-#include "verify/equivalence.h"
 #include "tests/test_util.h"
+#include "verify/equivalence.h"
 
 namespace weft {
 namespace {
@@ -68,9 +68,12 @@ TEST(Verify, DeeperProgramsReachTheTargetAtFullSize) {
   const Graph nt = test::load_graph_file(test::source_path("tests/data/ntrans.weft"));
   VerifyOptions o;
   o.float_check = false;
-  for (const auto& [a, b] : std::vector<std::pair<const Graph*, Graph>>{
-           {&qk, qk}, {&qk, expand_composites(qk)}, {&qk, qk_fused}, {&nt, nt},
-           {&nt, expand_composites(nt)}}) {
+  for (const auto& [a, b] :
+       std::vector<std::pair<const Graph*, Graph>>{{&qk, qk},
+                                                   {&qk, expand_composites(qk)},
+                                                   {&qk, qk_fused},
+                                                   {&nt, nt},
+                                                   {&nt, expand_composites(nt)}}) {
     VerifyResult r = verify_equivalent(*a, b, o);
     ASSERT_EQ(r.verdict, Verdict::equivalent) << a->name << " vs " << b.name << ": " << r.message;
     EXPECT_LE(r.bound, std::ldexp(1.0, -60)) << a->name;

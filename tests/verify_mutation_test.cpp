@@ -18,15 +18,15 @@ namespace {
 // examples/NAME, or tests/data/NAME for the deeper programs that are not examples.
 std::string read_example(const std::string& name) {
   const bool data = name.rfind("qknorm", 0) == 0;
-  std::string text = test::read_text(data ? test::source_path("tests/data/" + name)
-                                          : test::example_path(name));
+  std::string text =
+      test::read_text(data ? test::source_path("tests/data/" + name) : test::example_path(name));
   EXPECT_FALSE(text.empty()) << name;
   return text;
 }
 
 // The examples with their long dims shrunk (rms_norm_linear and gated_mlp: 4096 -> 256, 6144 ->
-// 384; gqa_attention and qknorm_attention: KV length 4096 -> 128, queries 256 -> 32): every grid and loop still
-// divides, scale factors follow the text, and a test costs microseconds.
+// 384; gqa_attention and qknorm_attention: KV length 4096 -> 128, queries 256 -> 32): every grid
+// and loop still divides, scale factors follow the text, and a test costs microseconds.
 Graph reduced(const std::string& name) {
   std::string text = read_example(name);
   std::vector<std::pair<std::string, std::string>> dims = {{"4096", "256"}, {"6144", "384"}};

@@ -3,8 +3,10 @@
 the model with `weft model run` (prefill, then decode steps that feed the KV cache back) at several
 shape bindings and compares every output with this reference.
 
-usage: tiny_llama_reference.py WEFT_BINARY WORK_DIR [--seed N] [--poison]
---poison runs weft with planned storage poisoned with NaN as tensors die.
+usage: tiny_llama_reference.py WEFT_BINARY WORK_DIR [--seed N] [--poison] [--compiled DIR]
+--poison runs weft with planned storage poisoned with NaN as tensors die; --compiled DIR runs the
+directory `weft compile tiny_llama.wmod -o DIR` wrote (`weft run DIR`) instead of the module.
+Each call's inputs stay in WORK_DIR as FUNCTION_bB_nN_pP.npz (for `weft bench DIR --inputs`).
 Exit status 0 when every output matches within f32 tolerance, 1 otherwise."""
 import subprocess
 import sys
@@ -83,10 +85,13 @@ def forward(w, tokens, start, cache):
     return logits, new_cache
 
 
-def weft_run(weft, wmod, function, args, work, flags):
-    inp, out = f"{work}/{function}_in.npz", f"{work}/{function}_out.npz"
+def weft_run(weft, wmod, function, args, work, flags, compiled=None):
+    b, n = args["tokens"].shape
+    inp = f"{work}/{function}_b{b}_n{n}_p{int(args['pos'])}.npz"
+    out = f"{work}/{function}_out.npz"
     np.savez(inp, **args)
-    subprocess.run([weft, "model", "run", wmod, "--function", function, "--inputs", inp,
+    command = ["run", compiled] if compiled else ["model", "run", wmod]
+    subprocess.run([weft] + command + ["--function", function, "--inputs", inp,
                     "--outputs", out] + flags, check=True, stdout=subprocess.DEVNULL)
     r = np.load(out)
     return [r[f"result.{i}"] for i in range(5)]
@@ -104,6 +109,7 @@ def main():
     weft, work = sys.argv[1], sys.argv[2]
     seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else 0
     flags = ["--poison"] if "--poison" in sys.argv else []
+    compiled = sys.argv[sys.argv.index("--compiled") + 1] if "--compiled" in sys.argv else None
     wmod = __file__.replace("tiny_llama_reference.py", "tiny_llama.wmod")
     w = make_weights(seed)
     rng = np.random.default_rng(seed + 1)
@@ -117,7 +123,7 @@ def main():
         logits_all, _ = forward(w, tokens, 0, None)  # the whole sequence at once
         assert np.std(logits_all) > 0.1, "trivial reference logits"
         got = weft_run(weft, wmod, "prefill", dict(w, tokens=tokens[:, :n].astype(np.int64),
-                                                    pos=np.int64(0)), work, flags)
+                                                    pos=np.int64(0)), work, flags, compiled)
         ref_logits, ref_cache = forward(w, tokens[:, :n], 0, None)
         close("prefill logits", got[0], ref_logits, failures)
         for l in range(LAYERS):  # weft's cache is [b, KVH, p, HD]
@@ -127,7 +133,7 @@ def main():
         for s in steps:
             args = dict(w, tokens=tokens[:, p:p + s].astype(np.int64), pos=np.int64(p),
                         kc0=cache[0], vc0=cache[1], kc1=cache[2], vc1=cache[3])
-            got = weft_run(weft, wmod, "decode", args, work, flags)
+            got = weft_run(weft, wmod, "decode", args, work, flags, compiled)
             close(f"decode p={p} n={s} logits", got[0], logits_all[:, p:p + s], failures)
             assert got[1].shape[2] == p + s, "the cache did not grow by the new tokens"
             cache = got[1:]

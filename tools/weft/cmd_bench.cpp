@@ -2,13 +2,15 @@
 // median run time of a µGraph compiled by a backend, its speedup over another program (the unfused
 // input) run by the same backend, and (--check) whether its outputs match the reference
 // interpreter. On the GPU, each run is timed with CUDA events on device-resident buffers. The work
-// is driver/measure.h's.
+// is driver/measure.h's. `weft bench DIR --inputs IN.npz [--inputs ...] [--function F]` times a
+// compiled model against the uncompiled one (tools/weft/model_dir.h).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "driver/measure.h"
 #include "tools/weft/command.h"
+#include "tools/weft/model_dir.h"
 
 namespace weft::cli {
 namespace {
@@ -34,7 +36,14 @@ static Register reg(
       auto seed = std::make_shared<uint64_t>(0);
       auto json = std::make_shared<bool>(false);
       auto check = std::make_shared<bool>(false);
-      sub.add_option("FILE", *file, "µGraph file")->required();
+      auto inputs = std::make_shared<std::vector<std::string>>();
+      auto function = std::make_shared<std::string>("main");
+      sub.add_option("FILE", *file, "µGraph file, or a directory `weft compile MODEL` wrote")
+          ->required();
+      sub.add_option("--inputs", *inputs,
+                     "Compiled models: arguments (.npz) at a compiled binding (repeatable)");
+      sub.add_option("--function", *function, "Compiled models: the function to time")
+          ->capture_default_str();
       sub.add_option("--backend", *backend,
                      "cpu, cuda (the GPU, timed with CUDA events), or cuda-emulation (the CUDA "
                      "code on the host: for --check, its times are not the GPU's)")
@@ -57,6 +66,11 @@ static Register reg(
                    "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
                    "within the output dtype's tolerance (exit 3 when outside)");
       return [=]() -> int {
+        if (is_compiled_model_dir(*file)) {
+          if (inputs->empty()) throw UserError("a compiled model is timed on --inputs IN.npz");
+          return bench_compiled_model(*file, *inputs, *function, *warmup < 0 ? 1 : *warmup,
+                                      *reps < 0 ? 5 : *reps);
+        }
         MeasureOptions options;
         options.backend = *backend_by_name(*backend);
         options.target = *target;

@@ -1,6 +1,9 @@
 // `weft compile FILE --target T -o DIR [--stop-after PASS] [--no-build]`: lowers a µGraph to its
 // kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
-// C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's.
+// C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's. A model
+// file (.wmod, or .onnx through the importer) is compiled whole instead: `--bind`, `--bound`,
+// `--time-budget`, `--cache`
+// (tools/weft/model_dir.h, docs/model-compile.md).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,6 +12,7 @@
 #include "core/target.h"
 #include "driver/compile.h"
 #include "tools/weft/command.h"
+#include "tools/weft/model_dir.h"
 
 namespace weft::cli {
 namespace {
@@ -28,7 +32,24 @@ static Register reg(
       auto out_dir = std::make_shared<std::string>();
       auto stop = std::make_shared<std::string>();
       auto no_build = std::make_shared<bool>(false);
-      sub.add_option("FILE", *file, "µGraph file")->required();
+      auto model = std::make_shared<ModelCompileArgs>();
+      sub.add_option("FILE", *file, "µGraph file, or a model (.wmod, .onnx)")->required();
+      sub.add_option("--bound", model->bounds,
+                     "ONNX models: upper bound of a dim_param's variable, NAME=N (repeatable; "
+                     "default 4096)");
+      sub.add_option("--bind", model->binds,
+                     "Models: shapes to specialize for, NAME=VALUE,... (repeat for more)");
+      sub.add_option("--time-budget", model->time_budget_s,
+                     "Models: seconds of search over all regions (0: unlimited)")
+          ->capture_default_str();
+      sub.add_option("--states", model->state_budget,
+                     "Models: state budget of each region's search (0: unlimited)");
+      sub.add_option("--cache", model->cache_dir,
+                     "Models: folder of the region cache (default: the build cache's + /regions)");
+      sub.add_flag("--no-cache", model->no_cache, "Models: search every region again");
+      sub.add_option("--max-region-ops", model->max_region_ops, "Models: operators per region")
+          ->check(CLI::Range(1, 1000))
+          ->capture_default_str();
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
       sub.add_option("-o,--output", *out_dir,
                      "Directory for NAME.plan and NAME.cpp (CPU) or NAME.cu (GPU)")
@@ -37,6 +58,17 @@ static Register reg(
       sub.add_flag("--no-build", *no_build,
                    "Write the code without compiling it (CPU: c++, GPU: nvcc)");
       return [=]() -> int {
+        if (is_model_file(*file)) {
+          if (!stop->empty()) throw UserError("--stop-after applies to µGraph files only");
+          ModelCompileArgs args = *model;
+          args.file = *file;
+          args.out_dir = *out_dir;
+          args.target = *target;
+          args.no_build = *no_build;
+          return compile_model_file(args);
+        }
+        if (!model->binds.empty())
+          throw UserError("--bind applies to model files (.wmod, .onnx) only");
         Graph g = load_graph(*file);
         const Target& t = target_by_name(*target);
         CompiledCode code = compile_graph(g, t, {.stop_after = *stop});

@@ -1,148 +1,210 @@
-// `weft model check | print | plan | run FILE.wmod`: the model layer's commands
-// (docs/model-format.md).
+// `weft model check | print | plan | partition | run | import FILE`: the model layer's commands
+// (docs/model-format.md); FILE may be an ONNX model (.onnx), imported first (docs/onnx.md).
 #include <fmt/format.h>
 
-#include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "model/deduce.h"
 #include "model/expand.h"
 #include "model/parser.h"
+#include "model/partition.h"
 #include "model/plan.h"
 #include "model/printer.h"
 #include "model/run_io.h"
+#include "onnx/import.h"
+#include "onnx/run.h"
 #include "tools/weft/command.h"
+#include "tools/weft/model_dir.h"
 
 namespace {
 
-// "b=2,n=16": values for declared symbolic variables.
-weft::SymBinding parse_binding(const std::string& text, const weft::Module& m) {
-  weft::SymBinding out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    size_t eq = item.find('=');
-    std::string name = eq == std::string::npos ? item : item.substr(0, eq);
-    const weft::SymVar* var = m.syms.find(name);
-    if (eq == std::string::npos || !var)
-      throw weft::UserError(
-          fmt::format("--bind: '{}' is not NAME=VALUE for a declared variable", item));
-    int64_t value = 0;
-    std::string digits = item.substr(eq + 1);
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (ec != std::errc() || ptr != digits.data() + digits.size() || value < var->lo() ||
-        (var->hi() && value > *var->hi()))
-      throw weft::UserError(fmt::format("--bind: {} = '{}' is not an integer within {}", name,
-                                        digits, var->decl_str()));
-    out[name] = value;
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-weft::cli::Register reg("model", "Model files (.wmod): check, print, plan, run", [](CLI::App& sub) {
-  sub.require_subcommand(1);
-  auto file = std::make_shared<std::string>();
-  auto no_types = std::make_shared<bool>(false);
-  auto show_vm = std::make_shared<bool>(false);
-  CLI::App* check = sub.add_subcommand("check", "Parse, deduce types and check a module");
-  check->add_option("FILE", *file, "model file (.wmod)")->required();
-  CLI::App* print = sub.add_subcommand("print", "Print a module in canonical form");
-  print->add_option("FILE", *file, "model file (.wmod)")->required();
-  print->add_flag("--no-types", *no_types, "omit the deduced type comments");
-  print->add_flag("--vm", *show_vm, "print each function's VM register program instead");
-  auto bind = std::make_shared<std::string>();
-  auto element_bytes = std::make_shared<int>(0);
-  CLI::App* plan = sub.add_subcommand("plan", "Print each function's memory plan");
-  plan->add_option("FILE", *file, "model file (.wmod)")->required();
-  plan->add_option("--bind", *bind,
-                   "evaluate the figures at this binding of the symbolic variables (b=2,n=16)");
-  plan->add_option("--element-bytes", *element_bytes,
-                   "bytes per element for every tensor (default: the declared dtype's size)")
-      ->check(CLI::Range(0, 64));
-  auto inputs = std::make_shared<std::string>();
-  auto outputs = std::make_shared<std::string>();
-  auto function = std::make_shared<std::string>("main");
-  auto executor = std::make_shared<std::string>("interp");
-  auto stats = std::make_shared<bool>(false);
-  CLI::App* run = sub.add_subcommand("run", "Run a function of a module on NumPy inputs");
-  run->add_option("FILE", *file, "model file (.wmod)")->required();
-  run->add_option("--inputs", *inputs, "arguments by parameter name (.npz)")->required();
-  run->add_option("--outputs", *outputs, "where to write the result (.npz; f32)")->required();
-  run->add_option("--function", *function, "the function to run (default: main)");
-  run->add_option("--ugraph-executor", *executor,
-                  "how call_ugraph runs µGraphs: interp (reference interpreter) or cpu "
-                  "(compiled CPU program)")
-      ->check(CLI::IsMember({"interp", "cpu"}));
-  run->add_flag("--stats", *stats, "print the VM's counters and memory figures");
-  auto no_plan = std::make_shared<bool>(false);
-  auto poison = std::make_shared<bool>(false);
-  auto storage = std::make_shared<std::string>("arena");
-  run->add_option("--storage", *storage,
-                  "static plans: one arena sized by the bounds (arena, default) or each storage "
-                  "sized at run time (sized)")
-      ->check(CLI::IsMember({"arena", "sized"}));
-  run->add_flag("--no-plan", *no_plan, "allocate every tensor on its own (no memory plan)");
-  run->add_flag("--poison", *poison,
-                "fill planned storage with NaN when allocated and when each tensor dies");
-  return [=]() -> int {
-    weft::SymProver prover;
-    weft::Module m = weft::load_module(*file, prover);
-    weft::check_module(m, prover);
-    if (check->parsed()) {
-      std::cout << "ok: " << weft::module_summary(m) << "\n";
-      return 0;
-    }
-    if (print->parsed() && *show_vm) {
-      weft::Vm vm(m);
-      for (const weft::Function& f : m.functions)
-        std::cout << "fn " << f.name << ":\n" << vm.disassemble(f.name);
-      return 0;
-    }
-    if (print->parsed()) {
-      std::cout << weft::print_module(m, !*no_types);
-      return 0;
-    }
-    if (plan->parsed()) {
-      weft::PlanOptions po;
-      po.element_bytes = *element_bytes;
-      std::optional<weft::SymBinding> binding;
-      if (!bind->empty()) binding = parse_binding(*bind, m);
-      weft::Module expanded = weft::expand_composites(m, prover);  // as the VM runs it
-      std::cout << weft::plan_str(weft::plan_memory(expanded, prover, po), expanded, binding);
-      return 0;
-    }
-    if (run->parsed()) {
-      const weft::Function& fn = weft::function_to_run(m, *function, weft::SourceLoc{*file});
-      auto args = weft::arguments_from_npz(fn, weft::read_npz(*inputs), *inputs);
-      weft::VmOptions options;
-      options.ugraph_executor =
-          *executor == "cpu" ? weft::UGraphExecutor::cpu : weft::UGraphExecutor::interpreter;
-      options.plan = !*no_plan;
-      options.poison = *poison;
-      options.static_arena = *storage == "arena";
-      weft::Vm vm(m, options);
-      weft::VmValue result = vm.run(*function, args);
-      auto arrays = weft::result_arrays(result);
-      weft::write_npz(*outputs, arrays);
-      for (const auto& [name, t] : arrays)
-        std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
-      if (*stats) {
-        const weft::VmStats& st = vm.stats();
-        std::cout << fmt::format(
-            "vm: {} instructions, {} calls, {} frees; peak bytes (f32): naive {}, planned {}, "
-            "live {}; {} bytes produced\n",
-            st.instructions, st.calls, st.frees, st.peak_naive_bytes, st.peak_planned_bytes,
-            st.peak_live_bytes, st.total_alloc_bytes);
-      }
-      return 0;
-    }
-    return 1;
-  };
-});
+weft::cli::Register reg(
+    "model", "Model files: check, print, plan, partition, run, import", [](CLI::App& sub) {
+      sub.require_subcommand(1);
+      auto file = std::make_shared<std::string>();
+      auto no_types = std::make_shared<bool>(false);
+      auto show_vm = std::make_shared<bool>(false);
+      CLI::App* check = sub.add_subcommand("check", "Parse, deduce types and check a module");
+      check->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      CLI::App* print = sub.add_subcommand("print", "Print a module in canonical form");
+      print->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      print->add_flag("--no-types", *no_types, "omit the deduced type comments");
+      print->add_flag("--vm", *show_vm, "print each function's VM register program instead");
+      auto bind = std::make_shared<std::string>();
+      auto element_bytes = std::make_shared<int>(0);
+      CLI::App* plan = sub.add_subcommand("plan", "Print each function's memory plan");
+      plan->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      plan->add_option("--bind", *bind,
+                       "evaluate the figures at this binding of the symbolic variables (b=2,n=16)");
+      plan->add_option("--element-bytes", *element_bytes,
+                       "bytes per element for every tensor (default: the declared dtype's size)")
+          ->check(CLI::Range(0, 64));
+      auto max_region_ops = std::make_shared<int>(8);
+      CLI::App* partition = sub.add_subcommand(
+          "partition", "List each function's regions for the superoptimizer (composites expanded)");
+      partition->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      partition->add_option("--max-region-ops", *max_region_ops, "operators per region")
+          ->check(CLI::Range(1, 1000))
+          ->capture_default_str();
+      auto inputs = std::make_shared<std::string>();
+      auto outputs = std::make_shared<std::string>();
+      auto function = std::make_shared<std::string>("main");
+      auto executor = std::make_shared<std::string>("interp");
+      auto stats = std::make_shared<bool>(false);
+      CLI::App* run = sub.add_subcommand("run", "Run a function of a module on NumPy inputs");
+      run->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      auto inputs_pb = std::make_shared<std::string>();
+      auto weights = std::make_shared<std::string>();
+      run->add_option("--inputs", *inputs,
+                      "arguments by parameter name (.npz; for .onnx by the ONNX input names)");
+      run->add_option(
+          "--inputs-pb", *inputs_pb,
+          ".onnx only: a node-test data set directory (input_N.pb in graph-input order)");
+      run->add_option("--weights", *weights,
+                      ".wmod only: more arguments (.npz), e.g. the weights `model import` wrote");
+      run->add_option("--outputs", *outputs, "where to write the result (.npz; f32)")->required();
+      run->add_option("--function", *function, "the function to run (default: main)");
+      run->add_option("--ugraph-executor", *executor,
+                      "how call_ugraph runs µGraphs: interp (reference interpreter) or cpu "
+                      "(compiled CPU program)")
+          ->check(CLI::IsMember({"interp", "cpu"}));
+      run->add_flag("--stats", *stats, "print the VM's counters and memory figures");
+      auto no_plan = std::make_shared<bool>(false);
+      auto poison = std::make_shared<bool>(false);
+      auto storage = std::make_shared<std::string>("arena");
+      run->add_option(
+             "--storage", *storage,
+             "static plans: one arena sized by the bounds (arena, default) or each storage "
+             "sized at run time (sized)")
+          ->check(CLI::IsMember({"arena", "sized"}));
+      run->add_flag("--no-plan", *no_plan, "allocate every tensor on its own (no memory plan)");
+      run->add_flag("--poison", *poison,
+                    "fill planned storage with NaN when allocated and when each tensor dies");
+      auto bounds = std::make_shared<std::vector<std::string>>();
+      auto out_wmod = std::make_shared<std::string>();
+      CLI::App* import = sub.add_subcommand(
+          "import", "Import an ONNX model: .wmod text and its weights (.npz next to it)");
+      import->add_option("FILE", *file, "model file (.onnx)")->required();
+      import->add_option("-o,--output", *out_wmod,
+                         "the .wmod to write (its weights go to the same path with .npz); default: "
+                         "print the module, write no weights");
+      for (CLI::App* c : {check, print, plan, partition, run, import})
+        c->add_option("--bound", *bounds,
+                      ".onnx: upper bound of the variable of a dim_param (NAME=N, repeatable; "
+                      "default 4096)");
+      return [=]() -> int {
+        weft::SymProver prover;
+        weft::OnnxImportOptions import_options;
+        for (const std::string& b : *bounds) weft::cli::parse_bound(b, import_options);
+        std::optional<weft::ImportedModel> onnx;
+        // A run given integer inputs imports with them fixed (below): no import of its own here.
+        bool run_onnx = run->parsed() && weft::is_onnx_path(*file);
+        if (weft::is_onnx_path(*file) && !run_onnx)
+          onnx = weft::import_onnx(*file, import_options);
+        else if (import->parsed())
+          throw weft::UserError(weft::SourceLoc{*file}, "model import reads ONNX files (.onnx)");
+        weft::Module m;
+        if (!run_onnx) {
+          m = onnx ? onnx->module : weft::load_module(*file, prover);
+          weft::check_module(m, prover);
+        }
+        if (import->parsed()) {
+          if (out_wmod->empty()) {
+            std::cout << weft::print_module(m);
+            return 0;
+          }
+          std::string npz = std::filesystem::path(*out_wmod).replace_extension(".npz").string();
+          std::ofstream(*out_wmod) << weft::print_module(m);
+          weft::write_npz(npz, onnx->weights);
+          std::cout << fmt::format("{}: {}; {} weights in {}\n", *out_wmod, weft::module_summary(m),
+                                   onnx->weights.size(), npz);
+          return 0;
+        }
+        if (check->parsed()) {
+          std::cout << "ok: " << weft::module_summary(m) << "\n";
+          return 0;
+        }
+        if (print->parsed() && *show_vm) {
+          weft::Vm vm(m);
+          for (const weft::Function& f : m.functions)
+            std::cout << "fn " << f.name << ":\n" << vm.disassemble(f.name);
+          return 0;
+        }
+        if (print->parsed()) {
+          std::cout << weft::print_module(m, !*no_types);
+          return 0;
+        }
+        if (plan->parsed()) {
+          weft::PlanOptions po;
+          po.element_bytes = *element_bytes;
+          std::optional<weft::SymBinding> binding;
+          if (!bind->empty()) binding = weft::cli::parse_binding(*bind, m);
+          weft::Module expanded = weft::expand_composites(m, prover);  // as the VM runs it
+          std::cout << weft::plan_str(weft::plan_memory(expanded, prover, po), expanded, binding);
+          return 0;
+        }
+        if (partition->parsed()) {
+          weft::PartitionOptions po;
+          po.max_region_ops = *max_region_ops;
+          weft::Module expanded = weft::expand_composites(m, prover);
+          std::cout << weft::regions_str(weft::partition_module(expanded, po));
+          return 0;
+        }
+        if (run_onnx) {
+          if (inputs->empty() == inputs_pb->empty())
+            throw weft::UserError("model run: give --inputs IN.npz or --inputs-pb DIR");
+          std::map<std::string, weft::Tensor<double>> in;
+          std::vector<std::string> integral;
+          if (!inputs_pb->empty()) {
+            in = weft::onnx_inputs_from_pb(weft::onnx_graph_info(*file).graph_inputs, *inputs_pb,
+                                           &integral);
+          } else {
+            for (auto& [name, a] : weft::read_npz(*inputs)) {
+              in[name] = a.tensor;
+              if (a.integral) integral.push_back(name);
+            }
+          }
+          onnx = weft::import_for_run(*file, import_options, in, integral);
+          auto arrays = weft::run_imported(*onnx, in, inputs->empty() ? *inputs_pb : *inputs);
+          weft::write_npz(*outputs, arrays);
+          for (const auto& [name, t] : arrays)
+            std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
+          return 0;
+        }
+        if (run->parsed()) {
+          if (inputs->empty()) throw weft::UserError("model run: --inputs IN.npz is required");
+          const weft::Function& fn = weft::function_to_run(m, *function, weft::SourceLoc{*file});
+          weft::NpzArrays in = weft::read_npz(*inputs);
+          if (!weights->empty())
+            for (auto& [name, a] : weft::read_npz(*weights)) in.emplace(name, a);
+          auto args = weft::arguments_from_npz(fn, in, *inputs);
+          weft::VmOptions options;
+          options.ugraph_executor =
+              *executor == "cpu" ? weft::UGraphExecutor::cpu : weft::UGraphExecutor::interpreter;
+          options.plan = !*no_plan;
+          options.poison = *poison;
+          options.static_arena = *storage == "arena";
+          weft::Vm vm(m, options);
+          weft::VmValue result = vm.run(*function, args);
+          auto arrays = weft::result_arrays(result);
+          weft::write_npz(*outputs, arrays);
+          for (const auto& [name, t] : arrays)
+            std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
+          if (*stats) {
+            const weft::VmStats& st = vm.stats();
+            std::cout << fmt::format(
+                "vm: {} instructions, {} calls, {} frees; peak bytes (f32): naive {}, planned {}, "
+                "live {}; {} bytes produced\n",
+                st.instructions, st.calls, st.frees, st.peak_naive_bytes, st.peak_planned_bytes,
+                st.peak_live_bytes, st.total_alloc_bytes);
+          }
+          return 0;
+        }
+        return 1;
+      };
+    });
 
 }  // namespace

@@ -1,12 +1,14 @@
 // `weft run FILE [--seed N] [--dtype f32|f64] [--backend interp|cpu|cuda|cuda-emulation]
 // [--compare REF]`: runs a µGraph on seeded random inputs with the reference interpreter (or a
 // backend) and summarizes each output, or compares it to another program's outputs on the same
-// inputs (exit 3 when outside the tolerance). The work is driver/run.h's.
+// inputs (exit 3 when outside the tolerance). The work is driver/run.h's. `weft run DIR --inputs
+// IN.npz --outputs OUT.npz [--function F]` runs a compiled model (tools/weft/model_dir.h).
 #include <fmt/format.h>
 
 #include "driver/run.h"
 #include "interp/random_inputs.h"
 #include "tools/weft/command.h"
+#include "tools/weft/model_dir.h"
 
 namespace weft::cli {
 namespace {
@@ -29,7 +31,15 @@ static Register reg(
       auto compare = std::make_shared<std::string>();
       auto seed = std::make_shared<uint64_t>(0);
       auto dtype = std::make_shared<std::string>("f32");
-      sub.add_option("FILE", *file, "µGraph file")->required();
+      auto inputs = std::make_shared<std::string>();
+      auto outputs = std::make_shared<std::string>();
+      auto function = std::make_shared<std::string>("main");
+      sub.add_option("FILE", *file, "µGraph file, or a directory `weft compile MODEL` wrote")
+          ->required();
+      sub.add_option("--inputs", *inputs, "Compiled models: arguments by parameter name (.npz)");
+      sub.add_option("--outputs", *outputs, "Compiled models: where to write the result (.npz)");
+      sub.add_option("--function", *function, "Compiled models: the function to run")
+          ->capture_default_str();
       sub.add_option("--seed", *seed, "Seed of the random inputs (uniform in [-1, 1))")
           ->capture_default_str();
       sub.add_option("--dtype", *dtype,
@@ -52,6 +62,16 @@ static Register reg(
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");
       return [=]() -> int {
+        if (is_compiled_model_dir(*file)) {
+          if (inputs->empty() || outputs->empty())
+            throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
+          return run_compiled_model(*file, *inputs, *outputs, *function);
+        }
+        if (!inputs->empty() || !outputs->empty())
+          throw UserError(
+              fmt::format("--inputs and --outputs run a compiled model directory; "
+                          "{} is not one",
+                          *file));
         RunOptions options;
         if (*backend != "interp") options.backend = backend_by_name(*backend);
         bool gpu = keeps_declared_dtypes(options);
