@@ -30,6 +30,12 @@ WEFT_DEV int64_t weft_gtid() {
 }
 WEFT_DEV int64_t weft_gthreads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 WEFT_DEV void weft_sync() { __syncthreads(); }
+// Barrier `id` of the CTA's first `threads` threads (a multiple of 32): a task body of a persistent
+// kernel synchronizes its own threads while the worker's other threads wait elsewhere (barrier 0 is
+// __syncthreads). Orders shared and global memory among the participants like __syncthreads.
+WEFT_DEV void weft_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 WEFT_DEV float weft_ld(const float* p) { return *p; }
 WEFT_DEV float weft_ld(const weft_f16* p) { return __half2float(*p); }

@@ -7,10 +7,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <barrier>
 #include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #define WEFT_DEV static inline
@@ -66,6 +72,9 @@ struct weft_emu_block {
   std::vector<unsigned char> smem;  // filled with 0xff: reading unwritten shared memory gives NaN
   std::vector<uint32_t> scratch;    // 8 words per thread for warp collectives
   std::vector<const unsigned char*> ptrs;
+  // Named barriers (weft_bar_sync), one per (id, thread count), made on first use.
+  std::mutex named_mutex;
+  std::map<std::pair<int, int>, std::unique_ptr<std::barrier<>>> named;
 };
 // An issued cp.async: the 16 source bytes, written to dst only when a wait retires its group.
 struct weft_emu_copy {
@@ -90,6 +99,23 @@ static inline int weft_bid_z() { return weft_emu.bz; }
 static inline int64_t weft_gtid() { return weft_emu.gtid; }
 static inline int64_t weft_gthreads() { return weft_emu.gthreads; }
 static inline void weft_sync() { weft_emu.block->bar.arrive_and_wait(); }
+// bar.sync id, threads: only the block's first `threads` threads may take part (a thread beyond
+// them is a bug in the generated code, reported and aborted rather than left to hang).
+static inline void weft_bar_sync(int id, int threads) {
+  if (weft_emu.tid >= threads) {
+    fprintf(stderr, "weft_bar_sync(%d, %d) called by thread %d\n", id, threads, weft_emu.tid);
+    abort();
+  }
+  weft_emu_block& b = *weft_emu.block;
+  std::barrier<>* bar;
+  {
+    std::lock_guard<std::mutex> lock(b.named_mutex);
+    std::unique_ptr<std::barrier<>>& slot = b.named[{id, threads}];
+    if (!slot) slot = std::make_unique<std::barrier<>>(threads);
+    bar = slot.get();
+  }
+  bar->arrive_and_wait();
+}
 static inline void weft_warp_sync() { weft_emu.block->warp_bars[weft_emu.tid >> 5]->arrive_and_wait(); }
 
 static inline float weft_shfl_xor(float v, int mask) {

@@ -27,3 +27,47 @@ WEFT_DEV int weft_swz(int i) {
   int b = i * E;
   return (b ^ (((b >> 7) & 7) << 4)) / E;
 }
+
+// C = A B for row-major A (m x k), B (k x n), C (m x n), f32 accumulation in k order, computed by
+// threads [0, THREADS) of the CTA (the others must not call it): BM x BN output tiles, each thread
+// owning outputs tid, tid + THREADS, ...; BK-deep slices of A and B staged as f32 in shared memory
+// (`as`: BM x (BK + 1), padded against bank conflicts; `bs`: BK x BN), the threads meeting at named
+// barrier 1. The library matmul of a persistent kernel's task body, which cannot call cuBLAS: the
+// simple, correct path (no tensor cores, no pipelining).
+template <int BM, int BN, int BK, int THREADS, class TA, class TB, class TC>
+WEFT_DEV void weft_cta_gemm(int64_t m, int64_t n, int64_t k, const TA* a, const TB* b, TC* c,
+                            float* as, float* bs) {
+  constexpr int kPer = (BM * BN + THREADS - 1) / THREADS;
+  const int tid = weft_tid();
+  for (int64_t i0 = 0; i0 < m; i0 += BM)
+    for (int64_t j0 = 0; j0 < n; j0 += BN) {
+      float acc[kPer];
+      for (int p = 0; p < kPer; ++p) acc[p] = 0.0f;
+      for (int64_t q0 = 0; q0 < k; q0 += BK) {
+        for (int e = tid; e < BM * BK; e += THREADS) {
+          const int64_t i = i0 + e / BK, q = q0 + e % BK;
+          as[(e / BK) * (BK + 1) + e % BK] = i < m && q < k ? weft_ld(&a[i * k + q]) : 0.0f;
+        }
+        for (int e = tid; e < BK * BN; e += THREADS) {
+          const int64_t q = q0 + e / BN, j = j0 + e % BN;
+          bs[e] = q < k && j < n ? weft_ld(&b[q * n + j]) : 0.0f;
+        }
+        weft_bar_sync(1, THREADS);
+        for (int p = 0; p < kPer; ++p) {
+          const int e = tid + p * THREADS;
+          if (e >= BM * BN) break;
+          const float* ar = &as[(e / BN) * (BK + 1)];
+          const float* bc = &bs[e % BN];
+          float s = acc[p];
+          for (int q = 0; q < BK; ++q) s += ar[q] * bc[q * BN];
+          acc[p] = s;
+        }
+        weft_bar_sync(1, THREADS);
+      }
+      for (int p = 0; p < kPer; ++p) {
+        const int e = tid + p * THREADS;
+        const int64_t i = i0 + e / BN, j = j0 + e % BN;
+        if (e < BM * BN && i < m && j < n) weft_st(&c[i * n + j], acc[p]);
+      }
+    }
+}
