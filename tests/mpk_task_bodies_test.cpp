@@ -165,7 +165,7 @@ TEST(MpkTaskBodies, TextFollowsTheContract) {
             std::string::npos);
   for (const char* absent :
        {"weft_sync()", "__syncthreads", "WEFT_KERNEL", "WEFT_LAUNCH", "extern \"C\"", "weft_bid_",
-        "weft_smem_base", "weft_gemm(", "weft_gtid", "cublas"})
+        "weft_smem_base", "weft_gemm(", "weft_gtid", "cublas", "blockIdx", "threadIdx"})
     EXPECT_EQ(bodies.find(absent), std::string::npos) << absent;
   EXPECT_GT(count(bodies, "weft_bar_sync(1, 128);"), 0);
   int gemms = 0;
