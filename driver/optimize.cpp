@@ -506,4 +506,22 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   return result;
 }
 
+VerifiedRecord verify_result(const Graph& program, const Graph& candidate,
+                             const SearchConfig& config) {
+  const Graph expanded = expand_composites(program);
+  if (candidate == expanded || candidate == program) {
+    VerifiedRecord same;
+    same.equivalent = same.numerically_ok = true;
+    same.bound = 0;
+    same.detail = "identical to the input program";
+    return same;
+  }
+  VerifyOptions vopt;
+  vopt.target_error = config.target_error;
+  vopt.seed = config.seed;
+  vopt.threads = config.threads > 0 ? config.threads : hardware_threads();
+  EquivalenceChecker checker(expanded, vopt);
+  return verify_candidate(checker, candidate);
+}
+
 }  // namespace weft

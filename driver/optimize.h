@@ -123,4 +123,10 @@ struct OptimizeOptions {
 OptimizeResult optimize(const Graph& program, const SearchConfig& config,
                         const OptimizeOptions& options = {});
 
+// Verifies a result obtained elsewhere (a cache entry) against `program` as optimize() verifies
+// its top candidates: finite-field tests to config.target_error with config.seed, and the
+// floating-point check. A verifier limit is reported in `detail`, never thrown.
+VerifiedRecord verify_result(const Graph& program, const Graph& candidate,
+                             const SearchConfig& config);
+
 }  // namespace weft

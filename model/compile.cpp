@@ -67,6 +67,19 @@ ModelCompileResult compile_model(const Module& module, SymProver& prover,
   std::map<std::string, std::string> by_text;  // region text -> its µGraph's name
   std::vector<Pending> to_search;
   std::vector<std::pair<size_t, Graph>> found;  // region -> its best µGraph
+  // A cache entry is a file anyone may have written (or an older weft): its µGraph is verified
+  // against the region before use, as the search's own results are. One that fails is reported
+  // and the region is searched again (and its entry rewritten).
+  auto trusted = [&](const CachedRegion& hit, const Pending& p) {
+    const VerifiedRecord v = verify_result(p.graph, hit.graph, options.search);
+    if (v.equivalent && v.numerically_ok) return true;
+    const std::string why = fmt::format(
+        "cache entry {} is not verified equivalent to its region ({}); searching again",
+        cache.path(p.key), !v.equivalent ? v.detail : "not numerically acceptable in f32");
+    result.warnings.push_back(why);
+    say("warning: " + why);
+    return false;
+  };
   for (size_t i = 0; i < regions.size(); ++i) {
     const ModelRegion& r = regions[i];
     const Function* f = spec.module.find_function(r.function);
@@ -103,6 +116,8 @@ ModelCompileResult compile_model(const Module& module, SymProver& prover,
     if (!options.search_regions) {
       result.regions[i].origin = "input";
       found.emplace_back(i, std::move(p.graph));
+    } else if (hit && !trusted(*hit, p)) {
+      to_search.push_back(std::move(p));
     } else if (hit) {
       CompiledRegion& rep = result.regions[i];
       rep.cache_hit = true;

@@ -214,7 +214,7 @@ struct Fusion {
   double saving = 0;  // predicted: the operators as library kernels minus the fused kernel
 };
 
-// `base` with each fusion's operators replaced by its kernel; nullopt when the fusions together
+// `base` with each fusion's operators replaced by its kernels; nullopt when the fusions together
 // would form a cycle.
 std::optional<Graph> assemble(const Graph& base, const std::vector<const Fusion*>& fusions) {
   std::vector<int> unit(base.ops.size(), -1);
@@ -252,11 +252,23 @@ std::optional<Graph> assemble(const Graph& base, const std::vector<const Fusion*
       }
       const Fusion& f = *fusions[static_cast<size_t>(unit[i])];
       if (!ready(f.fused.operands)) continue;
-      std::vector<std::string> names;
-      for (ValueId v : f.fused.results) names.push_back(base.value(v).name);
-      std::vector<ValueId> outs =
-          kb.add_nested(OpKind::kernel, mapped(f.fused.operands), f.fused.body, names);
-      for (size_t k = 0; k < outs.size(); ++k) map[f.fused.results[k]] = outs[k];
+      // The region's kernel graph, inlined: its names are the program's results and values
+      // fresh in the program (search/fuse_region.h).
+      const Graph& kg = f.fused.kernels;
+      std::vector<ValueId> inner(kg.values.size(), -1);
+      for (size_t k = 0; k < kg.inputs.size(); ++k) inner[kg.inputs[k]] = map[f.fused.operands[k]];
+      for (const Op& op : kg.ops) {
+        std::vector<ValueId> ins;
+        for (ValueId v : op.inputs) ins.push_back(inner[v]);
+        std::vector<std::string> names;
+        for (ValueId v : op.outputs) names.push_back(kg.value(v).name);
+        std::vector<ValueId> outs = op.body
+                                        ? kb.add_nested(op.kind, ins, *op.body, names, {}, op.stage)
+                                        : kb.add_op(op.kind, ins, op.attrs, names, {}, op.stage);
+        for (size_t k = 0; k < outs.size(); ++k) inner[op.outputs[k]] = outs[k];
+      }
+      for (size_t k = 0; k < f.fused.results.size(); ++k)
+        map[f.fused.results[k]] = inner[kg.outputs[k]];
       for (int o : f.ops) done[o] = true;
       progress = true;
     }

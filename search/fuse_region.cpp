@@ -28,7 +28,11 @@ struct Schedule {
   std::vector<int> grid_classes;  // axis class per grid dim in use
   std::vector<int64_t> grid_sizes;
   int loop_class = -1;  // -1: no for-loop
-  int64_t loop = 1;
+  int64_t loop = 1;     // iterations per block
+  // Split reduction (split-K, FlashDecoding's split KV): the loop's range is divided over `split`
+  // blocks along the next free grid dim; the kernel saves partial accumulators and kernel-level
+  // operators sum them (`sum(.., to=tile)`) and apply the post-loop operators. 1: no split.
+  int64_t split = 1;
 };
 
 std::vector<int64_t> divisors(int64_t n) {
@@ -276,8 +280,20 @@ class RegionFuser {
           }
         sizes = std::move(next);
       }
-      for (const auto& gs : sizes)
-        for (const auto& [lc, f] : loops) out.push_back(Schedule{set, gs, lc, f});
+      for (const auto& gs : sizes) {
+        int64_t blocks = 1;
+        for (int64_t g : gs) blocks *= g;
+        for (const auto& [lc, f] : loops) {
+          out.push_back(Schedule{set, gs, lc, f, 1});
+          // Splits only where the grid leaves most SMs idle (the point of splitting) and a grid
+          // dim is free; each block keeps at least two iterations.
+          if (!options_.split_reductions || lc < 0 || set.size() >= 3 || blocks >= target_.sm_count)
+            continue;
+          for (int64_t split : divisors(f))
+            if (split >= 2 && f / split >= 2 && blocks * split <= options_.max_blocks)
+              out.push_back(Schedule{set, gs, lc, f / split, split});
+        }
+      }
     }
     return out;
   }
@@ -298,6 +314,9 @@ class RegionFuser {
                                            const std::vector<bool>& accumulating) {
     std::array<int64_t, 3> grid = {1, 1, 1};
     for (size_t g = 0; g < s.grid_sizes.size(); ++g) grid[g] = s.grid_sizes[g];
+    const bool split = s.split > 1;
+    const size_t split_dim = s.grid_classes.size();  // the grid dim the split uses
+    if (split) grid[split_dim] = s.split;
     GraphBuilder bb(Level::block);
     bb.set_block_params(grid, options_.threads, s.loop);
     std::set<std::string> taken;
@@ -310,20 +329,25 @@ class RegionFuser {
         if (taken.insert(n).second) return n;
       }
     };
-    std::vector<ValueId> params;
-    for (ValueId v : operands_) params.push_back(bb.add_input(p_.value(v).name, p_.type(v)));
+    // The kernel's inputs: every operand, or when split the loop's only (the post-loop
+    // operators run at kernel level on whole tensors).
+    std::vector<ValueId> params(operands_.size(), -1);
+    std::vector<size_t> kernel_inputs;
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      if (split && !(need[operands_[i]] & kNeedLoop)) continue;
+      params[i] = bb.add_input(p_.value(operands_[i]).name, p_.type(operands_[i]));
+      kernel_inputs.push_back(i);
+    }
     // The block value of each program value, per stage.
     std::vector<ValueId> in_loop(p_.values.size(), -1), in_post(p_.values.size(), -1);
     auto add_iter = [&](size_t i, bool post) {
       ValueId v = operands_[i];
-      std::vector<int64_t> imap = {-1, -1, -1};
-      for (size_t g = 0; g < s.grid_classes.size(); ++g) {
-        std::vector<size_t> d = dims_in(v, s.grid_classes[g]);
-        if (!d.empty()) imap[g] = static_cast<int64_t>(d[0]);
-      }
+      std::vector<int64_t> imap = grid_map(v, s);
       int64_t fmap = -1;
       if (!post && carries(v, s.loop_class))
         fmap = static_cast<int64_t>(dims_in(v, s.loop_class)[0]);
+      // Split: the blocks along the split dim cut the walked dim; each walks its own slice.
+      if (split && fmap >= 0) imap[split_dim] = fmap;
       Attrs a;
       a.set("imap", imap);
       a.set("fmap", fmap);
@@ -353,52 +377,197 @@ class RegionFuser {
         in_loop[out] = add_op(op, in_loop, Stage::loop, op.kind, op.attrs);
       }
     }
-    // Post stage: iterators, operators (an accumulated mean's scale), saves.
-    for (size_t i = 0; i < operands_.size(); ++i)
-      if (need[operands_[i]] & kNeedPost) add_iter(i, true);
-    for (int i : ops_) {
-      const Op& op = p_.ops[i];
-      ValueId out = op.outputs[0];
-      if (!(need[out] & kNeedPost)) continue;
-      if (accumulating[i]) {
-        in_post[out] = accumulated[out];
-        if (op.kind == OpKind::mean) {
-          size_t dim = static_cast<size_t>(op.attrs.get_int("dim"));
-          Attrs a;
-          a.set("factor", *Rational::make(1, p_.type(op.inputs[0]).shape[dim]));
-          in_post[out] = bb.add(OpKind::scale, {accumulated[out]}, a, fresh(), {}, Stage::post);
-        }
-      } else {
-        in_post[out] = add_op(op, in_post, Stage::post, op.kind, op.attrs);
-      }
-    }
-    for (ValueId r : results_) {
-      std::vector<int64_t> omap = {-1, -1, -1};
-      for (size_t g = 0; g < s.grid_classes.size(); ++g)
-        omap[g] = static_cast<int64_t>(dims_in(r, s.grid_classes[g])[0]);
-      Attrs a;
-      a.set("omap", omap);
-      bb.add(OpKind::save, {in_post[r]}, a, p_.value(r).name, {}, Stage::post);
-    }
     FusedRegion fused;
     fused.operands = operands_;
     fused.results = results_;
-    fused.body = std::move(bb).finish();
-    // The kernel alone, checked and costed on the target.
     GraphBuilder kb(Level::kernel, "region");
+    std::vector<ValueId> kernel_value(p_.values.size(), -1);
+    for (ValueId v : operands_) kernel_value[v] = kb.add_input(p_.value(v).name, p_.type(v));
     std::vector<ValueId> ins;
-    for (ValueId v : operands_) ins.push_back(kb.add_input(p_.value(v).name, p_.type(v)));
-    std::vector<std::string> names;
-    for (ValueId r : results_) names.push_back(p_.value(r).name);
-    std::vector<ValueId> outs = kb.add_nested(OpKind::kernel, ins, fused.body, names);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      if (!(kb.graph().type(outs[i]) == p_.type(results_[i]))) return std::nullopt;
-      kb.add_output(outs[i]);
+    for (size_t i : kernel_inputs) ins.push_back(kernel_value[operands_[i]]);
+    if (!split) {
+      // Post stage: iterators, operators (an accumulated mean's scale), saves.
+      for (size_t i = 0; i < operands_.size(); ++i)
+        if (need[operands_[i]] & kNeedPost) add_iter(i, true);
+      for (int i : ops_) {
+        const Op& op = p_.ops[i];
+        ValueId out = op.outputs[0];
+        if (!(need[out] & kNeedPost)) continue;
+        if (accumulating[i]) {
+          in_post[out] = accumulated[out];
+          if (op.kind == OpKind::mean)
+            in_post[out] = bb.add(OpKind::scale, {accumulated[out]}, {mean_scale(op)}, fresh(), {},
+                                  Stage::post);
+        } else {
+          in_post[out] = add_op(op, in_post, Stage::post, op.kind, op.attrs);
+        }
+      }
+      save_results(bb, s, in_post);
+      fused.body = std::move(bb).finish();
+      std::vector<std::string> names;
+      for (ValueId r : results_) names.push_back(p_.value(r).name);
+      std::vector<ValueId> outs = kb.add_nested(OpKind::kernel, ins, fused.body, names);
+      for (size_t i = 0; i < outs.size(); ++i) kernel_value[results_[i]] = outs[i];
+    } else if (!build_split(s, need, accumulating, accumulated, split_dim, bb, kb, ins,
+                            kernel_value, fused)) {
+      return std::nullopt;
     }
-    Graph k = std::move(kb).finish();
-    if (!check_graph(k, target_).empty()) return std::nullopt;
-    fused.predicted_s = predict(k, target_).total_s;
+    for (ValueId r : results_) {
+      if (kernel_value[r] < 0 || !(kb.graph().type(kernel_value[r]) == p_.type(r)))
+        return std::nullopt;
+      kb.add_output(kernel_value[r]);
+    }
+    fused.kernels = std::move(kb).finish();
+    // The kernels alone, checked and costed on the target.
+    if (!check_graph(fused.kernels, target_).empty()) return std::nullopt;
+    fused.predicted_s = predict(fused.kernels, target_).total_s;
     return fused;
+  }
+
+  // Where the grid's dims cut `v`: per grid dim in use, v's dim of that axis class (-1: none).
+  std::vector<int64_t> grid_map(ValueId v, const Schedule& s) {
+    std::vector<int64_t> map = {-1, -1, -1};
+    for (size_t g = 0; g < s.grid_classes.size(); ++g) {
+      std::vector<size_t> d = dims_in(v, s.grid_classes[g]);
+      if (!d.empty()) map[g] = static_cast<int64_t>(d[0]);
+    }
+    return map;
+  }
+
+  // Saves the results (block values `in_post`) where the grid places them.
+  void save_results(GraphBuilder& b, const Schedule& s, const std::vector<ValueId>& in_post) {
+    for (ValueId r : results_) {
+      Attrs a;
+      a.set("omap", grid_map(r, s));
+      b.add(OpKind::save, {in_post[r]}, a, p_.value(r).name, {}, Stage::post);
+    }
+  }
+
+  // An accumulated mean's scale: 1 / (elements reduced).
+  Attrs mean_scale(const Op& mean) const {
+    size_t dim = static_cast<size_t>(mean.attrs.get_int("dim"));
+    Attrs a;
+    a.set("factor", *Rational::make(1, p_.type(mean.inputs[0]).shape[dim]));
+    return a;
+  }
+
+  // The split form's kernel graph: the block graph (loop stage already built in `bb`) saves each
+  // accumulator the post stage needs as partial results, one slice per split block side by side
+  // along a dim the grid leaves free (a size-1 dim if there is one); kernel operators sum the
+  // slices (`sum(.., to=tile)`: element g sums g, g + tile, ...) and run the post-loop operators
+  // on whole tensors. False when an accumulator is not cut like the grid (its partials would
+  // overlap) or has no free dim.
+  bool build_split(const Schedule& s, const std::vector<uint8_t>& need,
+                   const std::vector<bool>& accumulating, const std::vector<ValueId>& accumulated,
+                   size_t split_dim, GraphBuilder& bb, GraphBuilder& kb,
+                   const std::vector<ValueId>& ins, std::vector<ValueId>& kernel_value,
+                   FusedRegion& fused) {
+    // Names of the partial results: fresh in the program (the caller inlines them into it).
+    std::set<std::string> names;
+    for (const Value& v : p_.values) names.insert(v.name);
+    auto fresh_name = [&](ValueId v, const char* what) {
+      for (int k = 0;; ++k) {
+        std::string n = fmt::format("{}.{}{}", p_.value(v).name, what, k);
+        if (names.insert(n).second) return n;
+      }
+    };
+    struct Partial {
+      int op;
+      int64_t dim, tile;
+    };
+    std::vector<Partial> partials;
+    std::vector<std::string> partial_names;
+    for (int i : ops_) {
+      const Op& op = p_.ops[i];
+      ValueId out = op.outputs[0];
+      if (!accumulating[i] || !(need[out] & kNeedPost)) continue;
+      std::vector<int64_t> omap = {-1, -1, -1};
+      for (size_t g = 0; g < s.grid_classes.size(); ++g) {
+        std::vector<size_t> d = dims_in(out, s.grid_classes[g]);
+        if (d.empty()) return false;
+        omap[g] = static_cast<int64_t>(d[0]);
+      }
+      const Shape& shape = p_.type(out).shape;
+      auto free = [&](size_t d) { return std::find(omap.begin(), omap.end(), d) == omap.end(); };
+      int64_t dim = -1;
+      for (size_t d = 0; d < shape.size() && dim < 0; ++d)
+        if (free(d) && shape[d] == 1) dim = static_cast<int64_t>(d);
+      for (size_t d = 0; d < shape.size() && dim < 0; ++d)
+        if (free(d)) dim = static_cast<int64_t>(d);
+      if (dim < 0) return false;
+      omap[split_dim] = dim;
+      Attrs a;
+      a.set("omap", omap);
+      partial_names.push_back(fresh_name(out, "partial"));
+      bb.add(OpKind::save, {accumulated[out]}, a, partial_names.back(), {}, Stage::post);
+      partials.push_back(Partial{i, dim, shape[static_cast<size_t>(dim)]});
+    }
+    if (partials.empty()) return false;
+    fused.body = std::move(bb).finish();
+    std::vector<ValueId> partial_values =
+        kb.add_nested(OpKind::kernel, ins, fused.body, partial_names);
+    // The combine kernel: the original grid without the split, no loop; each block sums its
+    // tile's partial slices (`sum(.., to=tile)`: element g sums g, g + tile, ...) and runs the
+    // post-loop operators on them and on the operands they read.
+    std::array<int64_t, 3> grid = {1, 1, 1};
+    for (size_t g = 0; g < s.grid_sizes.size(); ++g) grid[g] = s.grid_sizes[g];
+    GraphBuilder cb(Level::block);
+    cb.set_block_params(grid, options_.threads, 1);
+    std::set<std::string> taken;
+    for (const std::string& n : partial_names) taken.insert(n);
+    for (ValueId v : operands_) taken.insert(p_.value(v).name);
+    for (ValueId v : results_) taken.insert(p_.value(v).name);
+    int next = 0;
+    auto fresh = [&] {
+      for (;;) {
+        std::string n = fmt::format("c{}", next++);
+        if (taken.insert(n).second) return n;
+      }
+    };
+    std::vector<ValueId> combine_inputs;
+    std::vector<ValueId> in_post(p_.values.size(), -1);
+    for (size_t k = 0; k < partials.size(); ++k) {
+      const Op& op = p_.ops[static_cast<size_t>(partials[k].op)];
+      ValueId out = op.outputs[0];
+      combine_inputs.push_back(partial_values[k]);
+      ValueId param = cb.add_input(partial_names[k], kb.graph().type(partial_values[k]));
+      Attrs it;
+      it.set("imap", grid_map(out, s));
+      it.set("fmap", int64_t{-1});
+      ValueId tile = cb.add(OpKind::iter, {param}, it, fresh(), {}, Stage::post);
+      Attrs a;
+      a.set("dim", partials[k].dim);
+      a.set("to", partials[k].tile);
+      in_post[out] = cb.add(OpKind::sum, {tile}, a, fresh(), {}, Stage::post);
+      if (op.kind == OpKind::mean)
+        in_post[out] =
+            cb.add(OpKind::scale, {in_post[out]}, mean_scale(op), fresh(), {}, Stage::post);
+    }
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      ValueId v = operands_[i];
+      if (!(need[v] & kNeedPost)) continue;
+      combine_inputs.push_back(kernel_value[v]);
+      ValueId param = cb.add_input(p_.value(v).name, p_.type(v));
+      Attrs it;
+      it.set("imap", grid_map(v, s));
+      it.set("fmap", int64_t{-1});
+      in_post[v] = cb.add(OpKind::iter, {param}, it, fresh(), {}, Stage::post);
+    }
+    for (int i : ops_) {
+      const Op& op = p_.ops[i];
+      ValueId out = op.outputs[0];
+      if (accumulating[i] || !(need[out] & kNeedPost)) continue;
+      std::vector<ValueId> in;
+      for (ValueId v : op.inputs) in.push_back(in_post[v]);
+      in_post[out] = cb.add(op.kind, in, op.attrs, fresh(), {}, Stage::post);
+    }
+    save_results(cb, s, in_post);
+    std::vector<std::string> result_names;
+    for (ValueId r : results_) result_names.push_back(p_.value(r).name);
+    std::vector<ValueId> outs =
+        kb.add_nested(OpKind::kernel, combine_inputs, std::move(cb).finish(), result_names);
+    for (size_t k = 0; k < results_.size(); ++k) kernel_value[results_[k]] = outs[k];
+    return true;
   }
 
   const Graph& p_;

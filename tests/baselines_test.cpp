@@ -143,6 +143,41 @@ TEST(FuseRegion, RefusesWhatABlockGraphCannotRunThisWay) {
   EXPECT_FALSE(fuse_region(wide, {0, 1, 2}, target_by_name("h100")).has_value());
 }
 
+// Attention over 4096 keys for 2 x 256 queries: the grid (batch x query tiles) alone leaves most
+// of an H100's 132 SMs idle, so the rule-built kernel splits the key loop over more blocks and
+// combines the partial numerators and denominators in a second kernel (FlashDecoding's split KV);
+// predicted faster than the best unsplit schedule, and proven equivalent.
+TEST(FuseRegion, SplitsTheLoopWhenTheGridLeavesSMsIdle) {
+  const Target& h100 = target_by_name("h100");
+  Graph h = hoist_row_scales(
+      expand_composites(test::load_graph_file(test::example_path("gqa_attention.weft"))));
+  std::vector<int> all(h.ops.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  FuseOptions no_split;
+  no_split.split_reductions = false;
+  auto whole = fuse_region(h, all, h100, no_split);
+  auto split = fuse_region(h, all, h100);
+  ASSERT_TRUE(whole.has_value() && split.has_value());
+  EXPECT_EQ(whole->kernels.ops.size(), 1u);
+  ASSERT_EQ(split->kernels.ops.size(), 2u) << print_graph(split->kernels);
+  const Graph& partial = *split->kernels.ops[0].body;
+  const Graph& combine = *split->kernels.ops[1].body;
+  EXPECT_GT(partial.num_blocks(), whole->body.num_blocks());
+  EXPECT_EQ(partial.num_blocks() % combine.num_blocks(), 0);
+  EXPECT_EQ(combine.loop, 1);
+  EXPECT_LT(split->predicted_s, whole->predicted_s);
+  // The region's kernel graph is the whole program here: it must compute the same function.
+  Graph as_program = split->kernels;
+  as_program.name = h.name;
+  expect_equivalent(h, as_program, "split");
+  // The baseline built from it is the fastest and holds the two kernels.
+  std::vector<BaselineCandidate> bs = baseline_candidates(h, h100);
+  const BaselineCandidate* best = &bs[0];
+  for (const BaselineCandidate& b : bs)
+    if (predict(b.graph, h100).total_s < predict(best->graph, h100).total_s) best = &b;
+  EXPECT_EQ(count_kernels(best->graph), 2) << print_graph(best->graph);
+}
+
 // Every baseline of these programs is valid on the target and equivalent to its program; the
 // rules that apply to each produce the fusions named.
 TEST(BaselineCandidates, AreValidEquivalentAndIncludeTheExpectedFusions) {

@@ -1,7 +1,7 @@
 // Compiling models (model/partition, model/specialize, model/compile, model/region_cache): golden
 // region listings, tiny_llama compiled at several bindings against the uncompiled VM, kernel
-// counts, the disk cache (hits, a corrupt entry), the fallback at a binding not compiled, and the
-// CLI (`weft compile MODEL.wmod`, `weft run DIR`, `weft bench DIR`).
+// counts, the disk cache (hits, a corrupt entry, an entry not equivalent), the fallback at a
+// binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`, `weft bench DIR`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -191,8 +191,11 @@ class ModelCompileLlama : public testing::Test {
   static void SetUpTestSuite() {
     // One cache for the suite's processes (ctest runs each test in its own): the first searches,
     // the others are served from it. Entries are written atomically, so processes may share it.
-    cache_ =
-        new std::string((fs::temp_directory_path() / "weft_model_compile_llama_cache").string());
+    // It lives in the build tree of this test binary, so builds (sanitizer trees, other
+    // checkouts) never share entries; entries are verified on load in any case.
+    cache_ = new std::string(
+        (fs::canonical("/proc/self/exe").parent_path() / "test-cache" / "model_compile_llama")
+            .string());
     prover_ = new SymProver();
     original_ = new Module(load("examples/models/tiny_llama.wmod", *prover_));
     result_ = new ModelCompileResult(compile_model(*original_, *prover_, options()));
@@ -332,6 +335,45 @@ TEST(ModelCompile, ACorruptCacheEntryIsIgnoredWithAWarning) {
   ASSERT_EQ(second.warnings.size(), 1u);
   EXPECT_NE(second.warnings[0].find(entries[0].filename().string()), std::string::npos);
   // The entry was written again: a third compile is all hits.
+  ModelCompileResult third = compile_model(m, prover, o);
+  EXPECT_EQ(third.searched, 0);
+  EXPECT_TRUE(third.warnings.empty());
+  fs::remove_all(cache);
+}
+
+// A well-formed entry whose µGraph computes something else (one multiplication made an addition,
+// as a stale or hostile file could hold): the verifier rejects it on load, the region is searched
+// again and the entry rewritten.
+TEST(ModelCompile, ACacheEntryThatIsNotEquivalentIsSearchedAgain) {
+  std::string cache = temp_dir("wrong_cache");
+  SymProver prover;
+  Module m = load("tests/model/tiny_mlp.wmod", prover);
+  ModelCompileOptions o = small_options({{{"b", 2}, {"n", 4}}}, cache);
+  ModelCompileResult first = compile_model(m, prover, o);
+  ASSERT_GE(first.searched, 2);
+  ASSERT_TRUE(first.warnings.empty());
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(cache)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  fs::path edited;
+  for (const fs::path& entry : entries) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(entry));
+    std::string ugraph = j.at("ugraph").get<std::string>();
+    size_t at = ugraph.find(" mul(");
+    if (at == std::string::npos) continue;
+    ugraph.replace(at, 5, " add(");
+    j["ugraph"] = ugraph;
+    std::ofstream(entry) << j.dump(1) << "\n";
+    edited = entry;
+    break;
+  }
+  ASSERT_FALSE(edited.empty()) << "no cached µGraph holds a mul to edit";
+  ModelCompileResult second = compile_model(m, prover, o);
+  EXPECT_EQ(second.searched, 1);
+  EXPECT_EQ(second.cache_hits, first.searched - 1);
+  ASSERT_EQ(second.warnings.size(), 1u);
+  EXPECT_NE(second.warnings[0].find(edited.filename().string()), std::string::npos);
+  EXPECT_NE(second.warnings[0].find("not verified equivalent"), std::string::npos);
   ModelCompileResult third = compile_model(m, prover, o);
   EXPECT_EQ(third.searched, 0);
   EXPECT_TRUE(third.warnings.empty());
