@@ -114,8 +114,7 @@ HostRunResult run_on_host(const ProgramPlan& plan, const CpuProgram& program,
       memory.graph, memory.layout,
       weft_mpk::Config{options.schedulers, options.iterations,
                        static_cast<uint64_t>(options.watchdog_s * 1e9)},
-      memory.state.data(), &memory.report, options.trace ? memory.trace.data() : nullptr,
-      platform);
+      memory.state.data(), &memory.report, options.trace ? memory.trace.data() : nullptr, platform);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (uint32_t i = 0; i < threads; ++i)

@@ -31,21 +31,22 @@ std::string format_report(const ProtocolReport& r) {
           who, r.task, op, r.bx, r.by, r.bz, r.iteration, r.event, r.counter, r.need, r.iteration,
           r.need * r.iteration);
     case weft_mpk::kReportEndWait:
-      return fmt::format("watchdog: {} waits for the end of iteration {}: event e{} counter {}, need {}",
-                         who, r.iteration, r.event, r.counter, r.need * r.iteration);
+      return fmt::format(
+          "watchdog: {} waits for the end of iteration {}: event e{} counter {}, need {}", who,
+          r.iteration, r.event, r.counter, r.need * r.iteration);
     case weft_mpk::kReportEarlyJit:
       return fmt::format(
           "{} got JIT task t{} (op {}, block [{},{},{}]) of iteration {} before its event e{} "
           "fired ({} of {})",
-          who, r.task, op, r.bx, r.by, r.bz, r.iteration, r.event, r.counter,
-          r.need * r.iteration);
+          who, r.task, op, r.bx, r.by, r.bz, r.iteration, r.event, r.counter, r.need * r.iteration);
   }
   return fmt::format("unknown protocol report kind {} from {}", r.kind, who);
 }
 
 ProtocolMemory::ProtocolMemory(const DeviceGraph& g, uint32_t schedulers, uint64_t iterations,
                                bool traced)
-    : graph(view_of(g)), layout(weft_mpk::make_layout(graph, schedulers)),
+    : graph(view_of(g)),
+      layout(weft_mpk::make_layout(graph, schedulers)),
       state(weft_mpk::state_words(layout), 0) {
   if (traced) trace.assign(static_cast<size_t>(iterations * g.tasks.size()), TaskSpan{});
 }

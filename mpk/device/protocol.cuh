@@ -45,12 +45,12 @@ struct EventDesc {
 };
 static_assert(sizeof(OpDesc) == 8 && sizeof(TaskDesc) == 20 && sizeof(EventDesc) == 16,
               "the blob's record sizes");
-constexpr uint32_t kNoOp = 0xffffffffu;
-constexpr uint16_t kTaskJit = 1;
-constexpr uint32_t kOpLibrary = 1;
-constexpr uint32_t kBeginEvent = 0;
-constexpr uint32_t kEndEvent = 1;
-constexpr uint32_t kBlobHeaderBytes = 32;
+inline constexpr uint32_t kNoOp = 0xffffffffu;
+inline constexpr uint16_t kTaskJit = 1;
+inline constexpr uint32_t kOpLibrary = 1;
+inline constexpr uint32_t kBeginEvent = 0;
+inline constexpr uint32_t kEndEvent = 1;
+inline constexpr uint32_t kBlobHeaderBytes = 32;
 
 // A task graph as arrays: the decoded blob's vectors on the host, the blob itself on the GPU.
 struct GraphView {
@@ -104,11 +104,13 @@ WEFT_HD inline Layout make_layout(const GraphView& g, uint32_t schedulers) {
   return Layout{g.events, g.workers, schedulers, jit + 1, g.events + 1};
 }
 // A ring's words: items[cap], seq[cap], tail (tickets taken), head (the consumer's position).
-WEFT_HD constexpr uint64_t ring_words(uint32_t cap) { return 2ull * cap + 2; }
+WEFT_HD constexpr uint64_t ring_words(uint32_t cap) {
+  return 2ull * cap + 2;
+}
 // The state's size in 64-bit words; the platform zeroes them before a run.
 WEFT_HD constexpr uint64_t state_words(const Layout& l) {
-  return l.events + l.workers * ring_words(l.worker_cap) +
-         l.schedulers * ring_words(l.sched_cap) + l.schedulers + 1;
+  return l.events + l.workers * ring_words(l.worker_cap) + l.schedulers * ring_words(l.sched_cap) +
+         l.schedulers + 1;
 }
 
 // What stopped a run: written once, by the first failure, for the host to format
@@ -174,7 +176,12 @@ class Protocol {
   // and iteration, at (k - 1) * tasks + t.
   WEFT_HD Protocol(const GraphView& g, const Layout& layout, const Config& config, uint64_t* state,
                    Report* report, TaskSpan* trace, P& platform)
-      : g_(g), l_(layout), cfg_(config), state_(state), report_(report), trace_(trace),
+      : g_(g),
+        l_(layout),
+        cfg_(config),
+        state_(state),
+        report_(report),
+        trace_(trace),
         p_(platform) {}
 
   WEFT_HD bool failed() { return p_.load_acquire(failed_word()) != 0; }
@@ -239,9 +246,9 @@ class Protocol {
     return Ring{state_ + l_.events + w * ring_words(l_.worker_cap), l_.worker_cap};
   }
   WEFT_HD Ring sched_ring(uint32_t s) {
-    return Ring{state_ + l_.events + l_.workers * ring_words(l_.worker_cap) +
-                    s * ring_words(l_.sched_cap),
-                l_.sched_cap};
+    return Ring{
+        state_ + l_.events + l_.workers * ring_words(l_.worker_cap) + s * ring_words(l_.sched_cap),
+        l_.sched_cap};
   }
   WEFT_HD uint64_t* rr(uint32_t s) {
     return state_ + l_.events + l_.workers * ring_words(l_.worker_cap) +
@@ -300,7 +307,8 @@ class Protocol {
     return Report{kind, role, who, t, task.op, task.bx, task.by, task.bz, 0, e, k, 0, need(e)};
   }
   WEFT_HD Report end_report(uint32_t role, uint32_t who, uint64_t k) {
-    return Report{kReportEndWait, role, who, 0, kNoOp, 0, 0, 0, 0, kEndEvent, k, 0, need(kEndEvent)};
+    return Report{kReportEndWait, role, who, 0, kNoOp, 0, 0, 0, 0, kEndEvent, k, 0,
+                  need(kEndEvent)};
   }
 
   // One step of a bounded spin: false once the run failed or this spin passed the watchdog.
