@@ -79,7 +79,7 @@ test-asan: deps
 
 # The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime) under
 # ThreadSanitizer.
-TSAN_TESTS = MpkRuntime.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
+TSAN_TESTS = MpkRuntime.*:MpkTrace.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
