@@ -80,18 +80,29 @@ std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string& unit, bool
   k->launch_ = dlsym(k->handle_, "weft_mpk_launch");
   k->state_words_ = dlsym(k->handle_, "weft_mpk_state_words");
   void* grid = dlsym(k->handle_, "weft_mpk_grid");
-  WEFT_CHECK(k->launch_ && k->state_words_ && grid, "{} lacks the weft_mpk_* entry points",
-             r.artifact);
+  void* layout = dlsym(k->handle_, "weft_mpk_layout_of");
+  WEFT_CHECK(k->launch_ && k->state_words_ && grid && layout,
+             "{} lacks the weft_mpk_* entry points", r.artifact);
+  reinterpret_cast<WeftMpkLayoutFn>(layout)(&k->layout_);
   int threads = 0, smem = 0;
   reinterpret_cast<WeftMpkGridFn>(grid)(&k->ctas_, &threads, &smem);
   return k;
 }
 
-MegakernelRun LoadedMegakernel::run(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
+MegakernelRun LoadedMegakernel::run(const std::vector<uint8_t>& blob,
                                     const std::vector<void*>& inputs,
                                     const std::vector<void*>& outputs, void* workspace,
                                     uint64_t iterations, bool trace) const {
   WEFT_CHECK(iterations >= 1, "{} iterations", iterations);
+  const DeviceGraph graph = decode_task_graph(blob, "the persistent kernel's blob");
+  const weft_mpk::Layout want = weft_mpk::make_layout(view_of(graph), layout_.schedulers);
+  if (want.events != layout_.events || want.workers != layout_.workers ||
+      want.worker_cap != layout_.worker_cap || want.sched_cap != layout_.sched_cap)
+    throw UserError(fmt::format(
+        "the blob's graph ({} workers, {} events, {} JIT tasks) is not the one the persistent "
+        "kernel was emitted for ({} workers, {} events, {} JIT tasks)",
+        want.workers, want.events, want.worker_cap - 1, layout_.workers, layout_.events,
+        layout_.worker_cap - 1));
   return emulated_ ? run_emulated(blob, graph, inputs, outputs, workspace, iterations, trace)
                    : run_cuda(blob, graph, inputs, outputs, workspace, iterations, trace);
 }

@@ -29,13 +29,14 @@ class LoadedMegakernel {
   LoadedMegakernel& operator=(const LoadedMegakernel&) = delete;
   bool emulated() const { return emulated_; }
   int ctas() const { return ctas_; }
-  // Runs `blob` (encoding `graph`, the graph the unit was emitted for) `iterations` times. The
-  // tensors are host pointers in emulation, device pointers on a GPU (plan input order, plan
-  // output order, the workspace). Throws UserError when the launch is refused (the message names
-  // the numbers) or, on a GPU, when there is no device.
-  MegakernelRun run(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
-                    const std::vector<void*>& inputs, const std::vector<void*>& outputs,
-                    void* workspace, uint64_t iterations, bool trace) const;
+  // Runs `blob` `iterations` times. The tensors are host pointers in emulation, device pointers
+  // on a GPU (plan input order, plan output order, the workspace). Throws UserError when the blob
+  // is invalid or not of the graph shape the unit was emitted for (workers, events, ring sizes),
+  // when the launch is refused (the message names the numbers) or, on a GPU, when there is no
+  // device.
+  MegakernelRun run(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
+                    const std::vector<void*>& outputs, void* workspace, uint64_t iterations,
+                    bool trace) const;
 
  private:
   friend std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string&, bool,
@@ -52,6 +53,7 @@ class LoadedMegakernel {
   void* handle_ = nullptr;
   void* launch_ = nullptr;
   void* state_words_ = nullptr;
+  weft_mpk::Layout layout_{};
   int ctas_ = 0;
 };
 

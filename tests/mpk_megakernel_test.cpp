@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -132,19 +133,32 @@ Tables tables(const TaskGraph& g) {
   return t;
 }
 
-// Rewrites event e's need in the blob, and its hash.
-void set_need(std::vector<uint8_t>& blob, const DeviceGraph& g, size_t e, uint32_t need) {
-  const size_t at = weft_mpk::kBlobHeaderBytes + sizeof(OpDesc) * g.ops.size() +
-                    sizeof(TaskDesc) * g.tasks.size() + sizeof(EventDesc) * e;
-  std::memcpy(&blob[at], &need, 4);
-  const uint64_t h = blob_hash(blob.data(), blob.size() - 8);
-  std::memcpy(&blob[blob.size() - 8], &h, 8);
+// A (mutated) decoded graph encoded again: the blob layout of mpk/encode.h.
+std::vector<uint8_t> encode(const DeviceGraph& g) {
+  std::vector<uint8_t> b;
+  auto put = [&](const void* p, size_t n) {
+    b.insert(b.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  };
+  put("WEFTMPK1", 8);
+  const uint32_t header[6] = {
+      static_cast<uint32_t>(g.ops.size()),        static_cast<uint32_t>(g.tasks.size()),
+      static_cast<uint32_t>(g.events.size()),     g.workers,
+      static_cast<uint32_t>(g.list_tasks.size()), 0};
+  put(header, sizeof header);
+  put(g.ops.data(), g.ops.size() * sizeof(OpDesc));
+  put(g.tasks.data(), g.tasks.size() * sizeof(TaskDesc));
+  put(g.events.data(), g.events.size() * sizeof(EventDesc));
+  put(g.list_offsets.data(), g.list_offsets.size() * 4);
+  put(g.list_tasks.data(), g.list_tasks.size() * 4);
+  const uint64_t h = blob_hash(b.data(), b.size());
+  put(&h, 8);
+  return b;
 }
 
 MegakernelRun run(const LoadedMegakernel& k, const MpkCompiled& c, Tables& t, uint64_t iterations,
                   bool trace) {
-  return k.run(c.blob, decode_task_graph(c.blob), {t.map.data(), t.ancestors.data()},
-               {t.marks.data(), t.stats.data()}, t.workspace.data(), iterations, trace);
+  return k.run(c.blob, {t.map.data(), t.ancestors.data()}, {t.marks.data(), t.stats.data()},
+               t.workspace.data(), iterations, trace);
 }
 
 TEST(MpkMegakernel, EmulatedKernelRunsEveryTaskInDependencyOrder) {
@@ -193,13 +207,48 @@ TEST(MpkMegakernel, WrongNeedComesBackAsTheWatchdogReport) {
   MegakernelOptions mo;
   mo.watchdog_s = 0.3;
   auto kernel = build_megakernel(emit_megakernel_unit(kCheckingBodies, g, mo), true);
-  set_need(c.blob, g, 2, g.events[2].need + 1);  // never fires
+  g.events[2].need += 1;  // never fires
+  c.blob = encode(g);
   Tables t = tables(c.graph);
   MegakernelRun r = run(*kernel, c, t, 2, false);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.report.find("watchdog: worker"), std::string::npos) << r.report;
   EXPECT_NE(r.report.find("event e2"), std::string::npos) << r.report;
   EXPECT_EQ(t.stats[0], 0u);
+  // A blob of another graph shape (another worker count) is refused before launching.
+  MpkCompiled other = compiled(p, 3, Dispatch::aot);
+  Tables u = tables(other.graph);
+  try {
+    run(*kernel, other, u, 1, false);
+    FAIL() << "ran a blob the unit was not emitted for";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("3 workers"), std::string::npos) << e.what();
+  }
+}
+
+// The bodies' check can fail: one worker whose list starts with a task that no longer waits for
+// its event (a dropped dependency, as if the compiler had lost it) runs it before its ancestors.
+TEST(MpkMegakernel, DroppedDependencyIsSeenByTheCheckingBodies) {
+  MpkCompiled c = compiled(programs()[2], 1, Dispatch::aot);
+  DeviceGraph g = decode_task_graph(c.blob);
+  ASSERT_EQ(encode(g), c.blob);  // the test's encoder is the compiler's
+  auto kernel = build_megakernel(emit_megakernel_unit(kCheckingBodies, g, {}), true);
+  Tables t = tables(c.graph);
+  ASSERT_EQ(run(*kernel, c, t, 1, false).ok, true);
+  ASSERT_EQ(t.stats[0], 0u);
+  auto& list = g.list_tasks;
+  auto last =
+      std::find_if(list.rbegin(), list.rend(), [&](uint32_t x) { return g.tasks[x].op != kNoOp; });
+  ASSERT_NE(last, list.rend());
+  const uint32_t moved = *last;
+  list.erase(std::next(last).base());
+  list.insert(list.begin(), moved);
+  g.tasks[moved].wait = 0;  // begin
+  c.blob = encode(g);
+  Tables u = tables(c.graph);
+  MegakernelRun r = run(*kernel, c, u, 1, false);
+  ASSERT_TRUE(r.ok) << r.report;
+  EXPECT_GT(u.stats[0], 0u) << "task t" << moved << " ran before its ancestors unnoticed";
 }
 
 TEST(MpkMegakernel, CoResidencyRuleRefusesWhatCannotFit) {

@@ -155,3 +155,6 @@ extern "C" int weft_mpk_grid(int* ctas, int* threads, int* smem_bytes) {
   *smem_bytes = weft_mpk_smem_bytes;
   return 0;
 }
+extern "C" void weft_mpk_layout_of(weft_mpk::Layout* out) {
+  *out = weft_mpk_layout();
+}

@@ -23,6 +23,7 @@ struct WeftMpkArgs {
 // The unit's extern "C" entry points:
 //   uint64_t weft_mpk_state_words(void);
 //   int weft_mpk_grid(int* ctas, int* threads, int* smem_bytes);  // the launch shape
+//   void weft_mpk_layout_of(weft_mpk::Layout* out);  // the graph shape it was emitted for
 //   int weft_mpk_launch(const WeftMpkArgs* args, void* stream, char* error, int error_bytes);
 // weft_mpk_launch returns 0 once launched (on a GPU, asynchronously on `stream`; in host
 // emulation after the run), WEFT_MPK_REFUSED with a message in `error` when the CTAs cannot all
@@ -30,4 +31,5 @@ struct WeftMpkArgs {
 #define WEFT_MPK_REFUSED (-1)
 typedef uint64_t (*WeftMpkStateWordsFn)(void);
 typedef int (*WeftMpkGridFn)(int*, int*, int*);
+typedef void (*WeftMpkLayoutFn)(weft_mpk::Layout*);
 typedef int (*WeftMpkLaunchFn)(const WeftMpkArgs*, void*, char*, int);
