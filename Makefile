@@ -28,7 +28,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|ModelCompile)
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTrace|ModelCompile)
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
@@ -79,7 +79,7 @@ test-asan: deps
 
 # The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime) under
 # ThreadSanitizer.
-TSAN_TESTS = MpkRuntime.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
+TSAN_TESTS = MpkRuntime.*:MpkTrace.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null

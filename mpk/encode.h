@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mpk/device/protocol.cuh"
 #include "mpk/task_graph.h"
 
 namespace weft {
@@ -14,25 +15,13 @@ namespace weft {
 // tasks, events, workers, list_entries, begin_event (0)}, then ops[] (8 B each), tasks[] (20 B),
 // events[] (16 B), list_offsets[workers + 1] (u32), list_tasks[list_entries] (u32), and an 8-byte
 // FNV-1a hash of everything before it.
-struct OpDesc {
-  uint32_t kernel;  // index of the plan kernel whose block function runs
-  uint32_t flags;   // bit 0: library kernel (one task runs it whole)
-};
-struct TaskDesc {
-  uint32_t op;  // kNoOp: an empty task
-  uint32_t wait, trigger;
-  uint16_t bx, by, bz;
-  uint16_t flags;  // bit 0: just-in-time
-};
-struct EventDesc {
-  uint32_t need;
-  uint32_t first, last;  // launched tasks [first, last]; first > last: none
-  uint32_t kind;         // EventKind
-};
-static_assert(sizeof(OpDesc) == 8 && sizeof(TaskDesc) == 20 && sizeof(EventDesc) == 16);
-inline constexpr uint32_t kNoOp = 0xffffffffu;
-inline constexpr uint16_t kTaskJit = 1;
-inline constexpr uint32_t kOpLibrary = 1;
+// The records are defined once, in the device-compatible protocol header the GPU reads them with.
+using OpDesc = weft_mpk::OpDesc;
+using TaskDesc = weft_mpk::TaskDesc;
+using EventDesc = weft_mpk::EventDesc;
+inline constexpr uint32_t kNoOp = weft_mpk::kNoOp;
+inline constexpr uint16_t kTaskJit = weft_mpk::kTaskJit;
+inline constexpr uint32_t kOpLibrary = weft_mpk::kOpLibrary;
 
 struct DeviceGraph {
   uint32_t workers = 0;

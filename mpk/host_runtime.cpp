@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <random>
 #include <thread>
 
@@ -74,14 +73,7 @@ class HostPlatform {
   void after_iteration(uint64_t k) {
     if (after_) after_(k);
   }
-  void report(const std::string& message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    report_ = message;
-  }
-  std::string take_report() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return report_;
-  }
+  void tripped() {}  // the protocol's threads see the failed flag and return
   // The thread index of the caller, for its private random stream.
   static thread_local uint32_t thread_index;
 
@@ -100,8 +92,6 @@ class HostPlatform {
   const IterationHook& after_;
   std::vector<std::vector<float>> arenas_;
   std::vector<std::mt19937_64> rngs_;
-  std::mutex mu_;
-  std::string report_;
 };
 
 thread_local uint32_t HostPlatform::thread_index = 0;
@@ -119,9 +109,12 @@ HostRunResult run_on_host(const ProgramPlan& plan, const CpuProgram& program,
                plan.kernels.size());
   const uint32_t threads = graph.workers + options.schedulers;
   HostPlatform platform(program, tensors, options, before, after, threads);
-  ProtocolConfig config{options.schedulers, options.iterations,
-                        static_cast<uint64_t>(options.watchdog_s * 1e9)};
-  TaskGraphProtocol<HostPlatform> protocol(graph, platform, config);
+  ProtocolMemory memory(graph, options.schedulers, options.iterations, options.trace);
+  weft_mpk::Protocol<HostPlatform> protocol(
+      memory.graph, memory.layout,
+      weft_mpk::Config{options.schedulers, options.iterations,
+                       static_cast<uint64_t>(options.watchdog_s * 1e9)},
+      memory.state.data(), &memory.report, options.trace ? memory.trace.data() : nullptr, platform);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
   for (uint32_t i = 0; i < threads; ++i)
@@ -136,7 +129,8 @@ HostRunResult run_on_host(const ProgramPlan& plan, const CpuProgram& program,
   HostRunResult r;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.ok = !protocol.failed();
-  r.report = platform.take_report();
+  r.report = format_report(memory.report);
+  r.trace = std::move(memory.trace);
   return r;
 }
 

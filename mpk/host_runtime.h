@@ -11,6 +11,7 @@
 
 #include "lower/plan.h"
 #include "mpk/encode.h"
+#include "mpk/runtime_proto.h"
 #include "runtime/cpu_program.h"
 
 namespace weft {
@@ -34,12 +35,17 @@ struct HostRunOptions {
   // shake out orderings the protocol must not depend on.
   uint64_t delay_seed = 0;
   int max_delay_us = 200;
+  // Record every task's span (HostRunResult::trace).
+  bool trace = false;
 };
 
 struct HostRunResult {
   bool ok = true;
   std::string report;  // the watchdog's (or protocol check's) message when !ok
   double seconds = 0;
+  // With HostRunOptions::trace: per iteration and task (index (k - 1) * tasks + t), its start and
+  // end (steady_clock ns, body and group barrier) and worker.
+  std::vector<TaskSpan> trace;
 };
 
 using IterationHook = std::function<void(uint64_t iteration)>;

@@ -1,7 +1,8 @@
 // The device and support sources generated code pastes in (codegen/cuda/device/*.cuh,
-// codegen/cpu/support/*.h): embedded as they are in the tree, and each compiles on its own: the
-// CUDA files with nvcc for sm_80 and sm_90a (skipped without nvcc) and in host emulation with the
-// host compiler, the CPU support with the host compiler, all with warnings as errors.
+// codegen/cpu/support/*.h, mpk/device/*.cuh): embedded as they are in the tree, and each compiles
+// on its own: the CUDA files with nvcc for sm_80 and sm_90a (skipped without nvcc) and in host
+// emulation with the host compiler, the CPU support with the host compiler, all with warnings as
+// errors.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -24,7 +25,8 @@ using test::source_path;
 std::vector<std::string> tree_files() {
   std::vector<std::string> out;
   for (const auto& [dir, ext] :
-       {std::pair{"codegen/cuda/device", ".cuh"}, std::pair{"codegen/cpu/support", ".h"}})
+       {std::pair{"codegen/cuda/device", ".cuh"}, std::pair{"codegen/cpu/support", ".h"},
+        std::pair{"mpk/device", ".cuh"}})
     for (const auto& e : std::filesystem::directory_iterator(source_path(dir)))
       if (e.path().extension() == ext)
         out.push_back(std::string(dir) + "/" + e.path().filename().string());
@@ -83,7 +85,9 @@ TEST(DeviceSources, ExpandedTextsIncludeNoTreeFiles) {
 }
 
 TEST(DeviceSources, CudaFilesCompileForHostEmulation) {
-  for (const char* f : {"codegen/cuda/device/prelude.cuh", "codegen/cuda/device/emulation.cuh"}) {
+  for (const char* f : {"codegen/cuda/device/prelude.cuh", "codegen/cuda/device/emulation.cuh",
+                        "mpk/device/protocol.cuh", "mpk/device/launch_check.cuh",
+                        "mpk/device/megakernel_abi.cuh"}) {
     auto [rc, log] = compile_alone(kHostEmulation, f, ".cc");
     EXPECT_EQ(rc, 0) << log;
   }
@@ -96,7 +100,11 @@ TEST(DeviceSources, CudaFilesCompileWithNvccForSm80AndSm90a) {
   } catch (const UserError& e) {
     GTEST_SKIP() << e.message();
   }
-  for (const char* f : {"codegen/cuda/device/prelude.cuh", "codegen/cuda/device/cuda.cuh"}) {
+  // The persistent kernel's headers that stand alone (megakernel.cuh needs bodies before it:
+  // MpkMegakernel.UnitCompilesWithNvccForSm80AndSm90a compiles a whole unit).
+  for (const char* f : {"codegen/cuda/device/prelude.cuh", "codegen/cuda/device/cuda.cuh",
+                        "mpk/device/protocol.cuh", "mpk/device/launch_check.cuh",
+                        "mpk/device/megakernel_abi.cuh"}) {
     auto [rc, log] = compile_alone(
         fmt::format("'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
                     "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "

@@ -1,8 +1,14 @@
 // The task-graph runtime on the host: every worker count, dispatch mode and random delays give
 // the outputs of sequential execution bit for bit; broken graphs trip the watchdog instead of
 // hanging. Part of the TSan suite (Makefile TSAN_TESTS).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "core/target.h"
@@ -11,6 +17,7 @@
 #include "mpk/decode_demo.h"
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
+#include "mpk/trace.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
 
@@ -169,6 +176,59 @@ TEST(MpkRuntime, DecodesTokenForTokenLikeSequentialExecution) {
       EXPECT_EQ(got.tokens, want.tokens) << workers << " workers, " << dispatch_name(dispatch);
       EXPECT_EQ(got.logits, want.logits) << workers << " workers, " << dispatch_name(dispatch);
     }
+}
+
+// The trace: one span per task and iteration, on a worker, each starting after the tasks that
+// trigger its event ended; its Chrome JSON has one complete event per span.
+TEST(MpkTrace, HostRunRecordsOneSpanPerTaskRun) {
+  Loaded l = load("examples/tiny_decoder_step.weft");
+  MpkOptions o;
+  o.assign = {3, Dispatch::hybrid};
+  o.data_dependent = kernels_reading(l.plan, "Kc");
+  MpkCompiled c = compile_task_graph(l.plan, o);
+  DeviceGraph g = decode_task_graph(c.blob);
+  HostTensors t(l.plan);
+  fill(t, 2);
+  HostRunOptions ro;
+  ro.iterations = 2;
+  ro.trace = true;
+  HostRunResult r = run_on_host(l.plan, *l.program, g, t, ro);
+  ASSERT_TRUE(r.ok) << r.report;
+  const size_t n = g.tasks.size();
+  ASSERT_EQ(r.trace.size(), 2 * n);
+  for (size_t i = 0; i < r.trace.size(); ++i) {
+    EXPECT_EQ(r.trace[i].task, i % n);
+    EXPECT_LT(r.trace[i].worker, 3u);
+    EXPECT_LE(r.trace[i].start, r.trace[i].end);
+  }
+  const auto succ = task_successors(c.graph);
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t u = 0; u < n; ++u)
+      for (int v : succ[u]) EXPECT_LE(r.trace[k * n + u].end, r.trace[k * n + v].start);
+  const nlohmann::json doc = nlohmann::json::parse(chrome_trace_json(g, r.trace, "decoder"));
+  std::vector<int> runs(n, 0);
+  for (const auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") {
+      ++runs[e.at("args").at("task").get<size_t>()];
+      EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    }
+  EXPECT_EQ(runs, std::vector<int>(n, 2));
+}
+
+TEST(MpkTrace, CliWritesAParsableTraceWithOneSpanPerTaskRun) {
+  const std::string file =
+      testing::TempDir() + "/weft_mpk_trace_" + std::to_string(getpid()) + ".json";
+  auto [rc, out] =
+      test::run_weft(fmt::format("mpk run {} --workers 2 --tokens 3 --trace '{}'",
+                                 test::source_path("tests/golden/mpk/fork.weft"), file));
+  ASSERT_EQ(rc, 0) << out;
+  const nlohmann::json doc = nlohmann::json::parse(test::read_text(file));
+  std::map<int, int> runs;
+  for (const auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == "X") ++runs[e.at("args").at("task").get<int>()];
+  ASSERT_EQ(runs.size(), 9u) << out;  // fork.weft: 9 tasks
+  for (const auto& [task, count] : runs) EXPECT_EQ(count, 3) << "task " << task;
+  std::remove(file.c_str());
 }
 
 }  // namespace

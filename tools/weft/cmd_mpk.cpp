@@ -2,7 +2,7 @@
 // its host runtime. compile writes NAME.tgraph, NAME.mpk (the encoded blob), NAME.tgraph.dot and
 // prints a summary; run executes the task graph on host threads and compares with the kernels
 // run one after another (a decoder step program decodes tokens; any other program runs its
-// iterations on seeded inputs).
+// iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,6 +19,7 @@
 #include "mpk/host_runtime.h"
 #include "mpk/tgraph_dot.h"
 #include "mpk/tgraph_text.h"
+#include "mpk/trace.h"
 #include "runtime/program.h"
 #include "tools/weft/command.h"
 
@@ -114,12 +115,15 @@ static Register reg(
       auto tokens = std::make_shared<int>(8);
       auto schedulers = std::make_shared<uint32_t>(1);
       auto delay_seed = std::make_shared<uint64_t>(0);
+      auto trace_file = std::make_shared<std::string>();
       CLI::App* run =
           sub.add_subcommand("run", "Run on host threads and compare with sequential execution");
       add_common(run, *b);
       run->add_option("--tokens", *tokens, "Decoded tokens (iterations)")->capture_default_str();
       run->add_option("--schedulers", *schedulers, "Scheduler threads")->capture_default_str();
       run->add_option("--delay-seed", *delay_seed, "Nonzero: inject seeded random delays");
+      run->add_option("--trace", *trace_file,
+                      "Write each task's span (start, end, worker) as a Chrome/Perfetto trace");
       return [=]() -> int {
         if (compile->parsed()) {
           Built built = build(*a, *stop);
@@ -145,12 +149,19 @@ static Register reg(
         HostRunOptions ro;
         ro.schedulers = *schedulers;
         ro.delay_seed = *delay_seed;
+        ro.trace = !trace_file->empty();
+        auto write_trace = [&](const std::vector<TaskSpan>& spans) {
+          if (trace_file->empty()) return;
+          write(*trace_file, chrome_trace_json(g, spans, built.stem));
+          fmt::print("  wrote the trace of {} task runs to {}\n", spans.size(), *trace_file);
+        };
         if (built.plan.find_tensor("LOGITS") && built.plan.find_tensor("M")) {
           DecodeOptions d;
           d.tokens = *tokens;
           DecodeResult want = decode_sequential(built.plan, *program, d);
           DecodeResult got = decode_on_host(built.plan, *program, g, d, ro);
           if (!got.run.ok) throw UserError(got.run.report);
+          write_trace(got.run.trace);
           fmt::print("  tokens (task graph): {}\n", fmt::join(got.tokens, " "));
           fmt::print("  tokens (sequential): {}\n", fmt::join(want.tokens, " "));
           fmt::print("  {} tokens: task graph {:.3f} ms, sequential kernels {:.3f} ms\n", *tokens,
@@ -169,6 +180,7 @@ static Register reg(
         ro.iterations = static_cast<uint64_t>(*tokens);
         HostRunResult r = run_on_host(built.plan, *program, g, got, ro);
         if (!r.ok) throw UserError(r.report);
+        write_trace(r.trace);
         const bool same = got.outputs == want.outputs;
         fmt::print("  {} iterations in {:.3f} ms: outputs {}\n", *tokens, r.seconds * 1e3,
                    same ? "identical to sequential execution" : "DIFFER from sequential execution");

@@ -1,0 +1,221 @@
+// Building, loading and running persistent-kernel units: host emulation and the GPU.
+#include "mpk/megakernel_run.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+#include "mpk/device/megakernel_abi.cuh"
+#include "runtime/build_cache.h"
+#include "runtime/cuda_runtime.h"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace weft {
+
+namespace {
+
+MegakernelRun finish(const ProtocolReport& report, std::vector<TaskSpan> trace, double seconds) {
+  MegakernelRun r;
+  r.ok = report.kind == weft_mpk::kReportNone;
+  r.report = format_report(report);
+  r.trace = std::move(trace);
+  r.seconds = seconds;
+  return r;
+}
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+LoadedMegakernel::~LoadedMegakernel() {
+  if (handle_) dlclose(handle_);
+}
+
+std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string& unit, bool emulated,
+                                                   const std::string& arch,
+                                                   const BuildOptions& options) {
+  CacheBuild build;
+  build.configured_dir = options.cache_dir;
+  build.source = unit;
+  build.source_extension = ".cu";
+  if (emulated) {
+    const EmulationBuildOptions& o = options.emulation;
+    build.key_material = o.compiler + " " + o.flags + " (host emulation)";
+    build.command = [&](const std::string& src, const std::string& out) {
+      return fmt::format("{} {} -o '{}' '{}'", o.compiler, o.flags, out, src);
+    };
+  } else {
+    if (!cuda_runtime_built())
+      throw UserError(
+          "this weft was built without the CUDA toolkit, so it cannot build a "
+          "persistent kernel for a GPU");
+    const std::string nvcc = find_nvcc(options.cuda);
+    const std::string flags = fmt::format("{} -arch={}", options.cuda.flags, arch);
+    build.key_material = fmt::format("nvcc {} {}", nvcc, flags);
+    build.command = [nvcc, flags](const std::string& src, const std::string& out) {
+      return fmt::format("'{}' {} -o '{}' '{}'", nvcc, flags, out, src);
+    };
+  }
+  CacheResult r = build_cached(build);
+  if (r.failed) {
+    const std::string msg = fmt::format(
+        "the persistent kernel did not compile ({}; source kept at "
+        "{}):\n{}",
+        r.command, r.kept_source, r.log);
+    if (emulated) WEFT_CHECK(false, "{}", msg);
+    throw UserError(msg);
+  }
+  std::unique_ptr<LoadedMegakernel> k(new LoadedMegakernel());
+  k->emulated_ = emulated;
+  k->handle_ = dlopen(r.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!k->handle_) throw UserError(fmt::format("cannot load {}: {}", r.artifact, dlerror()));
+  k->launch_ = dlsym(k->handle_, "weft_mpk_launch");
+  k->state_words_ = dlsym(k->handle_, "weft_mpk_state_words");
+  void* grid = dlsym(k->handle_, "weft_mpk_grid");
+  void* layout = dlsym(k->handle_, "weft_mpk_layout_of");
+  WEFT_CHECK(k->launch_ && k->state_words_ && grid && layout,
+             "{} lacks the weft_mpk_* entry points", r.artifact);
+  reinterpret_cast<WeftMpkLayoutFn>(layout)(&k->layout_);
+  int threads = 0, smem = 0;
+  reinterpret_cast<WeftMpkGridFn>(grid)(&k->ctas_, &threads, &smem);
+  return k;
+}
+
+MegakernelRun LoadedMegakernel::run(const std::vector<uint8_t>& blob,
+                                    const std::vector<void*>& inputs,
+                                    const std::vector<void*>& outputs, void* workspace,
+                                    uint64_t iterations, bool trace) const {
+  WEFT_CHECK(iterations >= 1, "{} iterations", iterations);
+  const DeviceGraph graph = decode_task_graph(blob, "the persistent kernel's blob");
+  const weft_mpk::Layout want = weft_mpk::make_layout(view_of(graph), layout_.schedulers);
+  if (want.events != layout_.events || want.workers != layout_.workers ||
+      want.worker_cap != layout_.worker_cap || want.sched_cap != layout_.sched_cap)
+    throw UserError(fmt::format(
+        "the blob's graph ({} workers, {} events, {} JIT tasks) is not the one the persistent "
+        "kernel was emitted for ({} workers, {} events, {} JIT tasks)",
+        want.workers, want.events, want.worker_cap - 1, layout_.workers, layout_.events,
+        layout_.worker_cap - 1));
+  return emulated_ ? run_emulated(blob, graph, inputs, outputs, workspace, iterations, trace)
+                   : run_cuda(blob, graph, inputs, outputs, workspace, iterations, trace);
+}
+
+MegakernelRun LoadedMegakernel::run_emulated(const std::vector<uint8_t>& blob,
+                                             const DeviceGraph& graph,
+                                             const std::vector<void*>& inputs,
+                                             const std::vector<void*>& outputs, void* workspace,
+                                             uint64_t iterations, bool trace) const {
+  // The blob is read in place as arrays of 4-byte words: copy it to aligned memory.
+  std::vector<uint32_t> aligned_blob((blob.size() + 3) / 4);
+  std::memcpy(aligned_blob.data(), blob.data(), blob.size());
+  std::vector<uint64_t> state(reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), 0);
+  ProtocolReport report{};
+  std::vector<TaskSpan> spans(trace ? iterations * graph.tasks.size() : 0, TaskSpan{});
+  WeftMpkArgs a{reinterpret_cast<const unsigned char*>(aligned_blob.data()),
+                state.data(),
+                inputs.data(),
+                outputs.data(),
+                static_cast<unsigned char*>(workspace),
+                &report,
+                trace ? spans.data() : nullptr,
+                iterations};
+  char error[512] = {0};
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = reinterpret_cast<WeftMpkLaunchFn>(launch_)(&a, nullptr, error, sizeof error);
+  if (rc == WEFT_MPK_REFUSED) throw UserError(error);
+  WEFT_CHECK(rc == 0, "the emulated persistent kernel returned {}", rc);
+  return finish(report, std::move(spans), since(start));
+}
+
+#ifdef WEFT_HAVE_CUDA
+
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess)
+    throw UserError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+// Device copies of the host-side arrays a run needs, freed on every path out.
+struct DeviceRun {
+  std::vector<void*> allocations;
+  ProtocolReport* report = nullptr;  // mapped pinned memory
+  ~DeviceRun() {
+    for (void* p : allocations) cudaFree(p);
+    if (report) cudaFreeHost(report);
+  }
+  void* copy(const void* data, size_t bytes, const char* what) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes == 0 ? 8 : bytes), fmt::format("cudaMalloc of the {}", what));
+    allocations.push_back(p);
+    if (data)
+      check(cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    else
+      check(cudaMemset(p, 0, bytes), "cudaMemset");
+    return p;
+  }
+};
+
+}  // namespace
+
+MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
+                                         const std::vector<void*>& inputs,
+                                         const std::vector<void*>& outputs, void* workspace,
+                                         uint64_t iterations, bool trace) const {
+  require_cuda_device();
+  DeviceRun d;
+  const size_t words = reinterpret_cast<WeftMpkStateWordsFn>(state_words_)();
+  const size_t spans = trace ? iterations * graph.tasks.size() : 0;
+  check(cudaHostAlloc(reinterpret_cast<void**>(&d.report), sizeof(ProtocolReport),
+                      cudaHostAllocMapped),
+        "cudaHostAlloc of the watchdog report");
+  std::memset(d.report, 0, sizeof(ProtocolReport));
+  ProtocolReport* device_report = nullptr;
+  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_report), d.report, 0),
+        "cudaHostGetDevicePointer");
+  WeftMpkArgs a{
+      static_cast<const unsigned char*>(d.copy(blob.data(), blob.size(), "blob")),
+      static_cast<uint64_t*>(d.copy(nullptr, words * 8, "protocol state")),
+      static_cast<void* const*>(
+          d.copy(inputs.data(), inputs.size() * sizeof(void*), "input table")),
+      static_cast<void* const*>(
+          d.copy(outputs.data(), outputs.size() * sizeof(void*), "output table")),
+      static_cast<unsigned char*>(workspace),
+      device_report,
+      trace ? static_cast<TaskSpan*>(d.copy(nullptr, spans * sizeof(TaskSpan), "trace")) : nullptr,
+      iterations};
+  char error[512] = {0};
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = reinterpret_cast<WeftMpkLaunchFn>(launch_)(&a, nullptr, error, sizeof error);
+  if (rc == WEFT_MPK_REFUSED) throw UserError(error);
+  check(static_cast<cudaError_t>(rc), "launching the persistent kernel");
+  const cudaError_t done = cudaDeviceSynchronize();
+  const double seconds = since(start);
+  // A trip traps: the run fails, and the report in host memory says why.
+  if (d.report->kind != weft_mpk::kReportNone) return finish(*d.report, {}, seconds);
+  check(done, "running the persistent kernel");
+  std::vector<TaskSpan> host_spans(spans);
+  if (trace)
+    check(cudaMemcpy(host_spans.data(), a.trace, spans * sizeof(TaskSpan), cudaMemcpyDeviceToHost),
+          "copying the trace");
+  return finish(*d.report, std::move(host_spans), seconds);
+}
+
+#else
+
+MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>&, const DeviceGraph&,
+                                         const std::vector<void*>&, const std::vector<void*>&,
+                                         void*, uint64_t, bool) const {
+  throw UserError("this weft was built without the CUDA toolkit");
+}
+
+#endif
+
+}  // namespace weft

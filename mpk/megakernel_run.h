@@ -1,0 +1,67 @@
+// Loading and running a persistent-kernel unit (mpk/megakernel.h): built for host emulation (every
+// CTA a group of threads, host buffers) or with nvcc for a GPU (device buffers, a cooperative
+// launch after the co-residency check). A refused launch is a UserError; a watchdog trip comes
+// back as the run's report.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mpk/encode.h"
+#include "mpk/runtime_proto.h"
+#include "runtime/program.h"
+
+namespace weft {
+
+struct MegakernelRun {
+  bool ok = true;
+  std::string report;           // format_report of the watchdog's report when !ok
+  std::vector<TaskSpan> trace;  // when traced: (iteration - 1) * tasks + task
+  double seconds = 0;
+};
+
+class LoadedMegakernel {
+ public:
+  ~LoadedMegakernel();
+  LoadedMegakernel(const LoadedMegakernel&) = delete;
+  LoadedMegakernel& operator=(const LoadedMegakernel&) = delete;
+  bool emulated() const { return emulated_; }
+  int ctas() const { return ctas_; }
+  // Runs `blob` `iterations` times. The tensors are host pointers in emulation, device pointers
+  // on a GPU (plan input order, plan output order, the workspace). Throws UserError when the blob
+  // is invalid or not of the graph shape the unit was emitted for (workers, events, ring sizes),
+  // when the launch is refused (the message names the numbers) or, on a GPU, when there is no
+  // device.
+  MegakernelRun run(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
+                    const std::vector<void*>& outputs, void* workspace, uint64_t iterations,
+                    bool trace) const;
+
+ private:
+  friend std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string&, bool,
+                                                            const std::string&,
+                                                            const BuildOptions&);
+  LoadedMegakernel() = default;
+  MegakernelRun run_emulated(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
+                             const std::vector<void*>& inputs, const std::vector<void*>& outputs,
+                             void* workspace, uint64_t iterations, bool trace) const;
+  MegakernelRun run_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
+                         const std::vector<void*>& inputs, const std::vector<void*>& outputs,
+                         void* workspace, uint64_t iterations, bool trace) const;
+  bool emulated_ = true;
+  void* handle_ = nullptr;
+  void* launch_ = nullptr;
+  void* state_words_ = nullptr;
+  weft_mpk::Layout layout_{};
+  int ctas_ = 0;
+};
+
+// Builds `unit` (cached like every generated library) and loads it: emulated with
+// options.emulation's compiler, else with nvcc for `arch` (sm_90a, sm_80). A compiler failure is
+// an internal error in emulation, a UserError with nvcc's output otherwise (as for CudaProgram).
+std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string& unit, bool emulated,
+                                                   const std::string& arch = "sm_90a",
+                                                   const BuildOptions& options = {});
+
+}  // namespace weft
