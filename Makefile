@@ -28,7 +28,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTrace|ModelCompile)
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTaskBodies|MpkTrace|ModelCompile)
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
@@ -100,7 +100,7 @@ bench: build
 
 # The one command for a GPU machine (scripts/gpu-check.sh): Release build in build-gpu, the GPU
 # tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; logs in gpu-out, results
-# copied to $$OUT when set. GPU_CHECK_PART=1 or 2 runs half (each under 10 minutes on an H100
+# copied to $$OUT when set. GPU_CHECK_PART=1, 2 or 3 runs one part (each under 10 minutes on an H100
 # machine). Without a GPU it says so and fails.
 gpu-check:
 	JOBS=$(JOBS) scripts/gpu-check.sh

@@ -4,9 +4,10 @@
 # peers, and the cost model's rank correlation on the top-k of `weft optimize`. A failing step does
 # not stop the others; the script exits non-zero at the end, after a summary.
 #
-# Two parts, each under the device tool's 10-minute limit per command on a 16-core H100 machine
-# (GPU_CHECK_PART): 1 = build, tests, sanitizers; 2 = search, peers, ranking (reusing build-gpu
-# when the machine is still warm, else rebuilding); all (default) = both.
+# Three parts, each under the device tool's 10-minute limit per command on a 16-core H100 machine
+# (GPU_CHECK_PART): 1 = build, tests, sanitizers; 2 = search, peers, ranking; 3 = the persistent
+# mega-kernel (docs/mpk.md): its GPU tests, compute-sanitizer racecheck and synccheck on them
+# (each part reuses build-gpu when the machine is still warm, else rebuilds); all (default) = all.
 #
 # Logs go to a work folder (gpu-out); what comes back from the device tool is limited to 8 files
 # two folders deep, so $OUT gets summary.md, peers.md/json, ranking.md/json, gpu-tests.xml and
@@ -42,8 +43,8 @@ export WEFT_BINARY=$weft
 examples=(rms_norm_linear gated_mlp gqa_attention)
 started=$SECONDS
 case "$part" in
-  1 | 2 | all) ;;
-  *) echo "gpu-check: GPU_CHECK_PART must be 1, 2 or all, not '$part'" >&2; exit 2 ;;
+  1 | 2 | 3 | all) ;;
+  *) echo "gpu-check: GPU_CHECK_PART must be 1, 2, 3 or all, not '$part'" >&2; exit 2 ;;
 esac
 in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 
@@ -96,7 +97,7 @@ publish() {
   [ -n "$publish_dir" ] || return 0
   mkdir -p "$publish_dir"
   local f
-  for f in summary.md peers.md peers.json ranking.md ranking.json gpu-tests.xml; do
+  for f in summary.md peers.md peers.json ranking.md ranking.json gpu-tests.xml mpk-tests.xml; do
     [ -f "$out/$f" ] && cp "$out/$f" "$publish_dir/"
   done
   tar -czf "$publish_dir/gpu-check-logs.tar.gz" -C "$root" --exclude='*.so' --exclude='*.o' \
@@ -230,6 +231,28 @@ if in_part 2; then
     --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps "$reps")
   step peers python3 bench/gpu_peers.py peers "${peer_args[@]}"
   step ranking python3 bench/gpu_peers.py ranking "${peer_args[@]}"
+fi
+
+# ---- part 3: the persistent mega-kernel ----
+mpk_filter='MpkMegakernelGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
+mpk_tests() {
+  "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
+  local rc=$?
+  if [ -n "$gpu" ] && grep -q '^\[  SKIPPED \]' "$out/mpk-tests.log"; then
+    echo "gpu-check: ERROR: mega-kernel GPU tests were SKIPPED although a GPU ($gpu) is present"
+    return 1
+  fi
+  return $rc
+}
+mpk_sanitize() {
+  [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
+  "$sanitizer" --tool "$1" --error-exitcode 97 --target-processes application-only \
+    "$build/weft_tests" --gtest_filter='MpkMegakernelGpu.*'
+}
+if in_part 3; then
+  step mpk-tests mpk_tests
+  step mpk-racecheck mpk_sanitize racecheck
+  step mpk-synccheck mpk_sanitize synccheck
 fi
 
 summary

@@ -1,0 +1,133 @@
+// Whole programs as one persistent kernel (mpk/megakernel_program.h): the task graph, the task
+// bodies from the plan and the persistent kernel together, in host emulation (every CTA's threads
+// at once). The outputs must equal the per-kernel CUDA emulation's bit for bit (each block runs
+// the same code on the same data whatever the schedule), for 1-4 workers, AOT, JIT and hybrid
+// dispatch and repeated iterations; every output element is written. On a GPU the same run
+// happens on the device (MpkMegakernelGpu, skipped here).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/target.h"
+#include "interp/random_inputs.h"
+#include "lower/pipeline.h"
+#include "mpk/decode_demo.h"
+#include "mpk/megakernel_program.h"
+#include "runtime/cuda_runtime.h"
+#include "runtime/host_tensors.h"
+#include "runtime/program.h"
+#include "tests/test_util.h"
+
+namespace weft {
+namespace {
+
+struct Case {
+  const char* path;
+  const char* reads;  // data-dependent kernels load tensors named so (hybrid dispatch)
+};
+
+const Case kCases[] = {{"examples/tiny_decoder_step.weft", "Kc"},
+                       {"tests/golden/lower/gqa_attention.fused.weft", "K"},
+                       {"tests/golden/mpk/fork.weft", "X"}};
+
+struct Prepared {
+  Graph graph;
+  ProgramPlan plan;
+  std::vector<std::vector<float>> inputs, per_kernel;
+};
+
+Prepared prepare(const Case& c) {
+  Prepared p{test::load_graph_file(test::source_path(c.path)), {}, {}, {}};
+  p.plan = lower_graph(p.graph, target_by_name("h100"));
+  auto inputs = random_inputs(p.graph, 11);
+  round_to_input_dtypes(p.graph, inputs);
+  for (const auto& t : inputs) {
+    auto [lo, hi] = std::minmax_element(t.data.begin(), t.data.end());
+    EXPECT_LT(*lo, *hi) << c.path << ": a constant input";
+  }
+  p.inputs = host_buffers_of(inputs);
+  p.per_kernel = load_program(p.plan, Backend::cuda_emulation)->run(p.inputs);
+  return p;
+}
+
+void expect_same(const Prepared& p, const std::vector<std::vector<float>>& got,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), p.per_kernel.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].size(), p.per_kernel[i].size()) << what;
+    EXPECT_EQ(std::count_if(got[i].begin(), got[i].end(), [](float v) { return std::isnan(v); }), 0)
+        << what << ": output " << p.plan.outputs[i] << " has elements no task wrote";
+    EXPECT_EQ(std::memcmp(got[i].data(), p.per_kernel[i].data(), got[i].size() * sizeof(float)), 0)
+        << what << ": output " << p.plan.outputs[i] << " differs from the per-kernel run";
+  }
+  bool nonzero = false;
+  for (const auto& o : p.per_kernel)
+    for (float v : o) nonzero = nonzero || v != 0;
+  EXPECT_TRUE(nonzero) << what << ": every reference output is zero";
+}
+
+MegakernelProgramOptions options_for(const Prepared& p, const Case& c, int workers, Dispatch d) {
+  MegakernelProgramOptions o;
+  o.mpk.assign = {workers, d};
+  o.mpk.data_dependent = kernels_reading(p.plan, c.reads);
+  o.kernel.schedulers = workers > 2 ? 2 : 1;
+  return o;
+}
+
+TEST(MpkMegakernelPlan, EmulatedRunEqualsThePerKernelRunBitForBit) {
+  for (const Case& c : kCases) {
+    Prepared p = prepare(c);
+    for (int workers : {1, 2, 4})
+      for (Dispatch d : {Dispatch::aot, Dispatch::jit, Dispatch::hybrid}) {
+        const std::string what =
+            fmt::format("{}, {} workers, {}", p.plan.name, workers, dispatch_name(d));
+        SCOPED_TRACE(what);
+        MegakernelProgram mk(p.plan, options_for(p, c, workers, d));
+        for (uint64_t iterations : {1, 2}) {
+          MegakernelResult r = mk.run(p.inputs, iterations, /*trace=*/iterations == 1);
+          ASSERT_TRUE(r.run.ok) << r.run.report;
+          expect_same(p, r.outputs, fmt::format("{}, {} iteration(s)", what, iterations));
+          if (iterations == 1) {
+            EXPECT_EQ(r.run.trace.size(), mk.compiled().graph.tasks.size());
+          }
+        }
+      }
+  }
+}
+
+// A body that does not fit the worker (more threads than it has) is refused before anything is
+// built, naming the kernel.
+TEST(MpkMegakernelPlan, ABodyWiderThanTheWorkerIsRefused) {
+  Prepared p = prepare(kCases[0]);
+  MegakernelProgramOptions o = options_for(p, kCases[0], 2, Dispatch::aot);
+  o.bodies.worker_threads = 64;  // the decoder's kernels run 128 threads
+  try {
+    MegakernelProgram mk(p.plan, o);
+    FAIL() << "a 64-thread worker was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("threads"), std::string::npos) << e.what();
+  }
+}
+
+// On a GPU: the same programs as one cooperative launch, against the per-kernel emulation's
+// outputs (bit for bit where the code is the same, as in emulation).
+TEST(MpkMegakernelGpu, RunEqualsThePerKernelRun) {
+  if (!cuda_unavailable_reason().empty()) GTEST_SKIP() << cuda_unavailable_reason();
+  for (const Case& c : kCases) {
+    Prepared p = prepare(c);
+    for (Dispatch d : {Dispatch::aot, Dispatch::hybrid}) {
+      MegakernelProgramOptions o = options_for(p, c, 8, d);
+      o.emulated = false;
+      MegakernelProgram mk(p.plan, o);
+      MegakernelResult r = mk.run(p.inputs, 3, true);
+      ASSERT_TRUE(r.run.ok) << r.run.report;
+      expect_same(p, r.outputs, fmt::format("{} on the GPU, {}", p.plan.name, dispatch_name(d)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft
