@@ -207,7 +207,7 @@ TEST(MpkRuntime, DecodesQwen3TinyTokenForTokenLikeSequentialExecution) {
     }
 }
 
-TEST(MpkRuntime, DecodeRoundsDeclaredBf16WeightsAreRoundedAndTheInterfaceIsChecked) {
+TEST(MpkRuntime, DecodeRoundsDeclaredBf16WeightsAndChecksTheInterface) {
   Loaded l = load("examples/qwen3_tiny_decode_step.weft");
   DecodeOptions d;
   d.tokens = 1;
