@@ -239,7 +239,11 @@ class Writer {
       acc = fmt::format("ACM{}", l);
       den = fmt::format("DCM{}", l);
     }
-    line("QK{0} = mul(QR{0}, KR{0})", l);
+    // The current token's score reads its key back through the output KN: a step output no task
+    // reads is a leaf that keeps every later event from being a barrier (one whose firing implies
+    // everything placed before is done), and hybrid dispatch would make all that follows JIT.
+    line("KB{} = reshape(KN{}, shape=[{}, 1, {}])", l, l, hkv, c_.head_dim);
+    line("QK{0} = mul(QR{0}, KB{0})", l);
     line("SN{0} = sum(QK{0}, dim=2)", l);
     line("TN{} = scale(SN{}, factor={})", l, l, scale_);
     line("EN{0} = exp(TN{0})", l);
