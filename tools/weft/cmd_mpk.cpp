@@ -2,7 +2,7 @@
 // its host runtime. compile writes NAME.tgraph, NAME.mpk (the encoded blob), NAME.tgraph.dot and
 // prints a summary; run executes the task graph on host threads and compares with the kernels
 // run one after another (a decoder step program decodes tokens; any other program runs its
-// iterations on seeded inputs).
+// iterations on seeded inputs). decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
