@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "core/error.h"
+#include "runtime/dtype_convert.h"
 
 namespace weft {
 
@@ -28,36 +30,29 @@ class DecodeSession {
     vocab_ = numel(tensor("LOGITS").shape);
     if (o.tokens < 1 || o.tokens > ctx_)
       throw UserError(fmt::format("{} tokens: the cache holds {} positions", o.tokens, ctx_));
-    if (o.first_token < 0 || o.first_token >= vocab_)
-      throw UserError(
-          fmt::format("first token {} outside the vocabulary of {}", o.first_token, vocab_));
-    for (int l = 0; plan.find_tensor(fmt::format("Kc{}", l)); ++l) {
-      Layer y{input(fmt::format("Kc{}", l)), input(fmt::format("Vc{}", l)),
-              output(fmt::format("KN{}", l)), output(fmt::format("VN{}", l)),
-              tensor(fmt::format("Kc{}", l)).shape};
-      if (y.shape.size() != 3 || y.shape[0] * y.shape[1] != dim_ || y.shape[2] != ctx_)
-        throw UserError(
-            fmt::format("{}: Kc{} must be [H, dh, T] with H dh = {}", plan.name, l, dim_));
-      layers_.push_back(y);
+    std::vector<int> start = o.prompt.empty() ? std::vector<int>{o.first_token} : o.prompt;
+    for (int t : start)
+      if (t < 0 || t >= vocab_)
+        throw UserError(fmt::format("token {} outside the vocabulary of {}", t, vocab_));
+    for (int l = 0; plan.find_tensor(fmt::format("Kc{}", l)); ++l) layers_.push_back(layer(l));
+    if (plan.find_tensor("COS")) rope();
+    if (plan.find_tensor("EMB")) {
+      emb_ = input("EMB");
+      if (tensor("EMB").shape != Shape{dim_, vocab_})
+        throw UserError(fmt::format("{}: EMB must be [{}, {}] (D, V)", plan.name, dim_, vocab_));
     }
-    std::mt19937_64 rng(o.seed);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    embedding_.resize(static_cast<size_t>(vocab_ * dim_));
-    for (float& v : embedding_) v = u(rng);
-    for (size_t i = 0; i < plan.inputs.size(); ++i) {
-      const std::string& n = plan.inputs[i];
-      if (n == "X" || n == "M" || n.rfind("Kc", 0) == 0 || n.rfind("Vc", 0) == 0) continue;
-      const Shape& s = tensor(n).shape;
-      weights_.push_back({i, std::vector<float>(static_cast<size_t>(numel(s)))});
-      const float scale = 1.0f / std::sqrt(static_cast<float>(s.size() >= 2 ? s[s.size() - 2] : 1));
-      for (float& v : weights_.back().second) v = u(rng) * scale;
-    }
-    result.tokens.push_back(o.first_token);
+    fill_weights();
+    result.tokens = start;
   }
 
   void before(HostTensors& t, uint64_t k) {
     if (k == 1) {
-      for (auto& [i, w] : weights_) t.inputs[i] = w;
+      // Copied, not swapped: the tensor table points into t.inputs. Freed: a 0.6B-sized
+      // program's weights are gigabytes.
+      for (auto& [i, w] : weights_) {
+        std::copy(w.begin(), w.end(), t.inputs[i].begin());
+        std::vector<float>().swap(w);
+      }
       for (const Layer& y : layers_) {
         std::fill(t.inputs[y.kc].begin(), t.inputs[y.kc].end(), 0.0f);
         std::fill(t.inputs[y.vc].begin(), t.inputs[y.vc].end(), 0.0f);
@@ -65,14 +60,29 @@ class DecodeSession {
     }
     const int64_t pos = static_cast<int64_t>(k) - 1;  // cache positions [0, pos) are filled
     for (int64_t p = 0; p < ctx_; ++p) t.inputs[m_][p] = p < pos ? 1.0f : 0.0f;
-    const int token = result.tokens.back();
-    std::copy_n(embedding_.begin() + token * dim_, dim_, t.inputs[x_].begin());
+    const int64_t token = result.tokens[static_cast<size_t>(pos)];
+    if (emb_) {
+      const std::vector<float>& e = t.inputs[*emb_];
+      for (int64_t j = 0; j < dim_; ++j) t.inputs[x_][j] = e[j * vocab_ + token];
+    } else {
+      std::copy_n(embedding_.begin() + token * dim_, dim_, t.inputs[x_].begin());
+    }
+    if (cos_) {
+      const int64_t half = head_dim_ / 2;
+      for (int64_t i = 0; i < half; ++i) {
+        const double a =
+            static_cast<double>(pos) *
+            std::pow(o_.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
+        t.inputs[*cos_][i] = t.inputs[*cos_][i + half] = static_cast<float>(std::cos(a));
+        t.inputs[*sin_][i] = t.inputs[*sin_][i + half] = static_cast<float>(std::sin(a));
+      }
+    }
   }
 
   void after(HostTensors& t, uint64_t k) {
     const int64_t pos = static_cast<int64_t>(k) - 1;
     for (const Layer& y : layers_) {
-      const int64_t heads = y.shape[0], dh = y.shape[1];
+      const int64_t heads = y.heads, dh = y.head_dim;
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t j = 0; j < dh; ++j) {
           t.inputs[y.kc][(h * dh + j) * ctx_ + pos] = t.outputs[y.kn][h * dh + j];
@@ -81,7 +91,10 @@ class DecodeSession {
     }
     const auto& lg = t.outputs[logits_];
     result.logits.push_back(lg);
-    result.tokens.push_back(static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
+    // Within the prompt the next token is given; after it, the greedy choice.
+    if (result.tokens.size() == static_cast<size_t>(k))
+      result.tokens.push_back(
+          static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
   }
 
   DecodeResult result;
@@ -89,8 +102,73 @@ class DecodeSession {
  private:
   struct Layer {
     size_t kc, vc, kn, vn;
-    Shape shape;
+    int64_t heads, head_dim;
   };
+
+  Layer layer(int l) const {
+    const std::string kc = fmt::format("Kc{}", l), vc = fmt::format("Vc{}", l);
+    const std::string kn = fmt::format("KN{}", l), vn = fmt::format("VN{}", l);
+    const Shape& ks = tensor(kc).shape;
+    if (ks.size() != 3 || ks[2] != ctx_)
+      throw UserError(fmt::format("{}: {} must be [Hkv, dh, {}]", plan_.name, kc, ctx_));
+    const int64_t heads = ks[0], dh = ks[1];
+    if (tensor(vc).shape != Shape{heads, ctx_, dh})
+      throw UserError(fmt::format("{}: {} must be [{}, {}, {}]", plan_.name, vc, heads, ctx_, dh));
+    for (const std::string& n : {kn, vn})
+      if (numel(tensor(n).shape) != heads * dh)
+        throw UserError(
+            fmt::format("{}: {} must hold {} values (Hkv dh)", plan_.name, n, heads * dh));
+    return {input(kc), input(vc), output(kn), output(vn), heads, dh};
+  }
+
+  void rope() {
+    cos_ = input("COS");
+    sin_ = input("SIN");
+    head_dim_ = numel(tensor("COS").shape);
+    if (head_dim_ % 2 != 0 || numel(tensor("SIN").shape) != head_dim_ ||
+        (!layers_.empty() && layers_[0].head_dim != head_dim_))
+      throw UserError(
+          fmt::format("{}: COS and SIN must hold dh values, dh even (the head size)", plan_.name));
+  }
+
+  bool is_weight(const std::string& n) const {
+    return !(n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
+             n.rfind("Vc", 0) == 0);
+  }
+
+  // Seeded draws in a fixed order (the host embedding table, then the weights in input order).
+  void fill_weights() {
+    const bool normal =
+        o_.init == WeightInit::normal || (o_.init == WeightInit::automatic && emb_.has_value());
+    std::mt19937_64 rng(o_.seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::normal_distribution<float> n(0.0f, static_cast<float>(o_.normal_std));
+    if (!emb_) {
+      embedding_.resize(static_cast<size_t>(vocab_ * dim_));
+      for (float& v : embedding_) v = u(rng);
+      if (o_.keep_weights) result.weights.push_back({"embedding", {vocab_, dim_}, embedding_});
+    }
+    for (size_t i = 0; i < plan_.inputs.size(); ++i) {
+      const std::string& name = plan_.inputs[i];
+      if (!is_weight(name)) continue;
+      const Shape& s = tensor(name).shape;
+      std::vector<float> w(static_cast<size_t>(numel(s)));
+      if (normal) {
+        const bool gain = numel(s) == s.back();
+        for (float& v : w) v = (gain ? 1.0f : 0.0f) + n(rng);
+      } else {
+        const float scale =
+            1.0f / std::sqrt(static_cast<float>(s.size() >= 2 ? s[s.size() - 2] : 1));
+        for (float& v : w) v = u(rng) * scale;
+      }
+      auto d = o_.declared.find(name);
+      if (d != o_.declared.end() && d->second != DType::f32)
+        for (float& v : w) v = round_to_dtype(v, d->second);
+      if (o_.keep_weights) result.weights.push_back({name, s, w});
+      weights_.push_back({i, std::move(w)});
+    }
+  }
+
   const PlanBuffer& tensor(const std::string& n) const {
     const PlanBuffer* b = plan_.find_tensor(n);
     if (!b)
@@ -110,7 +188,8 @@ class DecodeSession {
   const ProgramPlan& plan_;
   DecodeOptions o_;
   size_t x_ = 0, m_ = 0, logits_ = 0;
-  int64_t dim_ = 0, ctx_ = 0, vocab_ = 0;
+  std::optional<size_t> emb_, cos_, sin_;
+  int64_t dim_ = 0, ctx_ = 0, vocab_ = 0, head_dim_ = 0;
   std::vector<Layer> layers_;
   std::vector<float> embedding_;
   std::vector<std::pair<size_t, std::vector<float>>> weights_;

@@ -1,8 +1,10 @@
-// Token-by-token decoding of a decoder step program (examples/tiny_decoder_step.weft's interface)
-// through the host task-graph runtime, or through the program's kernels one after another.
+// Token-by-token decoding of a decode-step program (examples/tiny_decoder_step.weft,
+// examples/qwen3_tiny_decode_step.weft) through the host task-graph runtime, or through the
+// program's kernels one after another.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,20 +16,45 @@
 namespace weft {
 
 // The step program's interface: inputs X [1, D] (the current token's embedding), M [1, 1, T] (1
-// where the KV cache holds a position), Kc<l> [H, dh, T] and Vc<l> [H, T, dh] (layer l's cache);
-// outputs LOGITS [1, V], KN<l> and VN<l> [1, H dh] (the current token's key and value). Every
-// other input is a weight, filled with seeded uniform values scaled by 1/sqrt(rows); the
-// embedding table [V, D] is held on the host. Throws UserError when the plan does not follow it.
+// where the KV cache holds a position), Kc<l> [Hkv, dh, T] and Vc<l> [Hkv, T, dh] (layer l's cache,
+// Hkv KV heads of dh); outputs LOGITS [1, V], KN<l> and VN<l> [1, Hkv dh] (the current token's key,
+// after any rotary embedding, and value). Optional inputs: COS and SIN [.., dh] (the rotary tables
+// of the step's position p: entry i and i + dh/2 are cos/sin(p theta^(-2i/dh)), the rotate-half
+// convention) and EMB [D, V] (the embedding table, transposed: also the tied LM head; X is its
+// column of the token). Every other input is a weight, seeded; without EMB the embedding table
+// [V, D] is held on the host. Throws UserError when the plan does not follow it.
+enum class WeightInit {
+  automatic,  // normal when the program has EMB (Qwen3-shaped), else uniform
+  uniform,    // uniform in [-1, 1] scaled by 1/sqrt(rows): the tiny decoder's
+  normal,     // N(0, normal_std); gains (all dims but the last 1) 1 + N(0, normal_std)
+};
+
 struct DecodeOptions {
-  int tokens = 8;  // decoded tokens, at most T
+  int tokens = 8;  // decoded tokens (steps), at most T
   int first_token = 1;
+  std::vector<int> prompt;  // non-empty: fed at steps 1.. in place of first_token and argmaxes
   uint64_t seed = 1;
+  WeightInit init = WeightInit::automatic;
+  double normal_std = 0.02;
+  double rope_theta = 1e6;
+  // Declared dtypes of weights (the CPU plan stores every tensor as f32): each seeded value is
+  // rounded to its weight's dtype, so the host computes on what a bf16 device would store.
+  std::map<std::string, DType> declared;
+  bool keep_weights = false;  // DecodeResult::weights
+};
+
+struct NamedValues {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
 };
 
 struct DecodeResult {
-  std::vector<int> tokens;                 // the first token, then one per step
+  std::vector<int> tokens;  // the prompt (or first token), then one per step after it
   std::vector<std::vector<float>> logits;  // per step
   HostRunResult run;                       // the runtime's (sequential: ok, its time)
+  // With keep_weights: every weight input as filled, and "embedding" [V, D] for a host-held table.
+  std::vector<NamedValues> weights;
 };
 
 // Decodes through the task graph `graph` of `plan`.

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "core/target.h"
 #include "lower/pipeline.h"
@@ -18,6 +19,7 @@
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
 #include "mpk/trace.h"
+#include "runtime/dtype_convert.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
 
@@ -229,6 +231,64 @@ TEST(MpkTrace, CliWritesAParsableTraceWithOneSpanPerTaskRun) {
   ASSERT_EQ(runs.size(), 9u) << out;  // fork.weft: 9 tasks
   for (const auto& [task, count] : runs) EXPECT_EQ(count, 3) << "task " << task;
   std::remove(file.c_str());
+}
+
+// The Qwen3-shaped step (examples/qwen3_tiny_decode_step.weft: QK-norm, RoPE from the hooks'
+// COS/SIN, grouped-query split-KV attention, the tied embedding): a prompt, then greedy tokens.
+TEST(MpkRuntime, DecodesQwen3TinyTokenForTokenLikeSequentialExecution) {
+  Loaded l = load("examples/qwen3_tiny_decode_step.weft");
+  DecodeOptions d;
+  d.tokens = 6;
+  d.prompt = {5, 17};
+  d.normal_std = 0.1;  // at 0.02 this shallow random model keeps predicting its input token
+  d.declared = {{"Wq0", DType::bf16}};
+  DecodeResult want = decode_sequential(l.plan, *l.program, d);
+  ASSERT_EQ(want.tokens.size(), 7u);
+  EXPECT_EQ(want.tokens[0], 5);
+  EXPECT_EQ(want.tokens[1], 17);
+  std::set<int> distinct(want.tokens.begin(), want.tokens.end());
+  ASSERT_GT(distinct.size(), 3u) << "the decoded sequence is trivial";
+  ASSERT_NE(want.logits.front(), want.logits.back());
+  for (int workers : {1, 2, 7})
+    for (Dispatch dispatch : {Dispatch::aot, Dispatch::jit, Dispatch::hybrid}) {
+      MpkOptions o;
+      o.assign = {workers, dispatch};
+      o.data_dependent = kernels_reading(l.plan, "Kc");
+      ASSERT_EQ(o.data_dependent.size(), 2u);  // one attention kernel per layer
+      DeviceGraph g = decode_task_graph(compile_task_graph(l.plan, o).blob);
+      HostRunOptions ro;
+      ro.schedulers = 2;
+      ro.delay_seed = static_cast<uint64_t>(workers) + 200;
+      ro.max_delay_us = 20;
+      DecodeResult got = decode_on_host(l.plan, *l.program, g, d, ro);
+      ASSERT_TRUE(got.run.ok) << got.run.report;
+      EXPECT_EQ(got.tokens, want.tokens) << workers << " workers, " << dispatch_name(dispatch);
+      EXPECT_EQ(got.logits, want.logits) << workers << " workers, " << dispatch_name(dispatch);
+    }
+}
+
+TEST(MpkRuntime, DecodeRoundsDeclaredBf16WeightsAndChecksTheInterface) {
+  Loaded l = load("examples/qwen3_tiny_decode_step.weft");
+  DecodeOptions d;
+  d.tokens = 1;
+  d.keep_weights = true;
+  d.declared = {{"Wq0", DType::bf16}};
+  DecodeResult r = decode_sequential(l.plan, *l.program, d);
+  bool rounded = false, other_unrounded = false;
+  for (const NamedValues& w : r.weights)
+    for (float v : w.values) {
+      const bool bf16 = round_to_dtype(v, DType::bf16) == v;
+      if (w.name == "Wq0") rounded = bf16;
+      if (w.name == "Wk0" && !bf16) other_unrounded = true;
+      if (w.name == "Wq0" && !bf16) FAIL() << "Wq0 holds " << v << ", not a bf16 value";
+    }
+  EXPECT_TRUE(rounded);
+  EXPECT_TRUE(other_unrounded);  // not declared: full f32 draws
+  d.tokens = 65;                 // the cache holds 64
+  EXPECT_THROW((void)decode_sequential(l.plan, *l.program, d), UserError);
+  d.tokens = 2;
+  d.prompt = {4096};  // outside the vocabulary
+  EXPECT_THROW((void)decode_sequential(l.plan, *l.program, d), UserError);
 }
 
 }  // namespace

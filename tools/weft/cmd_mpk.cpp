@@ -3,18 +3,22 @@
 // prints a summary; run executes the task graph on host threads and compares with the kernels
 // run one after another (a decoder step program decodes tokens; any other program runs its
 // iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace.
+// decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "core/target.h"
 #include "lower/pipeline.h"
+#include "model/npz.h"
 #include "mpk/compile.h"
 #include "mpk/decode_demo.h"
+#include "mpk/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
 #include "mpk/tgraph_dot.h"
@@ -49,6 +53,7 @@ struct Built {
   ProgramPlan plan;
   MpkCompiled compiled;
   std::string stem;
+  std::map<std::string, DType> declared;  // the program's input dtypes (CPU plans store f32)
 };
 
 Built build(const MpkArgs& a, const std::string& stop_after = "") {
@@ -56,6 +61,7 @@ Built build(const MpkArgs& a, const std::string& stop_after = "") {
   Built b;
   b.stem = g.name.empty() ? std::filesystem::path(a.file).stem().string() : g.name;
   b.plan = lower_graph(g, target_by_name("cpu"));
+  for (ValueId id : g.inputs) b.declared[g.value(id).name] = g.value(id).type.dtype;
   MpkOptions o;
   o.assign = {a.workers, dispatch_by_name(a.dispatch)};
   o.data_dependent.insert(a.data_dependent.begin(), a.data_dependent.end());
@@ -97,6 +103,58 @@ void print_summary(const Built& b) {
                b.compiled.seconds * 1e3);
 }
 
+// `weft mpk decoder`: writes a Qwen3-shaped decode-step program (mpk/decoder_program.h).
+struct DecoderArgs {
+  std::string config = "qwen3-tiny", dtype = "bf16", output;
+  int64_t cache = 0;
+};
+
+CLI::App* add_decoder(CLI::App& sub, DecoderArgs& a) {
+  CLI::App* d = sub.add_subcommand("decoder", "Write a Qwen3-shaped decode-step program");
+  d->add_option("--config", a.config, fmt::format("{}", fmt::join(decoder_presets(), " or ")))
+      ->capture_default_str();
+  d->add_option("--cache", a.cache, "KV-cache positions (default: the preset's)");
+  d->add_option("--dtype", a.dtype, "Tensor dtype: bf16 or f32")->capture_default_str();
+  d->add_option("-o,--output", a.output, "Output .weft file")->required();
+  return d;
+}
+
+int run_decoder(const DecoderArgs& a) {
+  DecoderConfig c = decoder_config(a.config);
+  if (a.cache != 0) c.cache = a.cache;
+  if (a.dtype != "bf16" && a.dtype != "f32")
+    throw UserError(fmt::format("--dtype {}: expected bf16 or f32", a.dtype));
+  c.dtype = a.dtype == "bf16" ? DType::bf16 : DType::f32;
+  write(a.output, decoder_program(c));
+  fmt::print("{}: {} layers, {} weight bytes per step ({})\n", a.output, c.layers,
+             decoder_weight_bytes(c), dtype_name(c.dtype));
+  return 0;
+}
+
+// `weft mpk run --dump DIR`: DIR/weights.npz (every weight as filled, f32 values) and
+// DIR/decode.npz (tokens, per-step logits, RoPE theta), for an independent reference.
+void write_dump(const std::string& dir, const DecodeOptions& d, const DecodeResult& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError(fmt::format("cannot create {}: {}", dir, ec.message()));
+  auto as_tensor = [](const Shape& shape, const std::vector<float>& v) {
+    return Tensor<double>(shape, std::vector<double>(v.begin(), v.end()));
+  };
+  std::map<std::string, Tensor<double>> weights;
+  for (const NamedValues& w : r.weights) weights.emplace(w.name, as_tensor(w.shape, w.values));
+  write_npz((std::filesystem::path(dir) / "weights.npz").string(), weights);
+  std::vector<float> logits, tokens(r.tokens.begin(), r.tokens.end());
+  for (const auto& l : r.logits) logits.insert(logits.end(), l.begin(), l.end());
+  const int64_t steps = static_cast<int64_t>(r.logits.size());
+  std::map<std::string, Tensor<double>> decode;
+  decode.emplace("tokens", as_tensor({static_cast<int64_t>(tokens.size())}, tokens));
+  decode.emplace(
+      "logits",
+      as_tensor({steps, steps ? static_cast<int64_t>(logits.size()) / steps : 0}, logits));
+  decode.emplace("rope_theta", Tensor<double>({1}, std::vector<double>{d.rope_theta}));
+  write_npz((std::filesystem::path(dir) / "decode.npz").string(), decode, true);
+}
+
 }  // namespace
 
 static Register reg(
@@ -124,7 +182,20 @@ static Register reg(
       run->add_option("--delay-seed", *delay_seed, "Nonzero: inject seeded random delays");
       run->add_option("--trace", *trace_file,
                       "Write each task's span (start, end, worker) as a Chrome/Perfetto trace");
+      auto dump = std::make_shared<std::string>();
+      auto prompt = std::make_shared<std::vector<int>>();
+      run->add_option("--dump", *dump, "Decoder: write DIR/weights.npz and DIR/decode.npz");
+      run->add_option("--prompt", *prompt, "Decoder: tokens fed before greedy decoding");
+      auto seed = std::make_shared<uint64_t>(1);
+      auto init_std = std::make_shared<double>(0.02);
+      run->add_option("--seed", *seed, "Decoder: seed of the weights")->capture_default_str();
+      run->add_option("--init-std", *init_std,
+                      "Decoder: standard deviation of normal weights (programs with EMB)")
+          ->capture_default_str();
+      auto dec = std::make_shared<DecoderArgs>();
+      CLI::App* decoder = add_decoder(sub, *dec);
       return [=]() -> int {
+        if (decoder->parsed()) return run_decoder(*dec);
         if (compile->parsed()) {
           Built built = build(*a, *stop);
           std::filesystem::path dir(*out_dir);
@@ -158,7 +229,12 @@ static Register reg(
         if (built.plan.find_tensor("LOGITS") && built.plan.find_tensor("M")) {
           DecodeOptions d;
           d.tokens = *tokens;
+          d.prompt = *prompt;
+          d.seed = *seed;
+          d.normal_std = *init_std;
+          d.declared = built.declared;
           DecodeResult want = decode_sequential(built.plan, *program, d);
+          d.keep_weights = !dump->empty();
           DecodeResult got = decode_on_host(built.plan, *program, g, d, ro);
           if (!got.run.ok) throw UserError(got.run.report);
           write_trace(got.run.trace);
@@ -168,6 +244,10 @@ static Register reg(
                      got.run.seconds * 1e3, want.run.seconds * 1e3);
           const bool same = got.tokens == want.tokens && got.logits == want.logits;
           fmt::print("  {}\n", same ? "identical tokens and logits" : "MISMATCH");
+          if (!dump->empty()) {
+            write_dump(*dump, d, got);
+            fmt::print("  wrote {}/weights.npz, decode.npz\n", *dump);
+          }
           return same ? 0 : 3;
         }
         HostTensors want(built.plan), got(built.plan);
