@@ -222,6 +222,29 @@ DecodeResult decode_sequential(const ProgramPlan& plan, const CpuProgram& progra
   return std::move(s.result);
 }
 
+DecodeResult decode_with(const ProgramPlan& plan, const DecodeOptions& options,
+                         const DecodeStep& step) {
+  DecodeSession s(plan, options);
+  HostTensors t(plan);
+  double seconds = 0;
+  for (uint64_t k = 1; k <= static_cast<uint64_t>(options.tokens); ++k) {
+    s.before(t, k);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::vector<float>> outs = step(t.inputs);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    WEFT_CHECK(outs.size() == t.outputs.size(), "a decode step returned {} outputs, not {}",
+               outs.size(), t.outputs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      WEFT_CHECK(outs[i].size() == t.outputs[i].size(), "decode step output {} has {} values", i,
+                 outs[i].size());
+      std::copy(outs[i].begin(), outs[i].end(), t.outputs[i].begin());
+    }
+    s.after(t, k);
+  }
+  s.result.run.seconds = seconds;
+  return std::move(s.result);
+}
+
 std::set<std::string> kernels_reading(const ProgramPlan& plan, const std::string& prefix) {
   std::set<std::string> out;
   for (const KernelPlan& k : plan.kernels)

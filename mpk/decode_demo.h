@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -64,6 +65,14 @@ DecodeResult decode_on_host(const ProgramPlan& plan, const CpuProgram& program,
 // Decodes running the program's kernels one after another each step.
 DecodeResult decode_sequential(const ProgramPlan& plan, const CpuProgram& program,
                                const DecodeOptions& options);
+
+// One decode step: the step program's inputs (plan input order, f32) in, its outputs out.
+using DecodeStep =
+    std::function<std::vector<std::vector<float>>(const std::vector<std::vector<float>>&)>;
+// Decodes calling `step` once per token (a persistent kernel's launch, or the per-kernel path's
+// run of a GPU plan), with the same host hooks between steps; run.seconds is the steps' time.
+DecodeResult decode_with(const ProgramPlan& plan, const DecodeOptions& options,
+                         const DecodeStep& step);
 
 // Names of the graph-defined kernels that load a tensor whose name starts with `prefix` (the
 // attention kernels, reading Kc: the data-dependent operators of a decode step).

@@ -2,14 +2,16 @@
 // bodies from the plan and the persistent kernel together, in host emulation (every CTA's threads
 // at once). The outputs must equal the per-kernel CUDA emulation's bit for bit (each block runs
 // the same code on the same data whatever the schedule), for 1-4 workers, AOT, JIT and hybrid
-// dispatch and repeated iterations; every output element is written. On a GPU the same run
-// happens on the device (MpkMegakernelGpu, skipped here).
+// dispatch and repeated iterations; every output element is written; decode loops of one launch
+// per token give the per-kernel path's tokens and logits. On a GPU the same runs happen on the
+// device (MpkMegakernelGpu, skipped here).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "core/target.h"
 #include "interp/random_inputs.h"
@@ -112,6 +114,42 @@ TEST(MpkMegakernelPlan, ABodyWiderThanTheWorkerIsRefused) {
   }
 }
 
+// A decode loop with one persistent-kernel launch per token (the host hooks between launches):
+// the same tokens and the same logits, bit for bit, as the per-kernel path run step by step.
+void expect_decodes_like_per_kernel(const char* path, const DecodeOptions& d, bool emulated) {
+  SCOPED_TRACE(path);
+  Graph g = test::load_graph_file(test::source_path(path));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  auto per_kernel = load_program(plan, emulated ? Backend::cuda_emulation : Backend::cuda);
+  DecodeResult want = decode_with(plan, d, [&](const auto& in) { return per_kernel->run(in); });
+  std::set<int> distinct(want.tokens.begin(), want.tokens.end());
+  ASSERT_GT(distinct.size(), 2u) << "the decoded sequence is trivial";
+  MegakernelProgramOptions o;
+  o.mpk.assign = {emulated ? 3 : 16, Dispatch::hybrid};
+  o.mpk.data_dependent = kernels_reading(plan, "Kc");
+  o.kernel.schedulers = 2;
+  o.emulated = emulated;
+  MegakernelProgram mk(plan, o);
+  DecodeResult got = decode_with(plan, d, [&](const auto& in) {
+    MegakernelResult r = mk.run(in);
+    EXPECT_TRUE(r.run.ok) << r.run.report;
+    return r.outputs;
+  });
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_TRUE(got.logits == want.logits) << "logits differ from the per-kernel path";
+}
+
+TEST(MpkMegakernelPlan, DecodesTokenForTokenLikeThePerKernelPath) {
+  DecodeOptions d;
+  d.tokens = 8;
+  expect_decodes_like_per_kernel("examples/tiny_decoder_step.weft", d, true);
+  DecodeOptions q;
+  q.tokens = 4;
+  q.prompt = {5, 17};
+  q.normal_std = 0.1;  // at 0.02 this shallow random model keeps predicting its input token
+  expect_decodes_like_per_kernel("examples/qwen3_tiny_decode_step.weft", q, true);
+}
+
 // On a GPU: the same programs as one cooperative launch, against the per-kernel emulation's
 // outputs (bit for bit where the code is the same, as in emulation).
 TEST(MpkMegakernelGpu, RunEqualsThePerKernelRun) {
@@ -127,6 +165,18 @@ TEST(MpkMegakernelGpu, RunEqualsThePerKernelRun) {
       expect_same(p, r.outputs, fmt::format("{} on the GPU, {}", p.plan.name, dispatch_name(d)));
     }
   }
+}
+
+TEST(MpkMegakernelGpu, DecodesTokenForTokenLikeThePerKernelPath) {
+  if (!cuda_unavailable_reason().empty()) GTEST_SKIP() << cuda_unavailable_reason();
+  DecodeOptions d;
+  d.tokens = 16;
+  expect_decodes_like_per_kernel("examples/tiny_decoder_step.weft", d, false);
+  DecodeOptions q;
+  q.tokens = 16;
+  q.prompt = {5, 17};
+  q.normal_std = 0.1;
+  expect_decodes_like_per_kernel("examples/qwen3_tiny_decode_step.weft", q, false);
 }
 
 }  // namespace
