@@ -150,6 +150,21 @@ TEST(MpkMegakernelPlan, DecodesTokenForTokenLikeThePerKernelPath) {
   expect_decodes_like_per_kernel("examples/qwen3_tiny_decode_step.weft", q, true);
 }
 
+TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
+  auto [rc, out] =
+      test::run_weft(fmt::format("mpk run {} --on emulation --tokens 4 --workers 3 --schedulers 2",
+                                 test::source_path("examples/tiny_decoder_step.weft")));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("identical tokens and logits"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 worker CTAs of 128 threads"), std::string::npos) << out;
+  if (cuda_unavailable_reason().empty()) return;
+  // Without a GPU, --on gpu is a clear error, not a crash.
+  auto [gpu_rc, gpu_out] = test::run_weft(fmt::format(
+      "mpk run {} --on gpu --tokens 2", test::source_path("examples/tiny_decoder_step.weft")));
+  EXPECT_EQ(gpu_rc, 1) << gpu_out;
+  EXPECT_NE(gpu_out.find("error: "), std::string::npos) << gpu_out;
+}
+
 // On a GPU: the same programs as one cooperative launch, against the per-kernel emulation's
 // outputs (bit for bit where the code is the same, as in emulation).
 TEST(MpkMegakernelGpu, RunEqualsThePerKernelRun) {

@@ -2,7 +2,9 @@
 // its host runtime. compile writes NAME.tgraph, NAME.mpk (the encoded blob), NAME.tgraph.dot and
 // prints a summary; run executes the task graph on host threads and compares with the kernels
 // run one after another (a decoder step program decodes tokens; any other program runs its
-// iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace.
+// iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace;
+// --on emulation|gpu runs the program as one persistent kernel (mpk/megakernel_program.h) in host
+// emulation or on the GPU, one launch per decoded token, against the per-kernel CUDA path.
 // decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,9 +23,11 @@
 #include "mpk/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
+#include "mpk/megakernel_program.h"
 #include "mpk/tgraph_dot.h"
 #include "mpk/tgraph_text.h"
 #include "mpk/trace.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/program.h"
 #include "tools/weft/command.h"
 
@@ -155,6 +159,84 @@ void write_dump(const std::string& dir, const DecodeOptions& d, const DecodeResu
   write_npz((std::filesystem::path(dir) / "decode.npz").string(), decode, true);
 }
 
+// Options of `weft mpk run` that the persistent-kernel path shares with the host one.
+struct RunArgs {
+  int tokens = 8;
+  uint32_t schedulers = 1;
+  std::string trace_file;
+  DecodeOptions decode;
+};
+
+// `weft mpk run FILE --on emulation|gpu`: the program lowered for the GPU (h100 in emulation, the
+// device's target on a GPU) as one persistent kernel, against its per-kernel CUDA path: a
+// decode-step program decodes one launch per token; any other runs once on seeded inputs.
+int run_megakernel(const MpkArgs& a, const RunArgs& r, bool gpu) {
+  Graph g = load_graph(a.file);
+  const Target& target = gpu ? target_for_device(require_cuda_device()) : target_by_name("h100");
+  ProgramPlan plan = lower_graph(g, target);
+  MegakernelProgramOptions o;
+  o.mpk.assign = {a.workers, dispatch_by_name(a.dispatch)};
+  o.mpk.data_dependent.insert(a.data_dependent.begin(), a.data_dependent.end());
+  if (!a.data_dependent_reads.empty()) {
+    auto more = kernels_reading(plan, a.data_dependent_reads);
+    o.mpk.data_dependent.insert(more.begin(), more.end());
+  }
+  o.kernel.schedulers = r.schedulers;
+  o.emulated = !gpu;
+  o.arch = target.arch;
+  MegakernelProgram mk(plan, o);
+  Built shown{plan, mk.compiled(), g.name, {}};
+  print_summary(shown);
+  fmt::print(
+      "  one persistent kernel on {} ({}): {} worker CTAs of {} threads, {} B of body "
+      "shared memory\n",
+      target.name, gpu ? "GPU" : "host emulation", a.workers, mk.fit().worker_threads,
+      mk.fit().body_smem_bytes);
+  auto per_kernel = load_program(plan, gpu ? Backend::cuda : Backend::cuda_emulation);
+  std::vector<TaskSpan> last_trace;
+  double kernel_s = 0;
+  auto launch = [&](const std::vector<std::vector<float>>& in) {
+    MegakernelResult m = mk.run(in, 1, !r.trace_file.empty());
+    if (!m.run.ok) throw UserError(m.run.report);
+    kernel_s += m.run.seconds;
+    last_trace = std::move(m.run.trace);
+    return m.outputs;
+  };
+  bool same = false;
+  int steps = 1;
+  if (plan.find_tensor("LOGITS") && plan.find_tensor("M")) {
+    steps = r.tokens;
+    DecodeResult want =
+        decode_with(plan, r.decode, [&](const auto& in) { return per_kernel->run(in); });
+    DecodeResult got = decode_with(plan, r.decode, launch);
+    fmt::print("  tokens (persistent kernel): {}\n", fmt::join(got.tokens, " "));
+    fmt::print("  tokens (per-kernel path):   {}\n", fmt::join(want.tokens, " "));
+    same = got.tokens == want.tokens && got.logits == want.logits;
+    fmt::print("  {}\n", same                        ? "identical tokens and logits"
+                         : got.tokens == want.tokens ? "identical tokens, logits differ"
+                                                     : "MISMATCH");
+  } else {
+    std::mt19937_64 rng(1);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<std::vector<float>> in;
+    for (const std::string& name : plan.inputs) {
+      in.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)));
+      for (float& v : in.back()) v = u(rng);
+    }
+    same = launch(in) == per_kernel->run(in);
+    fmt::print("  outputs {}\n", same ? "identical to the per-kernel path" : "DIFFER");
+  }
+  fmt::print("  {} launch{}: {:.3f} ms per launch{}\n", steps, steps == 1 ? "" : "es",
+             kernel_s * 1e3 / steps, gpu ? "" : " (host emulation: not a GPU time)");
+  if (!r.trace_file.empty()) {
+    write(r.trace_file,
+          chrome_trace_json(decode_task_graph(mk.compiled().blob), last_trace, shown.stem));
+    fmt::print("  wrote the trace of the last launch ({} task runs) to {}\n", last_trace.size(),
+               r.trace_file);
+  }
+  return same ? 0 : 3;
+}
+
 }  // namespace
 
 static Register reg(
@@ -192,6 +274,11 @@ static Register reg(
       run->add_option("--init-std", *init_std,
                       "Decoder: standard deviation of normal weights (programs with EMB)")
           ->capture_default_str();
+      auto on = std::make_shared<std::string>("host");
+      run->add_option("--on", *on,
+                      "host (threads, CPU bodies), emulation or gpu (one persistent kernel)")
+          ->check(CLI::IsMember({"host", "emulation", "gpu"}))
+          ->capture_default_str();
       auto dec = std::make_shared<DecoderArgs>();
       CLI::App* decoder = add_decoder(sub, *dec);
       return [=]() -> int {
@@ -211,6 +298,17 @@ static Register reg(
           fmt::print("  wrote {}/{}.tgraph, .tgraph.dot{}\n", dir.string(), built.stem,
                      built.compiled.blob.empty() ? "" : ", .mpk");
           return 0;
+        }
+        if (*on != "host") {
+          RunArgs r;
+          r.tokens = *tokens;
+          r.schedulers = *schedulers;
+          r.trace_file = *trace_file;
+          r.decode.tokens = *tokens;
+          r.decode.prompt = *prompt;
+          r.decode.seed = *seed;
+          r.decode.normal_std = *init_std;
+          return run_megakernel(*b, r, *on == "gpu");
         }
         Built built = build(*b);
         print_summary(built);
