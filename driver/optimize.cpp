@@ -229,10 +229,14 @@ void search_whole(Run& run) {
 
   // Resume from a checkpoint when one matches this program and configuration.
   std::string program_text = print_graph(program, false);
-  // The memory budget only decides where a search stops (and the memo checkpoints no schedule it
-  // cut short), so a run it stopped resumes under a larger one, or on a machine with more memory.
+  // The budgets only decide where a search stops (and the memo checkpoints no schedule one cut
+  // short), so a run a budget stopped resumes under a larger one: more time, more states, a
+  // machine with more memory; and each part of a partitioned run, whose time budget is its share
+  // of what is left, resumes at all.
   nlohmann::json searched = config.to_json();
-  searched.erase("memory_budget_mb");
+  for (const char* budget :
+       {"memory_budget_mb", "time_budget_s", "state_budget", "checkpoint_interval_s"})
+    searched.erase(budget);
   run.checkpoint.fingerprint =
       fmt::format("{:016x}", std::hash<std::string>{}(program_text + searched.dump()));
   if (!checkpoint_path.empty())
@@ -349,6 +353,10 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
       sub.top_k = 1;
       report.budget_s = sub.time_budget_s;
       OptimizeOptions sub_options;
+      // Each part keeps its own checkpoint next to the run's (its fingerprint is the part's
+      // program and configuration), so a resumed partitioned run loses no part's search.
+      if (!run.options.checkpoint_path.empty())
+        sub_options.checkpoint_path = fmt::format("{}.part{}", run.options.checkpoint_path, i + 1);
       sub_options.progress_interval_s = run.options.progress_interval_s;
       sub_options.should_stop = run.options.should_stop;
       const double offset = run.stop.elapsed_s();
@@ -379,6 +387,7 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
       result.oracle_complete = result.oracle_complete && r.oracle_complete;
       result.peak_accounted_bytes = std::max(result.peak_accounted_bytes, r.peak_accounted_bytes);
       result.stop = worse_stop(result.stop, r.stop);
+      result.resumed = result.resumed || r.resumed;
       if (r.stop == SearchStop::interrupted) run.stop.stop(SearchStop::interrupted);
       if (!r.top.empty()) {
         replacements.back() = r.top[0].graph;

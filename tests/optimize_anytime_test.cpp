@@ -2,7 +2,11 @@
 // µGraph no slower than its input (baselines), partitioned programs are searched in parts and
 // stitched, and the anytime search ends by itself ("complete", "converged") after reaching every
 // kernel-graph size.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "driver/optimize.h"
 #include "driver/optimize_report.h"
@@ -149,6 +153,41 @@ TEST(OptimizeAnytime, AnExhaustedSpaceEndsComplete) {
   EXPECT_EQ(r.stop, SearchStop::complete);
   EXPECT_EQ(r.levels_reached, config.max_kernel_ops);
   EXPECT_EQ(r.levels_cut + r.levels_converged, 0);
+}
+
+// A program searched in parts keeps one checkpoint per part (CHECKPOINT.partN); a second run
+// resumes every part from its own and ends with the same best µGraph.
+TEST(OptimizeAnytime, APartitionedRunCheckpointsEachPartAndResumes) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("weft_parts_ckpt_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SearchConfig config;
+  config.threads = 1;
+  config.time_budget_s = 20;
+  config.state_budget = 20000;
+  config.max_kernel_ops = 3;
+  config.top_k = 1;
+  OptimizeOptions options;
+  options.checkpoint_path = (dir / "run.ckpt").string();
+  Graph g = load_data("gelu_mlp_small.weft");
+  OptimizeResult first = optimize(g, config, options);
+  ASSERT_GT(first.partition.size(), 1u);
+  EXPECT_FALSE(first.resumed);
+  int searched = 0;
+  for (size_t i = 0; i < first.partition.size(); ++i) {
+    if (!first.partition[i].searched) continue;
+    ++searched;
+    EXPECT_TRUE(std::filesystem::exists(fmt::format("{}.part{}", options.checkpoint_path, i + 1)))
+        << "part " << i + 1;
+  }
+  ASSERT_GT(searched, 0);
+  OptimizeResult second = optimize(g, config, options);
+  EXPECT_TRUE(second.resumed);
+  ASSERT_FALSE(first.top.empty());
+  ASSERT_FALSE(second.top.empty());
+  EXPECT_EQ(print_graph(second.top[0].graph, false), print_graph(first.top[0].graph, false));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
