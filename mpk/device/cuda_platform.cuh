@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #define WEFT_MPK_DEV __device__ __forceinline__
+// One copy of the code for every thread of a worker CTA (mpk/device/megakernel.cuh).
+#define WEFT_MPK_ONE_COPY __device__ __noinline__
 
 WEFT_MPK_DEV uint64_t weft_mpk_ld_acquire(const uint64_t* p) {
   uint64_t v;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #define WEFT_MPK_DEV inline
+#define WEFT_MPK_ONE_COPY static
 
 WEFT_MPK_DEV uint64_t weft_mpk_ld_acquire(const uint64_t* p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);

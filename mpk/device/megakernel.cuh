@@ -38,6 +38,22 @@ WEFT_HD constexpr weft_mpk::Layout weft_mpk_layout() {
                           weft_mpk_worker_cap, weft_mpk_sched_cap};
 }
 
+// One task on a worker CTA, entered by every thread: meet at barrier 0, stop if told to, run the
+// body, meet again. Not inlined, so the leader (from run_task) and the other threads (from their
+// command loop) execute the very same instructions: the barriers, and inside the body
+// bar.sync/mma.sync/ldmatrix, are .aligned, whose PTX contract is that all threads of a CTA (or
+// warp) execute the same instruction; two inlined copies, one per caller, would break it within
+// warp 0. Returns whether the command was to stop.
+WEFT_MPK_ONE_COPY bool weft_mpk_cta_step(const WeftMpkArgs* a, unsigned char* smem) {
+  const WeftMpkCommand* c = reinterpret_cast<const WeftMpkCommand*>(smem);
+  weft_sync();
+  if (c->stop) return true;
+  weft_mpk_task(c->kernel, c->bx, c->by, c->bz, smem + kWeftMpkCommandBytes, a->inputs,
+                a->outputs, a->workspace);
+  weft_sync();
+  return false;
+}
+
 // The protocol's platform inside the kernel (one per leader thread or scheduler lane).
 struct WeftMpkPlatform {
   const WeftMpkArgs* args;
@@ -57,10 +73,7 @@ struct WeftMpkPlatform {
     c->bx = t.bx;
     c->by = t.by;
     c->bz = t.bz;
-    weft_sync();
-    weft_mpk_task(op.kernel, t.bx, t.by, t.bz, smem + kWeftMpkCommandBytes, args->inputs,
-                  args->outputs, args->workspace);
-    weft_sync();
+    weft_mpk_cta_step(args, smem);
   }
   WEFT_MPK_DEV void group_barrier() {}  // run_task's second barrier; empty tasks have none
   WEFT_MPK_DEV void before_iteration(uint64_t) {}
@@ -80,16 +93,12 @@ WEFT_MPK_DEV void weft_mpk_persistent(const WeftMpkArgs& a) {
                                                    config, a.state, a.report, a.trace, platform);
       protocol.worker(static_cast<uint32_t>(cta));
       command->stop = 1;
-      weft_sync();
+      weft_mpk_cta_step(&a, smem);
       return;
     }
-    for (;;) {
-      weft_sync();
-      if (command->stop) return;
-      weft_mpk_task(command->kernel, command->bx, command->by, command->bz,
-                    smem + kWeftMpkCommandBytes, a.inputs, a.outputs, a.workspace);
-      weft_sync();
+    while (!weft_mpk_cta_step(&a, smem)) {
     }
+    return;
   }
   const int s = (cta - static_cast<int>(weft_mpk_workers)) * weft_mpk_warps_per_cta + tid / 32;
   if (tid % 32 != 0 || s >= static_cast<int>(weft_mpk_schedulers)) return;
