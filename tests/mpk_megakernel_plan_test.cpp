@@ -7,10 +7,14 @@
 // device (MpkMegakernelGpu, skipped here).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "core/target.h"
@@ -163,6 +167,40 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
       "mpk run {} --on gpu --tokens 2", test::source_path("examples/tiny_decoder_step.weft")));
   EXPECT_EQ(gpu_rc, 1) << gpu_out;
   EXPECT_NE(gpu_out.find("error: "), std::string::npos) << gpu_out;
+}
+
+// The whole unit of a real program (its plan's task bodies inside the persistent kernel)
+// compiles for sm_80 and sm_90a with every warning an error: what a GPU machine will build.
+TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
+  std::string nvcc;
+  try {
+    nvcc = find_nvcc();
+  } catch (const UserError&) {
+    GTEST_SKIP() << "nvcc not found";
+  }
+  for (const char* path :
+       {"examples/tiny_decoder_step.weft", "examples/qwen3_tiny_decode_step.weft"}) {
+    SCOPED_TRACE(path);
+    ProgramPlan plan =
+        lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
+    MegakernelProgramOptions o;
+    o.mpk.assign = {8, Dispatch::hybrid};
+    o.mpk.data_dependent = kernels_reading(plan, "Kc");
+    o.kernel.schedulers = 2;
+    MegakernelProgram mk(plan, o);  // built for emulation; its text is the GPU's too
+    const std::string dir =
+        testing::TempDir() + "/weft_megakernel_plan_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    const std::string cu = dir + "/unit.cu", log = cu + ".log";
+    std::ofstream(cu) << mk.unit();
+    const std::string cmd = fmt::format(
+        "'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
+        "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "
+        "-Xcompiler -Wall,-Wextra,-Werror '{}' > '{}' 2>&1",
+        nvcc, cu, log);
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << test::read_text(log).substr(0, 6000);
+    std::filesystem::remove_all(dir);
+  }
 }
 
 // On a GPU: the same programs as one cooperative launch, against the per-kernel emulation's
