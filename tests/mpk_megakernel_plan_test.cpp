@@ -30,6 +30,11 @@
 namespace weft {
 namespace {
 
+// The watchdog bounds each spin, and a scheduler's wait for the end of an iteration spans the
+// whole iteration: emulated CTAs under ASan run a 340-task Qwen3 step for longer than the 10 s
+// default allows (a false trip seen in `make test-asan`), so emulated runs here get 10 minutes.
+constexpr double kEmulationWatchdogS = 600;
+
 struct Case {
   const char* path;
   const char* reads;  // data-dependent kernels load tensors named so (hybrid dispatch)
@@ -80,6 +85,7 @@ MegakernelProgramOptions options_for(const Prepared& p, const Case& c, int worke
   o.mpk.assign = {workers, d};
   o.mpk.data_dependent = kernels_reading(p.plan, c.reads);
   o.kernel.schedulers = workers > 2 ? 2 : 1;
+  o.kernel.watchdog_s = kEmulationWatchdogS;
   return o;
 }
 
@@ -132,6 +138,7 @@ void expect_decodes_like_per_kernel(const char* path, const DecodeOptions& d, bo
   o.mpk.assign = {emulated ? 3 : 16, Dispatch::hybrid};
   o.mpk.data_dependent = kernels_reading(plan, "Kc");
   o.kernel.schedulers = 2;
+  o.kernel.watchdog_s = kEmulationWatchdogS;
   o.emulated = emulated;
   MegakernelProgram mk(plan, o);
   DecodeResult got = decode_with(plan, d, [&](const auto& in) {
