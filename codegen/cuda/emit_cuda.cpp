@@ -371,13 +371,18 @@ class Emitter {
   void library_kernel(const KernelPlan& k) {
     const Step& s = k.loop_steps.at(0);
     if (s.op == OpKind::matmul) return;  // cuBLAS, called from the launcher
-    std::vector<Operand> ins, outs;
-    for (const std::string& n : s.inputs) ins.push_back(device(n));
-    for (const std::string& n : s.outputs) outs.push_back(device(n));
     line("// kernel {}: library {}", k.name, op_info(s.op).name);
     line("WEFT_KERNEL({}) {}({}) {{", kLibraryThreads, k.name, params(k));
     ++ind_;
-    Workers w{"weft_gtid()", "weft_gthreads()", "int64_t"};
+    library_loops(s, Workers{"weft_gtid()", "weft_gthreads()", "int64_t"});
+    close();
+  }
+
+  // A library step's element loops over the workers `w` (a grid's threads, or a worker CTA's).
+  void library_loops(const Step& s, const Workers& w) {
+    std::vector<Operand> ins, outs;
+    for (const std::string& n : s.inputs) ins.push_back(device(n));
+    for (const std::string& n : s.outputs) outs.push_back(device(n));
     OpClass c = op_info(s.op).op_class;
     if (c == OpClass::unary || c == OpClass::binary)
       elementwise(s, ins, outs[0], w);
@@ -386,8 +391,7 @@ class Emitter {
     else if (c == OpClass::movement)
       movement(s, ins, outs, w);
     else
-      WEFT_CHECK(false, "no CUDA library kernel for {}", op_info(s.op).name);
-    close();
+      WEFT_CHECK(false, "no CUDA library loops for {}", op_info(s.op).name);
   }
 
   // Kernel parameters: the device tensors a kernel reads (const) and writes, in plan order.
@@ -978,19 +982,7 @@ class Emitter {
           batch_base(mm, mm.b), mm.c.ptr, batch_base(mm, mm.c), 4 * t.a_floats());
       close();
     } else {
-      std::vector<Operand> ins, outs;
-      for (const std::string& n : s.inputs) ins.push_back(device(n));
-      for (const std::string& n : s.outputs) outs.push_back(device(n));
-      Workers w{"tid", std::to_string(f.threads), "int64_t"};
-      OpClass c = op_info(s.op).op_class;
-      if (c == OpClass::unary || c == OpClass::binary)
-        elementwise(s, ins, outs[0], w);
-      else if (c == OpClass::reduction)
-        reduction(s, ins[0], outs[0], w);
-      else if (c == OpClass::movement)
-        movement(s, ins, outs, w);
-      else
-        WEFT_CHECK(false, "no CUDA task body for library {}", op_info(s.op).name);
+      library_loops(s, Workers{"tid", std::to_string(f.threads), "int64_t"});
     }
     close();
   }
