@@ -3,14 +3,14 @@
 // input) run by the same backend, and (--check) whether its outputs match the reference
 // interpreter. On the GPU, each run is timed with CUDA events on device-resident buffers. The work
 // is driver/measure.h's. `weft bench DIR --inputs IN.npz [--inputs ...] [--function F]` times a
-// compiled model against the uncompiled one (tools/weft/model_dir.h).
+// compiled model against the uncompiled one (driver/model/compiled_dir.h).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "driver/measure.h"
+#include "driver/model/compiled_dir.h"
 #include "tools/weft/command.h"
-#include "tools/weft/model_dir.h"
 
 namespace weft::cli {
 namespace {
@@ -21,6 +21,33 @@ std::string ms(double s) {
 
 std::string us(double s) {
   return fmt::format("{:.2f} us", s * 1e6);
+}
+
+// `weft bench DIR`: per input, the three VMs' medians and the compiled outputs' agreement.
+int bench_compiled_model(const std::string& dir, const std::vector<std::string>& inputs,
+                         const std::string& function, int warmup, int reps) {
+  CompiledModelBench bench(dir, function, warmup, reps);
+  fmt::print("{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up)\n", dir,
+             function, reps, warmup);
+  int rc = 0;
+  for (const std::string& in : inputs) {
+    ModelBenchResult r = bench.time(read_npz(in), in);
+    if (!r.outputs_match) rc = 3;
+    fmt::print(
+        "{} ({}{}):\n", in, binding_str(r.binding),
+        r.compiled_binding ? "" : "; not a compiled binding: every variant runs the original body");
+    fmt::print("  uncompiled, per-operator interpreter   {:10.3f} ms\n",
+               r.interpreter.median_s * 1e3);
+    fmt::print("  uncompiled, per-operator CPU kernels   {:10.3f} ms\n",
+               r.per_operator.median_s * 1e3);
+    fmt::print(
+        "  compiled (superoptimized regions)      {:10.3f} ms  ({:.2f}x over per-operator "
+        "CPU kernels)\n",
+        r.compiled.median_s * 1e3, r.per_operator.median_s / r.compiled.median_s);
+    fmt::print("  outputs vs the uncompiled module: scaled error {:.3g} ({})\n", r.scaled_error,
+               r.outputs_match ? "within 1e-4" : "DIFFER");
+  }
+  return rc;
 }
 
 }  // namespace

@@ -2,8 +2,7 @@
 // kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
 // C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's. A model
 // file (.wmod, or .onnx through the importer) is compiled whole instead: `--bind`, `--bound`,
-// `--time-budget`, `--cache`
-// (tools/weft/model_dir.h, docs/model-compile.md).
+// `--time-budget`, `--cache`; the work is driver/model/compile_to_dir.h's (docs/model-compile.md).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -11,8 +10,9 @@
 
 #include "core/target.h"
 #include "driver/compile.h"
+#include "driver/model/compile_to_dir.h"
 #include "tools/weft/command.h"
-#include "tools/weft/model_dir.h"
+#include "tools/weft/model_flags.h"
 
 namespace weft::cli {
 namespace {
@@ -21,6 +21,46 @@ void write(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
   if (!out) throw UserError(fmt::format("cannot write {}", path.string()));
+}
+
+// The model flags (with FILE, -o, --target and --no-build, which µGraphs take too).
+struct ModelArgs {
+  std::vector<std::string> binds;
+  std::vector<std::string> bounds;  // .onnx: NAME=N bounds of dim_param variables
+  ModelDirOptions options;
+};
+
+int compile_model_file(const std::string& file, const std::string& out_dir, const ModelArgs& args) {
+  SymProver prover;
+  OnnxImportOptions import_options;
+  for (const std::string& b : args.bounds) parse_bound(b, import_options);
+  ModelFile model = load_model_file(file, prover, import_options);
+  ModelDirOptions options = args.options;
+  for (const std::string& b : args.binds)
+    options.bindings.push_back(parse_binding(b, model.module));
+  if (options.bindings.empty())
+    throw UserError("give the shapes to compile for with --bind NAME=VALUE,... (one per binding)");
+  options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  ModelDirReport report = compile_model_to_dir(model, prover, out_dir, options);
+
+  const ModelCompileResult& r = report.result;
+  const auto& t = report.summary["totals"];
+  fmt::print("{}: {} specialization{}, {} region{} ({} compiled), kernels {} -> {}\n", file,
+             r.specializations.size(), r.specializations.size() == 1 ? "" : "s", r.regions.size(),
+             r.regions.size() == 1 ? "" : "s", t["compiled"].get<int>(),
+             t["kernels_before"].get<int>(), t["kernels_after"].get<int>());
+  fmt::print("predicted on {} (regions only): {:.2f} us per-operator -> {:.2f} us compiled\n",
+             target_by_name(options.target).name, t["predicted_before_us"].get<double>(),
+             t["predicted_after_us"].get<double>());
+  fmt::print("cache: {} hit{}, {} searched; compile {:.2f} s\n", r.cache_hits,
+             r.cache_hits == 1 ? "" : "s", r.searched, r.wall_s);
+  for (const std::string& s : r.skipped) fmt::print("not specialized: {}\n", s);
+  if (!options.no_build)
+    fmt::print("code: {} of {} µGraph{} built{}\n", report.built, report.ugraphs,
+               report.ugraphs == 1 ? "" : "s",
+               report.not_built.empty() ? "" : fmt::format(" ({})", report.not_built));
+  fmt::print("wrote {}\n", out_dir);
+  return 0;
 }
 
 }  // namespace
@@ -32,22 +72,23 @@ static Register reg(
       auto out_dir = std::make_shared<std::string>();
       auto stop = std::make_shared<std::string>();
       auto no_build = std::make_shared<bool>(false);
-      auto model = std::make_shared<ModelCompileArgs>();
+      auto model = std::make_shared<ModelArgs>();
       sub.add_option("FILE", *file, "µGraph file, or a model (.wmod, .onnx)")->required();
       sub.add_option("--bound", model->bounds,
                      "ONNX models: upper bound of a dim_param's variable, NAME=N (repeatable; "
                      "default 4096)");
       sub.add_option("--bind", model->binds,
                      "Models: shapes to specialize for, NAME=VALUE,... (repeat for more)");
-      sub.add_option("--time-budget", model->time_budget_s,
+      sub.add_option("--time-budget", model->options.time_budget_s,
                      "Models: seconds of search over all regions (0: unlimited)")
           ->capture_default_str();
-      sub.add_option("--states", model->state_budget,
+      sub.add_option("--states", model->options.state_budget,
                      "Models: state budget of each region's search (0: unlimited)");
-      sub.add_option("--cache", model->cache_dir,
+      sub.add_option("--cache", model->options.cache_dir,
                      "Models: folder of the region cache (default: the build cache's + /regions)");
-      sub.add_flag("--no-cache", model->no_cache, "Models: search every region again");
-      sub.add_option("--max-region-ops", model->max_region_ops, "Models: operators per region")
+      sub.add_flag("--no-cache", model->options.no_cache, "Models: search every region again");
+      sub.add_option("--max-region-ops", model->options.max_region_ops,
+                     "Models: operators per region")
           ->check(CLI::Range(1, 1000))
           ->capture_default_str();
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
@@ -60,12 +101,10 @@ static Register reg(
       return [=]() -> int {
         if (is_model_file(*file)) {
           if (!stop->empty()) throw UserError("--stop-after applies to µGraph files only");
-          ModelCompileArgs args = *model;
-          args.file = *file;
-          args.out_dir = *out_dir;
-          args.target = *target;
-          args.no_build = *no_build;
-          return compile_model_file(args);
+          ModelArgs args = *model;
+          args.options.target = *target;
+          args.options.no_build = *no_build;
+          return compile_model_file(*file, *out_dir, args);
         }
         if (!model->binds.empty())
           throw UserError("--bind applies to model files (.wmod, .onnx) only");

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "driver/model/model_file.h"
 #include "model/deduce.h"
 #include "model/expand.h"
 #include "model/parser.h"
@@ -17,7 +18,7 @@
 #include "onnx/import.h"
 #include "onnx/run.h"
 #include "tools/weft/command.h"
-#include "tools/weft/model_dir.h"
+#include "tools/weft/model_flags.h"
 
 namespace {
 
@@ -99,18 +100,13 @@ weft::cli::Register reg(
         weft::SymProver prover;
         weft::OnnxImportOptions import_options;
         for (const std::string& b : *bounds) weft::cli::parse_bound(b, import_options);
-        std::optional<weft::ImportedModel> onnx;
         // A run given integer inputs imports with them fixed (below): no import of its own here.
         bool run_onnx = run->parsed() && weft::is_onnx_path(*file);
-        if (weft::is_onnx_path(*file) && !run_onnx)
-          onnx = weft::import_onnx(*file, import_options);
-        else if (import->parsed())
+        if (import->parsed() && !weft::is_onnx_path(*file))
           throw weft::UserError(weft::SourceLoc{*file}, "model import reads ONNX files (.onnx)");
-        weft::Module m;
-        if (!run_onnx) {
-          m = onnx ? onnx->module : weft::load_module(*file, prover);
-          weft::check_module(m, prover);
-        }
+        weft::ModelFile model;
+        if (!run_onnx) model = weft::load_model_file(*file, prover, import_options);
+        const weft::Module& m = model.module;
         if (import->parsed()) {
           if (out_wmod->empty()) {
             std::cout << weft::print_module(m);
@@ -118,9 +114,9 @@ weft::cli::Register reg(
           }
           std::string npz = std::filesystem::path(*out_wmod).replace_extension(".npz").string();
           std::ofstream(*out_wmod) << weft::print_module(m);
-          weft::write_npz(npz, onnx->weights);
+          weft::write_npz(npz, model.imported->weights);
           std::cout << fmt::format("{}: {}; {} weights in {}\n", *out_wmod, weft::module_summary(m),
-                                   onnx->weights.size(), npz);
+                                   model.imported->weights.size(), npz);
           return 0;
         }
         if (check->parsed()) {
@@ -167,8 +163,8 @@ weft::cli::Register reg(
               if (a.integral) integral.push_back(name);
             }
           }
-          onnx = weft::import_for_run(*file, import_options, in, integral);
-          auto arrays = weft::run_imported(*onnx, in, inputs->empty() ? *inputs_pb : *inputs);
+          weft::ImportedModel onnx = weft::import_for_run(*file, import_options, in, integral);
+          auto arrays = weft::run_imported(onnx, in, inputs->empty() ? *inputs_pb : *inputs);
           weft::write_npz(*outputs, arrays);
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << weft::shape_str(t.shape) << "\n";

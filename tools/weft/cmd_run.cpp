@@ -2,13 +2,16 @@
 // [--compare REF]`: runs a µGraph on seeded random inputs with the reference interpreter (or a
 // backend) and summarizes each output, or compares it to another program's outputs on the same
 // inputs (exit 3 when outside the tolerance). The work is driver/run.h's. `weft run DIR --inputs
-// IN.npz --outputs OUT.npz [--function F]` runs a compiled model (tools/weft/model_dir.h).
+// IN.npz --outputs OUT.npz [--function F]` runs a compiled model
+// (driver/model/compiled_dir.h).
 #include <fmt/format.h>
 
+#include <iostream>
+
+#include "driver/model/compiled_dir.h"
 #include "driver/run.h"
 #include "interp/random_inputs.h"
 #include "tools/weft/command.h"
-#include "tools/weft/model_dir.h"
 
 namespace weft::cli {
 namespace {
@@ -65,7 +68,12 @@ static Register reg(
         if (is_compiled_model_dir(*file)) {
           if (inputs->empty() || outputs->empty())
             throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
-          return run_compiled_model(*file, *inputs, *outputs, *function);
+          CompiledModelDir dir(*file);
+          auto arrays = dir.run(*function, read_npz(*inputs), *inputs);
+          write_npz(*outputs, arrays);
+          for (const auto& [name, t] : arrays)
+            std::cout << name << ": " << shape_str(t.shape) << "\n";
+          return 0;
         }
         if (!inputs->empty() || !outputs->empty())
           throw UserError(

@@ -1,0 +1,195 @@
+// Loading, running and timing a compiled model directory (driver/model/compile_to_dir.h wrote it).
+#include "driver/model/compiled_dir.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "driver/model/compile_to_dir.h"
+#include "model/compile.h"
+#include "model/parser.h"
+#include "model/run_io.h"
+
+namespace weft {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("cannot read {}", path.string()));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A JSON file of the directory; UserError at it when malformed.
+nlohmann::json read_json(const fs::path& path, const char* what) {
+  try {
+    return nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(SourceLoc{path.string()}, fmt::format("bad {}: {}", what, e.what()));
+  }
+}
+
+VmOptions compiled_options() {
+  VmOptions o;
+  o.ugraph_executor = UGraphExecutor::cpu;
+  return o;
+}
+
+}  // namespace
+
+bool is_compiled_model_dir(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec) && fs::exists(fs::path(path) / model_dir::kCompiledModule, ec);
+}
+
+CompiledModelDir::CompiledModelDir(const std::string& dir) : dir_(dir) {
+  fs::path d(dir);
+  compiled_ = load_module((d / model_dir::kCompiledModule).string(), prover_);
+  original_ = load_module((d / model_dir::kOriginalModule).string(), prover_);
+  fs::path summary = d / model_dir::kSummary;
+  nlohmann::json j = read_json(summary, "summary");
+  try {
+    for (const auto& b : j.at("bindings")) {
+      SymBinding binding;
+      for (const auto& [name, value] : b.items()) binding[name] = value.get<int64_t>();
+      bindings_.push_back(binding);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(SourceLoc{summary.string()}, fmt::format("bad summary: {}", e.what()));
+  }
+  fs::path names = d / model_dir::kOnnxNames;
+  if (fs::exists(names)) {
+    nlohmann::json n = read_json(names, "ONNX names");
+    try {
+      for (const auto& e : n.at("inputs"))
+        onnx_inputs_.emplace_back(e.at("onnx").get<std::string>(), e.at("wmod").get<std::string>());
+      for (const auto& e : n.at("outputs"))
+        onnx_outputs_.emplace_back(e.at("onnx").get<std::string>(),
+                                   e.at("wmod").get<std::string>());
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(SourceLoc{names.string()}, fmt::format("bad ONNX names: {}", e.what()));
+    }
+  }
+  fs::path weights = d / model_dir::kWeights;
+  if (fs::exists(weights)) weights_ = read_npz(weights.string());
+}
+
+CompiledModelDir::~CompiledModelDir() = default;
+
+std::vector<std::string> CompiledModelDir::input_names(const std::string& function) const {
+  std::vector<std::string> out;
+  for (const Param& p : function_to_run(compiled_, function, SourceLoc{dir_}).params) {
+    if (weights_.count(p.name)) continue;
+    std::string name = p.name;
+    for (const auto& [onnx, wmod] : onnx_inputs_)
+      if (wmod == p.name) name = onnx;
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
+                                                 const NpzArrays& inputs,
+                                                 const std::string& where) const {
+  const Function& fn = function_to_run(compiled_, function, SourceLoc{dir_});
+  NpzArrays in = inputs;
+  for (const auto& [onnx, wmod] : onnx_inputs_) {
+    auto it = in.find(onnx);
+    if (onnx == wmod || it == in.end()) continue;
+    NpyArray a = it->second;
+    in.erase(it);
+    in.emplace(wmod, a);
+  }
+  for (const auto& [name, a] : weights_) in.emplace(name, a);
+  return arguments_from_npz(fn, in, where);
+}
+
+std::map<std::string, Tensor<double>> CompiledModelDir::named_results(const VmValue& v) const {
+  auto arrays = result_arrays(v);
+  if (onnx_outputs_.empty()) return arrays;
+  std::map<std::string, Tensor<double>> out;
+  for (size_t i = 0; i < onnx_outputs_.size(); ++i) {
+    std::string key = onnx_outputs_.size() == 1 ? "result" : fmt::format("result.{}", i);
+    auto it = arrays.find(key);
+    if (it == arrays.end())
+      throw UserError(SourceLoc{dir_}, fmt::format("{} has no output {}", dir_, i));
+    out[onnx_outputs_[i].first] = it->second;
+  }
+  return out;
+}
+
+std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& function,
+                                                            const NpzArrays& inputs,
+                                                            const std::string& where) {
+  std::vector<VmValue> args = arguments(function, inputs, where);
+  if (!vm_) {
+    vm_ = std::make_unique<Vm>(compiled_, compiled_options());
+    vm_->compile_ugraphs();
+  }
+  return named_results(vm_->run(function, args));
+}
+
+CompiledModelBench::CompiledModelBench(const std::string& dir, const std::string& function,
+                                       int warmup, int reps)
+    : function_(function), warmup_(warmup), reps_(reps) {
+  if (reps < 1 || warmup < 0) throw UserError("--reps must be at least 1, --warmup at least 0");
+  dir_ = std::make_unique<CompiledModelDir>(dir);
+  // The per-operator CPU baseline: every table operator its own compiled kernel, unsearched.
+  ModelCompileOptions per_op;
+  per_op.bindings = dir_->bindings();
+  per_op.search.target = "cpu";
+  per_op.max_region_ops = 1;
+  per_op.search_regions = false;
+  per_operator_ = compile_model(dir_->original(), dir_->prover(), per_op).module;
+  interpreter_ = std::make_unique<Vm>(dir_->original());
+  per_operator_vm_ = std::make_unique<Vm>(per_operator_, compiled_options());
+  compiled_ = std::make_unique<Vm>(dir_->compiled(), compiled_options());
+  per_operator_vm_->compile_ugraphs();
+  compiled_->compile_ugraphs();
+}
+
+CompiledModelBench::~CompiledModelBench() = default;
+
+ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::string& where) {
+  const Function& fn = function_to_run(dir_->original(), function_, SourceLoc{dir_->dir()});
+  std::vector<VmValue> args = dir_->arguments(function_, inputs, where);
+  auto time_vm = [&](Vm& vm, VmValue& out) {
+    return time_runs([&] { out = vm.run(function_, args); }, warmup_, reps_);
+  };
+  ModelBenchResult r;
+  VmValue a, b, c;
+  r.interpreter = time_vm(*interpreter_, a);
+  r.per_operator = time_vm(*per_operator_vm_, b);
+  r.compiled = time_vm(*compiled_, c);
+  auto ra = result_arrays(a), rc = result_arrays(c);
+  for (const auto& [name, t] : ra) {
+    const Tensor<double>& u = rc.at(name);
+    double scale = 0;
+    for (double x : t.data) scale = std::max(scale, std::abs(x));
+    for (size_t i = 0; i < t.data.size(); ++i)
+      r.scaled_error =
+          std::max(r.scaled_error, std::abs(t.data[i] - u.data[i]) / std::max(scale, 1e-30));
+  }
+  r.outputs_match = r.scaled_error <= 1e-4;
+  for (size_t i = 0; i < fn.params.size(); ++i)
+    vm_match(fn.params[i].type, args[i], r.binding, fn.params[i].name, fn.loc);
+  r.compiled_binding = false;
+  for (const SymBinding& bound : dir_->bindings()) {
+    bool all = true;
+    for (const auto& [name, value] : r.binding) {
+      auto it = bound.find(name);
+      all = all && it != bound.end() && it->second == value;
+    }
+    r.compiled_binding = r.compiled_binding || all;
+  }
+  return r;
+}
+
+}  // namespace weft

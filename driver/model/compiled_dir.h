@@ -1,0 +1,95 @@
+// A compiled model directory (`weft compile MODEL -o DIR` or `weft.compile_model`) as a library:
+// loading it, running a function of the compiled module through the VM with arguments and
+// results by name (ONNX names for an imported model, whose weights the directory supplies), and
+// timing it against the uncompiled module (`weft run DIR`, `weft bench DIR`).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/npz.h"
+#include "model/vm.h"
+#include "runtime/timing.h"
+#include "sym/prove.h"
+
+namespace weft {
+
+// True for a directory compile_model_to_dir wrote.
+bool is_compiled_model_dir(const std::string& path);
+
+class CompiledModelDir {
+ public:
+  // Loads DIR's compiled and original modules, its bindings and (imported models) ONNX names and
+  // weights. UserError for a file that is missing or malformed.
+  explicit CompiledModelDir(const std::string& dir);
+  CompiledModelDir(const CompiledModelDir&) = delete;  // the VMs point into the modules
+  CompiledModelDir& operator=(const CompiledModelDir&) = delete;
+  ~CompiledModelDir();
+
+  const std::string& dir() const { return dir_; }
+  const Module& compiled() const { return compiled_; }
+  const Module& original() const { return original_; }
+  SymProver& prover() { return prover_; }
+  // The bindings it was compiled at (summary.json).
+  const std::vector<SymBinding>& bindings() const { return bindings_; }
+  // The parameters a caller gives for `function`: all of them, except an imported model's
+  // weights; named as in the ONNX graph for an imported model's main.
+  std::vector<std::string> input_names(const std::string& function) const;
+
+  // The arguments of `function`, one per parameter, from the caller's arrays (by
+  // input_names()) and the directory's weights; UserError naming `where` for a missing or
+  // mismatched array.
+  std::vector<VmValue> arguments(const std::string& function, const NpzArrays& inputs,
+                                 const std::string& where) const;
+  // A result's arrays: by the ONNX graph's output names for an imported model, else "result",
+  // "result.0", ... (model/run_io.h).
+  std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;
+
+  // Runs `function` of the compiled module, its µGraphs through compiled CPU programs (built at
+  // the first run). One run at a time.
+  std::map<std::string, Tensor<double>> run(const std::string& function, const NpzArrays& inputs,
+                                            const std::string& where);
+
+ private:
+  std::string dir_;
+  SymProver prover_;
+  Module compiled_, original_;
+  std::vector<SymBinding> bindings_;
+  std::vector<std::pair<std::string, std::string>> onnx_inputs_, onnx_outputs_;  // onnx, wmod
+  NpzArrays weights_;
+  std::unique_ptr<Vm> vm_;
+};
+
+// One input's times (medians) of `weft bench DIR`: the uncompiled module through the
+// interpreter and as per-operator CPU kernels, and the compiled module; and the compiled
+// outputs' largest error against the uncompiled ones, scaled by the largest output magnitude.
+struct ModelBenchResult {
+  SymBinding binding;     // the variables' values at these inputs
+  bool compiled_binding;  // one the directory was compiled at (else every variant runs the
+                          // original body)
+  Timing interpreter, per_operator, compiled;
+  double scaled_error = 0;
+  bool outputs_match = false;  // scaled_error within 1e-4
+};
+
+class CompiledModelBench {
+ public:
+  // Loads DIR and builds the three VMs (the per-operator baseline: the original module with
+  // every table operator its own unsearched CPU kernel). UserError for reps < 1 or warmup < 0.
+  CompiledModelBench(const std::string& dir, const std::string& function, int warmup, int reps);
+  ~CompiledModelBench();
+  const CompiledModelDir& dir() const { return *dir_; }
+  // Times the three on `inputs` (as CompiledModelDir::arguments takes them).
+  ModelBenchResult time(const NpzArrays& inputs, const std::string& where);
+
+ private:
+  std::string function_;
+  int warmup_, reps_;
+  std::unique_ptr<CompiledModelDir> dir_;
+  Module per_operator_;
+  std::unique_ptr<Vm> interpreter_, per_operator_vm_, compiled_;
+};
+
+}  // namespace weft
