@@ -12,6 +12,7 @@ void bind_errors(nb::module_& m);    // errors.cpp: UserError, InternalError
 void bind_program(nb::module_& m);   // program.cpp: Graph, parse, load, check, dot, GraphBuilder
 void bind_optimize(nb::module_& m);  // optimize.cpp: optimize with progress and interruption
 void bind_execute(nb::module_& m);   // execute.cpp: verify, run, compile
-void bind_model(nb::module_& m);     // model.cpp: ModelCore (.wmod: load, print, check, run)
+void bind_model(nb::module_& m);     // model.cpp: ModelCore (.wmod, .onnx: load, print, check, run)
+void bind_model_dir(nb::module_& m);  // model_dir.cpp: compile_model_dir, CompiledDirCore
 
 }  // namespace weft::python

@@ -1,9 +1,11 @@
-// Models in Python: a .wmod module loaded and checked as `weft model check` does (model/parser,
-// model/deduce), printed (model/printer), and run by the model VM (model/vm) with call_ugraph
+// Models in Python: a model file loaded and checked as `weft model check` does
+// (driver/model/model_file: .wmod parsed, .onnx imported, whose weights the model keeps and
+// supplies to main), printed (model/printer), and run by the model VM (model/vm) with call_ugraph
 // through the reference interpreter or compiled CPU programs (`--ugraph-executor`). Arguments
 // become VM values through model/run_io, as the CLI's .npz arguments do. The GIL is released
 // while weft works; one run at a time per model (a VM is not reentrant).
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -11,28 +13,23 @@
 #include <memory>
 #include <mutex>
 
+#include "driver/model/model_file.h"
 #include "model/deduce.h"
-#include "model/parser.h"
 #include "model/printer.h"
 #include "model/run_io.h"
 #include "model/vm.h"
-#include "python/src/arrays.h"
 #include "python/src/bindings.h"
+#include "python/src/model_arrays.h"
 
 namespace weft::python {
 namespace {
 
-using InputF64 = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using ParamTuple = std::tuple<std::string, std::string>;  // name, type ("f32[b, n]", "int(p)")
 
 // A VM value as Python: a tensor as a NumPy array (f32 or f64), a tuple as a tuple, an integer
 // as an int.
 nb::object to_python(const VmValue& v, bool f32) {
-  if (const Tensor<double>* t = v.tensor()) {
-    if (f32)
-      return nb::cast(owning_array(std::vector<float>(t->data.begin(), t->data.end()), t->shape));
-    return nb::cast(owning_array(t->data, t->shape));
-  }
+  if (const Tensor<double>* t = v.tensor()) return tensor_array(*t, f32);
   if (const VmTuple* tu = v.tuple()) {
     nb::list items;
     for (const VmValue& x : *tu) items.append(to_python(x, f32));
@@ -43,11 +40,20 @@ nb::object to_python(const VmValue& v, bool f32) {
 
 class ModelCore {
  public:
-  explicit ModelCore(const std::string& path) : path_(path) {
+  // `bounds`: upper bounds of an ONNX model's dim_param variables (.onnx only).
+  ModelCore(const std::string& path, const std::map<std::string, int64_t>& bounds) : path_(path) {
     nb::gil_scoped_release release;
-    module_ = load_module(path, prover_);
-    check_module(module_, prover_);
+    OnnxImportOptions onnx;
+    onnx.bounds = bounds;
+    ModelFile file = load_model_file(path, prover_, onnx);
+    module_ = std::move(file.module);
+    if (file.imported) {
+      weights_ = std::move(file.imported->weights);
+      for (const OnnxName& n : file.imported->inputs) onnx_names_[n.wmod] = n.onnx;
+    }
   }
+
+  bool imported() const { return !onnx_names_.empty() || !weights_.empty(); }
 
   const std::string& name() const { return module_.name; }
   std::string text(bool type_comments) const { return print_module(module_, type_comments); }
@@ -65,10 +71,15 @@ class ModelCore {
     return out;
   }
 
+  // The parameters a caller gives: an imported model's weights are the model's own, and its
+  // inputs go by their ONNX names.
   std::vector<ParamTuple> params(const std::string& function) const {
     std::vector<ParamTuple> out;
-    for (const Param& p : function_to_run(module_, function, SourceLoc{path_}).params)
-      out.emplace_back(p.name, p.type.str());
+    for (const Param& p : function_to_run(module_, function, SourceLoc{path_}).params) {
+      if (weights_.count(p.name)) continue;
+      auto onnx = onnx_names_.find(p.name);
+      out.emplace_back(onnx == onnx_names_.end() ? p.name : onnx->second, p.type.str());
+    }
     return out;
   }
 
@@ -96,10 +107,11 @@ class ModelCore {
   nb::object run(const std::string& function, const std::vector<InputF64>& arrays,
                  const std::vector<bool>& integral, const std::string& executor, bool f32) {
     const Function& fn = function_to_run(module_, function, SourceLoc{path_});
-    if (arrays.size() != fn.params.size() || integral.size() != arrays.size())
-      throw UserError(fmt::format("function '{}' takes {} argument{}, given {}", fn.name,
-                                  fn.params.size(), fn.params.size() == 1 ? "" : "s",
-                                  arrays.size()));
+    size_t given = fn.params.size();
+    for (const Param& p : fn.params) given -= weights_.count(p.name);
+    if (arrays.size() != given || integral.size() != arrays.size())
+      throw UserError(fmt::format("function '{}' takes {} argument{}, given {}", fn.name, given,
+                                  given == 1 ? "" : "s", arrays.size()));
     UGraphExecutor how;
     if (executor == "interp")
       how = UGraphExecutor::interpreter;
@@ -108,15 +120,16 @@ class ModelCore {
     else
       throw UserError(fmt::format("unknown µGraph executor '{}'; use interp or cpu", executor));
     std::vector<VmValue> args;
-    for (size_t i = 0; i < arrays.size(); ++i) {
-      const Param& p = fn.params[i];
+    size_t next = 0;
+    for (const Param& p : fn.params) {
       NpyArray a;
-      a.integral = integral[i];
-      Shape shape;
-      for (size_t d = 0; d < arrays[i].ndim(); ++d)
-        shape.push_back(static_cast<int64_t>(arrays[i].shape(d)));
-      const double* data = arrays[i].data();
-      a.tensor = Tensor<double>(shape, std::vector<double>(data, data + arrays[i].size()));
+      auto weight = weights_.find(p.name);
+      if (weight != weights_.end()) {
+        a.tensor = weight->second;
+      } else {
+        a = npy_array(arrays[next], integral[next]);
+        ++next;
+      }
       args.push_back(argument_value(p, a, fmt::format("argument '{}'", p.name), p.loc));
     }
     VmValue result;
@@ -144,6 +157,8 @@ class ModelCore {
   std::string path_;
   SymProver prover_;
   Module module_;
+  std::map<std::string, Tensor<double>> weights_;  // an imported model's, by parameter
+  std::map<std::string, std::string> onnx_names_;  // an imported model's inputs: wmod -> ONNX
   std::string cache_dir_;
   std::unique_ptr<Vm> interp_vm_, cpu_vm_;
   std::mutex mutex_;
@@ -153,7 +168,9 @@ class ModelCore {
 
 void bind_model(nb::module_& m) {
   nb::class_<ModelCore>(m, "ModelCore")
-      .def(nb::init<std::string>(), nb::arg("path"))
+      .def(nb::init<std::string, std::map<std::string, int64_t>>(), nb::arg("path"),
+           nb::arg("bounds"))
+      .def_prop_ro("imported", &ModelCore::imported)
       .def_prop_ro("name", &ModelCore::name)
       .def("text", &ModelCore::text, nb::arg("type_comments"))
       .def("check", &ModelCore::check)

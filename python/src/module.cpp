@@ -10,4 +10,5 @@ NB_MODULE(_weft, m) {
   weft::python::bind_optimize(m);
   weft::python::bind_execute(m);
   weft::python::bind_model(m);
+  weft::python::bind_model_dir(m);
 }

@@ -3,7 +3,10 @@
 Programs (µGraphs) come from the text format (``weft.parse``, ``weft.load``) or a ``weft.Builder``;
 ``weft.optimize`` searches for the fastest verified equivalent µGraph; ``weft.verify`` proves two
 programs equivalent; ``weft.run`` runs the reference interpreter and ``weft.compile`` builds a
-callable with a backend. ``weft.load_model`` reads a model (.wmod) to check, print and run. The work is the C++ library's (driver/), the same as the ``weft`` CLI's.
+callable with a backend. ``weft.load_model`` reads a model (.wmod, or .onnx through the importer) to
+check, print and run; ``weft.compile_model`` compiles a whole model into a directory
+(``weft compile MODEL -o DIR``) and ``weft.load_compiled`` loads one to run. The work is the C++
+library's (driver/), the same as the ``weft`` CLI's.
 docs/python.md documents the API.
 """
 
@@ -22,10 +25,10 @@ from .errors import InternalError, UserError, user_error as _user_error
 __version__ = _weft.__version__
 
 __all__ = [
-    "Builder", "CompiledModel", "CompiledProgram", "InternalError", "Model", "OptimizeResult",
-    "Param", "Program", "TensorSpec",
-    "UserError", "Value", "VerifyResult", "compile", "config_fields", "load", "load_model",
-    "optimize", "ops", "parse", "run", "targets", "verify",
+    "Builder", "CompiledModel", "CompiledModelDir", "CompiledProgram", "InternalError", "Model",
+    "OptimizeResult", "Param", "Program", "TensorSpec",
+    "UserError", "Value", "VerifyResult", "compile", "compile_model", "config_fields", "load",
+    "load_compiled", "load_model", "optimize", "ops", "parse", "run", "targets", "verify",
 ]
 
 TensorSpec = _namedtuple("TensorSpec", ["name", "dtype", "shape"])
@@ -125,16 +128,30 @@ def load(path):
     return Program(_weft.load(path), path)
 
 
-def load_model(path):
-    """A Model from a .wmod file (docs/model-format.md), parsed, type-deduced and checked as
-    ``weft model check`` does; UserError (file:line:col) on a mistake. ONNX models are not
-    accepted yet: weft has no ONNX import."""
+def load_model(path, bounds=None):
+    """A Model from a model file, parsed (or imported), type-deduced and checked as
+    ``weft model check`` does; UserError (file:line:col) on a mistake. A .wmod file is weft's
+    model text (docs/model-format.md); an .onnx file is imported (docs/onnx.md) when weft was
+    built with ONNX support (else a UserError says it was not): its ``dim_param`` dims become
+    symbolic variables, bounded by ``bounds`` (a dict by dim_param name, e.g.
+    ``{"seq": 64}``; 4096 otherwise), and its weights stay with the model, so ``main`` takes the
+    graph's inputs only, by their ONNX names."""
     path = _os.fspath(path)
-    if path.lower().endswith(".onnx"):
-        raise _user_error(
-            "weft.load_model: ONNX import is not built yet; weft reads models in its own .wmod "
-            "format (docs/model-format.md)", path)
-    return Model(_weft.ModelCore(path), path)
+    if bounds and not path.lower().endswith(".onnx"):
+        raise _user_error("weft.load_model: bounds apply to ONNX models (.onnx) only", path)
+    return Model(_weft.ModelCore(path, _int_dict(bounds or {}, "bounds")), path)
+
+
+def _int_dict(d, what):
+    # {name: int} for the C++ core; a UserError naming `what` for anything else.
+    if not isinstance(d, dict):
+        raise _user_error(f"{what} must be a dict of names to integers, not {type(d).__name__}")
+    out = {}
+    for k, v in d.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, _np.integer)):
+            raise _user_error(f"{what}: {k!r}: {v!r} is not a name and an integer")
+        out[k] = int(v)
+    return out
 
 
 def ops():
@@ -532,8 +549,8 @@ def _split_inputs(inputs):
 
 
 class Model:
-    """A model module (.wmod): functions over tensors with symbolic shapes that call operators,
-    µGraphs and library functions. ``str(model)`` is its canonical text with the deduced types
+    """A model module (.wmod, or an imported .onnx): functions over tensors with symbolic shapes
+    that call operators, µGraphs and library functions. ``str(model)`` is its canonical text with the deduced types
     (``weft model print``); ``run`` executes a function with the model VM (µGraphs through the
     reference interpreter); ``compile`` builds its µGraphs for the CPU and returns a callable."""
 
@@ -626,3 +643,115 @@ class CompiledModel:
 
     def __repr__(self):
         return f"<weft.CompiledModel {self.model.name or '(unnamed)'}.{self.function} on cpu>"
+
+
+# --- Compiled model directories ---------------------------------------------------------------
+
+class CompiledModelDir:
+    """A directory ``weft.compile_model`` (or ``weft compile MODEL -o DIR``) wrote: the compiled
+    module, its µGraphs and their code, ``summary.json`` (``summary``, a dict), and for an
+    imported ONNX model its weights and names. ``run`` runs a function of the compiled module
+    with the VM, the µGraphs as compiled CPU programs (built at the first run)."""
+
+    def __init__(self, directory):
+        self.dir = _os.fspath(directory)
+        self._core = _weft.CompiledDirCore(self.dir)
+        with open(_os.path.join(self.dir, "summary.json"), encoding="utf-8") as f:
+            self.summary = _json.load(f)
+
+    @property
+    def bindings(self):
+        """The bindings it was compiled at, as dicts (``summary["bindings"]``)."""
+        return self.summary["bindings"]
+
+    def inputs(self, function="main"):
+        """The names ``run`` takes for ``function``: its parameters (an imported model's graph
+        inputs by ONNX name; its weights are in the directory)."""
+        return self._core.input_names(function)
+
+    def run(self, inputs=None, /, function="main", dtype="f32", **named):
+        """Runs ``function`` on arrays by input name (a dict, keywords, or both) or a sequence in
+        input order (``inputs()`` lists the names; integer parameters take ints or 0-d integer arrays). Returns a dict of
+        NumPy arrays (``dtype`` 'f32' or 'f64'; the VM computes in f64) by output name: the ONNX
+        graph's output names for an imported model, else ``result`` (``result.0``, ... for a
+        tuple), as ``weft run DIR`` writes them. At a binding it was not compiled at, the
+        original body runs."""
+        if dtype not in ("f32", "f64"):
+            raise _user_error(f"CompiledModelDir.run: dtype must be 'f32' or 'f64', not {dtype!r}")
+        args, given = _split_inputs(inputs if inputs is not None else {})
+        given = dict(given)
+        for k, v in named.items():
+            if k in given:
+                raise _user_error(f"input {k} given twice (in the dict and by keyword)")
+            given[k] = v
+        names = self._core.input_names(function)
+        arranged = _arrange_named(f"{self.dir}'s function '{function}'", "input", names, args,
+                                  given)
+        arrays, integral = [], []
+        for x in arranged:
+            a = _np.asarray(x)
+            integral.append(a.dtype.kind in "iub")
+            arrays.append(_np.asarray(a, dtype=_np.float64, order="C"))
+        return self._core.run(function, names, arrays, integral, dtype == "f32")
+
+    def __repr__(self):
+        totals = self.summary.get("totals", {})
+        return (f"<weft.CompiledModelDir {self.dir}: {self.summary.get('model')} on "
+                f"{self.summary.get('target')}, kernels {totals.get('kernels_before')} -> "
+                f"{totals.get('kernels_after')}>")
+
+
+def _progress_lines(progress):
+    # compile_model's progress: True prints each line to stderr as the CLI does; a callable gets
+    # each line; False or None nothing.
+    if callable(progress):
+        return progress
+    if progress:
+        return lambda line: print(line, file=_sys.stderr, flush=True)
+    return None
+
+
+def compile_model(path, out_dir, bindings, target="cpu", time_budget=60, cache=None,
+                  progress=True, *, bounds=None, state_budget=0, max_region_ops=8, build=True):
+    """Compiles the model file at ``path`` (.wmod, or .onnx imported with ``bounds`` as
+    ``load_model`` does) for the shapes in ``bindings`` (a dict of the model's symbolic
+    variables, e.g. ``{"b": 1, "n": 5, "p": 0}``, or a list of them) and writes the directory
+    ``out_dir``, as ``weft compile MODEL -o DIR --bind ...`` does (docs/model-compile.md).
+    Returns it loaded: a CompiledModelDir.
+
+    ``target``: 'cpu' or a GPU (``weft.targets()``); the µGraphs' code is built for it
+    (``build=False``: written only). ``time_budget``: seconds of search over all regions (0:
+    unlimited); ``state_budget``: each region's (0: unlimited). ``cache``: None uses the default
+    region cache (the build cache's folder + /regions), a path that folder, False none (every
+    region searched again). ``progress``: True prints each region's line to stderr, a callable
+    receives each line, False shows nothing; an exception the callable raises (or Ctrl-C) is
+    raised when the compile has finished. UserError for a bad file, a binding of a variable the
+    model does not declare or outside its range, an unknown target."""
+    path, out_dir = _os.fspath(path), _os.fspath(out_dir)
+    if isinstance(bindings, dict):
+        bindings = [bindings]
+    bindings = [_int_dict(b, "compile_model's binding") for b in bindings]
+    if not bindings:
+        raise _user_error("compile_model: give at least one binding of the model's variables")
+    if bounds and not path.lower().endswith(".onnx"):
+        raise _user_error("weft.compile_model: bounds apply to ONNX models (.onnx) only", path)
+    if cache is False:
+        cache_dir, no_cache = "", True
+    elif cache is None or cache is True:
+        cache_dir, no_cache = "", False
+    else:
+        cache_dir, no_cache = _os.fspath(cache), False
+    _weft.compile_model_dir(path, out_dir, bindings, _int_dict(bounds or {}, "bounds"), target,
+                            float(time_budget), int(state_budget), cache_dir, no_cache,
+                            not build, int(max_region_ops), _progress_lines(progress))
+    return CompiledModelDir(out_dir)
+
+
+def load_compiled(directory):
+    """A CompiledModelDir from a directory ``weft.compile_model`` or ``weft compile`` wrote;
+    UserError when it is not one."""
+    directory = _os.fspath(directory)
+    if not _weft.is_compiled_model_dir(directory):
+        raise _user_error("not a compiled model directory (weft compile MODEL -o DIR writes one: "
+                          "model.wmod, summary.json, ...)", directory)
+    return CompiledModelDir(directory)

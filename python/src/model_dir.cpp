@@ -1,0 +1,120 @@
+// Compiled model directories in Python: compiling a model file into one (driver/model/
+// compile_to_dir, with its progress lines handed to a Python callable) and loading one to run
+// (driver/model/compiled_dir), arrays by input and output name. The GIL is released while weft
+// works; one run at a time per directory.
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <mutex>
+
+#include "driver/model/compile_to_dir.h"
+#include "driver/model/compiled_dir.h"
+#include "python/src/bindings.h"
+#include "python/src/model_arrays.h"
+
+namespace weft::python {
+namespace {
+
+using Values = std::map<std::string, int64_t>;
+
+// Compiles the model file at `path` into `out_dir`; returns summary.json's text. `progress`
+// (None or a callable) receives each progress line; an exception it raises (a KeyboardInterrupt
+// too) is raised when the compile has finished, and it is not called again.
+std::string compile_model_dir(const std::string& path, const std::string& out_dir,
+                              const std::vector<Values>& bindings, const Values& bounds,
+                              const ModelDirOptions& settings, nb::object progress) {
+  ModelDirOptions options = settings;
+  for (const Values& b : bindings) options.bindings.emplace_back(b.begin(), b.end());
+  std::exception_ptr callback_error;  // destroyed with the GIL held
+  if (!progress.is_none())
+    options.progress = [&](const std::string& line) {
+      nb::gil_scoped_acquire gil;
+      if (callback_error) return;
+      try {
+        progress(line);
+      } catch (nb::python_error& e) {
+        callback_error = std::make_exception_ptr(e);
+      }
+    };
+  std::string summary;
+  {
+    nb::gil_scoped_release release;
+    SymProver prover;
+    OnnxImportOptions onnx;
+    onnx.bounds = std::map<std::string, int64_t>(bounds.begin(), bounds.end());
+    ModelFile model = load_model_file(path, prover, onnx);
+    summary = compile_model_to_dir(model, prover, out_dir, options).summary.dump(1);
+  }
+  if (callback_error) std::rethrow_exception(callback_error);
+  return summary;
+}
+
+class CompiledDirCore {
+ public:
+  explicit CompiledDirCore(const std::string& dir) {
+    nb::gil_scoped_release release;
+    dir_ = std::make_unique<CompiledModelDir>(dir);
+  }
+
+  std::vector<std::string> input_names(const std::string& function) const {
+    return dir_->input_names(function);
+  }
+
+  // Runs `function` on arrays by input name (`integral[i]`: array i came with an integer dtype);
+  // the outputs by name as f32 (`f32`) or f64 NumPy arrays.
+  nb::dict run(const std::string& function, const std::vector<std::string>& names,
+               const std::vector<InputF64>& arrays, const std::vector<bool>& integral, bool f32) {
+    if (names.size() != arrays.size() || integral.size() != arrays.size())
+      throw UserError("CompiledModelDir.run: one name and integral flag per array");
+    NpzArrays inputs;
+    for (size_t i = 0; i < arrays.size(); ++i) inputs[names[i]] = npy_array(arrays[i], integral[i]);
+    std::map<std::string, Tensor<double>> outputs;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      outputs = dir_->run(function, inputs, "the inputs");
+    }
+    nb::dict out;
+    for (const auto& [name, t] : outputs) out[nb::str(name.c_str())] = tensor_array(t, f32);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<CompiledModelDir> dir_;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+void bind_model_dir(nb::module_& m) {
+  m.def(
+      "compile_model_dir",
+      [](const std::string& path, const std::string& out_dir, const std::vector<Values>& bindings,
+         const Values& bounds, const std::string& target, double time_budget_s,
+         int64_t state_budget, const std::string& cache_dir, bool no_cache, bool no_build,
+         int max_region_ops, nb::object progress) {
+        ModelDirOptions o;
+        o.target = target;
+        o.time_budget_s = time_budget_s;
+        o.state_budget = state_budget;
+        o.cache_dir = cache_dir;
+        o.no_cache = no_cache;
+        o.no_build = no_build;
+        o.max_region_ops = max_region_ops;
+        return compile_model_dir(path, out_dir, bindings, bounds, o, progress);
+      },
+      nb::arg("path"), nb::arg("out_dir"), nb::arg("bindings"), nb::arg("bounds"),
+      nb::arg("target"), nb::arg("time_budget_s"), nb::arg("state_budget"), nb::arg("cache_dir"),
+      nb::arg("no_cache"), nb::arg("no_build"), nb::arg("max_region_ops"),
+      nb::arg("progress").none());
+  m.def("is_compiled_model_dir", &is_compiled_model_dir, nb::arg("path"));
+  nb::class_<CompiledDirCore>(m, "CompiledDirCore")
+      .def(nb::init<std::string>(), nb::arg("dir"))
+      .def("input_names", &CompiledDirCore::input_names, nb::arg("function"))
+      .def("run", &CompiledDirCore::run, nb::arg("function"), nb::arg("names"), nb::arg("arrays"),
+           nb::arg("integral"), nb::arg("f32"));
+}
+
+}  // namespace weft::python

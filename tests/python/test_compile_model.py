@@ -1,0 +1,202 @@
+"""The compiled-model workflow from Python: weft.load_model on an .onnx file (against onnxruntime),
+weft.compile_model into a directory (against the uncompiled model and the CLI's `weft run DIR`),
+weft.load_compiled, and the errors (missing files, bad bindings, a directory that is not one)."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import weft
+
+# The importer's tolerance against onnxruntime (docs/onnx.md), and a compiled model's against
+# the uncompiled one (the check `weft bench DIR` makes).
+RTOL, ATOL = 1e-3, 1e-4
+COMPILED_SCALED_ERROR = 1e-4
+
+
+@pytest.fixture
+def tiny_mlp(root):
+    return root / "tests" / "model" / "tiny_mlp.wmod"
+
+
+@pytest.fixture
+def bert(root):
+    return root / "examples" / "onnx" / "bert_tiny.onnx"
+
+
+def onnx_or_skip(load):
+    """`load()`, skipping the test when this weft was built without ONNX import."""
+    try:
+        return load()
+    except weft.UserError as e:
+        if "without ONNX support" in str(e):
+            pytest.skip(str(e))
+        raise
+
+
+def bert_feeds(batch, seq, seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, 100, (batch, seq), dtype=np.int64)
+    mask = np.ones((batch, seq), dtype=np.int64)
+    mask[-1, seq - 2:] = 0  # padding in the last row
+    assert len(np.unique(ids)) > 1 and mask.min() == 0, "the inputs must not be trivial"
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def mlp_inputs(b, n, seed):
+    rng = np.random.default_rng(seed)
+    inputs = {"x": rng.standard_normal((b, n, 32)), "g": 1 + 0.1 * rng.standard_normal((1, 1, 32)),
+              "w1": rng.standard_normal((1, 32, 48)) / 6, "w2": rng.standard_normal((1, 32, 48)) / 6,
+              "w3": rng.standard_normal((1, 48, 32)) / 7}
+    inputs = {k: v.astype(np.float32) for k, v in inputs.items()}
+    assert all(v.std() > 0.01 for v in inputs.values()), "the inputs must not be trivial"
+    return inputs
+
+
+def scaled_error(got, want):
+    want = np.asarray(want, dtype=np.float64)
+    return np.abs(np.asarray(got, dtype=np.float64) - want).max() / max(np.abs(want).max(), 1e-30)
+
+
+# --- load_model on ONNX -----------------------------------------------------------------------
+
+def test_load_model_imports_onnx_and_matches_onnxruntime(bert):
+    ort = pytest.importorskip("onnxruntime", reason="the oracle: tests/python/requirements.txt")
+    model = onnx_or_skip(lambda: weft.load_model(bert, bounds={"seq": 64}))
+    assert isinstance(model, weft.Model) and model.functions == ["main"]
+    # The weights stay with the model: main takes the graph's inputs, by their ONNX names.
+    assert [p.name for p in model.params()] == ["input_ids", "attention_mask"]
+    feeds = bert_feeds(2, 9, seed=3)
+    got = model.run(feeds)
+    session = ort.InferenceSession(str(bert), providers=["CPUExecutionProvider"])
+    want = session.run(None, feeds)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        assert np.isfinite(w).all() and w.std() > 0.1, "the reference must not be trivial"
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_load_model_onnx_bounds_reach_the_import(bert):
+    model = onnx_or_skip(lambda: weft.load_model(bert, bounds={"seq": 64}))
+    assert "seq <= 64" in str(model)
+    # Its position table has 64 rows: without the bound, seq may reach 4096 and the import fails.
+    with pytest.raises(weft.UserError, match="seq=4096"):
+        weft.load_model(bert)
+
+
+def test_load_model_errors(tmp_path, tiny_mlp):
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x01\x02 not a ModelProto")
+    with pytest.raises(weft.UserError, match="garbage.onnx"):
+        onnx_or_skip(lambda: weft.load_model(garbage))
+    with pytest.raises(weft.UserError, match="bounds apply to ONNX models"):
+        weft.load_model(tiny_mlp, bounds={"n": 4})
+
+
+# --- compile_model ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled_mlp(request, tmp_path_factory):
+    """tests/model/tiny_mlp.wmod compiled at two bindings with a small budget and its own cache."""
+    root = request.config.rootpath
+    work = tmp_path_factory.mktemp("compiled_mlp")
+    lines = []
+    d = weft.compile_model(root / "tests" / "model" / "tiny_mlp.wmod", work / "out",
+                           [{"b": 2, "n": 4}, {"b": 1, "n": 3}], time_budget=4, state_budget=300,
+                           cache=work / "cache", progress=lines.append)
+    return d, lines, work
+
+
+def test_compile_model_writes_the_directory_and_its_summary(compiled_mlp):
+    d, lines, work = compiled_mlp
+    assert isinstance(d, weft.CompiledModelDir)
+    assert any(line.startswith("region 1/") for line in lines), lines
+    for f in ["model.wmod", "original.wmod", "summary.json", "ugraphs", "code"]:
+        assert (work / "out" / f).exists(), f
+    assert d.summary == json.loads((work / "out" / "summary.json").read_text())
+    assert d.bindings == [{"b": 2, "n": 4}, {"b": 1, "n": 3}]
+    totals = d.summary["totals"]
+    assert totals["regions"] >= 2 and totals["kernels_after"] < totals["kernels_before"]
+    assert d.inputs() == ["x", "g", "w1", "w2", "w3"]
+
+
+@pytest.mark.parametrize("b,n", [(2, 4), (1, 3), (3, 5)])  # two compiled bindings, one not
+def test_compiled_model_matches_the_uncompiled_one(compiled_mlp, tiny_mlp, b, n):
+    d, _, _ = compiled_mlp
+    inputs = mlp_inputs(b, n, seed=10 * b + n)
+    want = weft.load_model(tiny_mlp).run(inputs, dtype="f64")
+    got = d.run(inputs, dtype="f64")
+    assert list(got) == ["result"] and got["result"].shape == (b, n, 32)
+    assert np.abs(want).max() > 0.1, "the reference must not be trivial"
+    assert scaled_error(got["result"], want) <= COMPILED_SCALED_ERROR
+    # Keywords and positions work the same as the dict.
+    again = d.run(**inputs)["result"]
+    assert again.dtype == np.float32
+    np.testing.assert_allclose(again, got["result"], rtol=1e-6, atol=1e-6)
+    by_position = d.run([inputs[k] for k in d.inputs()])["result"]
+    np.testing.assert_array_equal(by_position, again)
+
+
+def test_load_compiled_runs_as_the_cli_does(compiled_mlp, tmp_path, weft_binary):
+    _, _, work = compiled_mlp
+    d = weft.load_compiled(work / "out")
+    assert d.summary["model"].endswith("tiny_mlp.wmod")
+    inputs = mlp_inputs(2, 4, seed=7)
+    np.savez(tmp_path / "in.npz", **inputs)
+    subprocess.run([weft_binary, "run", str(work / "out"), "--inputs", str(tmp_path / "in.npz"),
+                    "--outputs", str(tmp_path / "out.npz")], check=True, capture_output=True)
+    cli = np.load(tmp_path / "out.npz")
+    got = d.run(inputs, dtype="f64")
+    assert set(got) == set(cli.files)
+    np.testing.assert_allclose(got["result"], cli["result"], rtol=1e-6, atol=1e-6)
+
+
+def test_compile_model_of_an_onnx_model_runs_by_onnx_names(bert, tmp_path):
+    d = onnx_or_skip(lambda: weft.compile_model(
+        bert, tmp_path / "out", {"batch": 1, "seq": 7}, time_budget=2, state_budget=100,
+        cache=False, progress=False, bounds={"seq": 64}, max_region_ops=2))
+    assert (tmp_path / "out" / "weights.npz").exists()
+    assert d.inputs() == ["input_ids", "attention_mask"]
+    feeds = bert_feeds(1, 7, seed=5)
+    got = d.run(feeds)
+    assert set(got) == {"last_hidden_state", "pooler_output"}
+    want = weft.load_model(bert, bounds={"seq": 64}).run(feeds, dtype="f64")
+    for name, w in zip(["last_hidden_state", "pooler_output"], want):
+        assert np.abs(w).max() > 0.1, "the reference must not be trivial"
+        assert scaled_error(got[name], w) <= COMPILED_SCALED_ERROR, name
+
+
+def test_compile_model_errors(tiny_mlp, tmp_path):
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    with pytest.raises(weft.UserError) as info:
+        weft.compile_model(tmp_path / "missing.wmod", out, {"b": 1}, cache=cache, progress=False)
+    assert info.value.file == str(tmp_path / "missing.wmod")
+    with pytest.raises(weft.UserError, match="'q' is not a symbolic variable of the model"):
+        weft.compile_model(tiny_mlp, out, {"b": 1, "q": 3}, cache=cache, progress=False)
+    with pytest.raises(weft.UserError, match="b = 65 is not within"):
+        weft.compile_model(tiny_mlp, out, {"b": 65, "n": 1}, cache=cache, progress=False)
+    with pytest.raises(weft.UserError, match="is not a name and an integer"):
+        weft.compile_model(tiny_mlp, out, {"b": "one"}, cache=cache, progress=False)
+    with pytest.raises(weft.UserError, match="at least one binding"):
+        weft.compile_model(tiny_mlp, out, [], cache=cache, progress=False)
+    with pytest.raises(weft.UserError, match="target"):
+        weft.compile_model(tiny_mlp, out, {"b": 1, "n": 2}, target="nope", cache=cache,
+                           progress=False)
+    assert not out.exists()  # nothing written for a compile that failed before it ran
+    with pytest.raises(weft.UserError, match="not a compiled model directory"):
+        weft.load_compiled(tmp_path)
+
+
+def test_compiled_run_errors(compiled_mlp):
+    d, _, _ = compiled_mlp
+    inputs = mlp_inputs(2, 4, seed=1)
+    del inputs["w3"]
+    with pytest.raises(weft.UserError, match="missing input: w3"):
+        d.run(inputs)
+    with pytest.raises(weft.UserError, match="has no input 'nope'"):
+        d.run(mlp_inputs(2, 4, seed=1), nope=np.zeros(1))
+    with pytest.raises(weft.UserError, match="function"):
+        d.run(mlp_inputs(2, 4, seed=1), function="absent")
