@@ -28,7 +28,7 @@ demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
 # Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTaskBodies|MpkTrace|ModelCompile)
+LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTaskBodies|MpkTrace|ModelCompile|ModelDir)
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests

@@ -1,0 +1,132 @@
+// The model pipelines as library calls (driver/model): the format choice of load_model_file, the
+// binding check, and a directory compile_model_to_dir wrote, loaded by CompiledModelDir and run
+// against the uncompiled module. The CLI over them is ModelCompile.Cli*'s.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <random>
+
+#include <unistd.h>
+
+#include "driver/model/compile_to_dir.h"
+#include "driver/model/compiled_dir.h"
+#include "driver/model/model_file.h"
+#include "model/run_io.h"
+#include "tests/test_util.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelDir, LoadModelFileChoosesTheFormatByExtension) {
+  SymProver prover;
+  ModelFile wmod = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
+  EXPECT_EQ(wmod.module.name, "tiny_mlp");
+  EXPECT_FALSE(wmod.imported);
+  std::string onnx = test::source_path("examples/onnx/bert_tiny.onnx");
+  OnnxImportOptions bounds;
+  bounds.bounds["seq"] = 64;
+  if (!onnx_supported()) {
+    EXPECT_NE(message_of([&] {
+                load_model_file(onnx, prover, bounds);
+              }).find("built without ONNX support"),
+              std::string::npos);
+    return;
+  }
+  ModelFile bert = load_model_file(onnx, prover, bounds);
+  ASSERT_TRUE(bert.imported);
+  EXPECT_FALSE(bert.imported->weights.empty());
+  ASSERT_EQ(bert.imported->inputs.size(), 2u);
+  EXPECT_EQ(bert.imported->inputs[0].onnx, "input_ids");
+  EXPECT_EQ(bert.module.functions.size(), 1u);
+}
+
+TEST(ModelDir, CheckBindingNamesTheVariableAndItsRange) {
+  SymProver prover;
+  Module m = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover).module;
+  EXPECT_NO_THROW(check_binding({{"b", 2}, {"n", 4}}, m));
+  EXPECT_NE(message_of([&] {
+              check_binding({{"b", 2}, {"q", 1}}, m);
+            }).find("'q' is not a symbolic variable of the model (it declares b, n)"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              check_binding({{"b", 65}}, m);
+            }).find("b = 65 is not within"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              check_binding({{"n", 0}}, m);
+            }).find("n = 0 is not within"),
+            std::string::npos);
+}
+
+TEST(ModelDir, ACompiledDirectoryRunsAsTheUncompiledModule) {
+  fs::path work = fs::temp_directory_path() / fmt::format("weft_model_dir_{}", getpid());
+  fs::remove_all(work);
+  SymProver prover;
+  ModelFile model = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
+  ModelDirOptions options;
+  options.bindings = {{{"b", 2}, {"n", 4}}};
+  options.time_budget_s = 4;
+  options.state_budget = 200;
+  options.cache_dir = (work / "cache").string();
+  EXPECT_NE(message_of([&] {
+              ModelDirOptions none = options;
+              none.bindings.clear();
+              compile_model_to_dir(model, prover, (work / "none").string(), none);
+            }).find("at least one binding"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(work / "none"));
+  ModelDirReport report = compile_model_to_dir(model, prover, (work / "out").string(), options);
+  EXPECT_GT(report.ugraphs, 0);
+  EXPECT_EQ(report.built, report.ugraphs);
+  EXPECT_EQ(report.summary["totals"]["regions"].get<size_t>(), report.result.regions.size());
+  ASSERT_TRUE(is_compiled_model_dir((work / "out").string()));
+  EXPECT_FALSE(is_compiled_model_dir(work.string()));
+
+  CompiledModelDir dir((work / "out").string());
+  EXPECT_EQ(dir.bindings(), options.bindings);
+  EXPECT_EQ(dir.input_names("main"), (std::vector<std::string>{"x", "g", "w1", "w2", "w3"}));
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  NpzArrays inputs;
+  const Function& fn = function_to_run(model.module, "main", SourceLoc{});
+  SymBinding at = options.bindings[0];
+  for (const Param& p : fn.params) {
+    Shape shape;
+    for (const SymExpr& d : *p.type.dims) shape.push_back(evaluate(d, at));
+    Tensor<double> t(shape, 0.0);
+    for (double& x : t.data) x = uniform(rng);
+    inputs[p.name] = NpyArray{t, false};
+  }
+  auto got = dir.run("main", inputs, "inputs");
+  Vm reference(model.module);
+  auto want = result_arrays(reference.run("main", dir.arguments("main", inputs, "inputs")));
+  ASSERT_EQ(got.size(), 1u);
+  const Tensor<double>& g = got.at("result");
+  const Tensor<double>& w = want.at("result");
+  ASSERT_EQ(g.shape, w.shape);
+  double scale = 0, worst = 0;
+  for (double x : w.data) scale = std::max(scale, std::abs(x));
+  ASSERT_GT(scale, 0.1) << "the reference output must not be trivial";
+  for (size_t i = 0; i < w.data.size(); ++i)
+    worst = std::max(worst, std::abs(g.data[i] - w.data[i]));
+  EXPECT_LE(worst / scale, 1e-4);
+  inputs.erase("w3");
+  EXPECT_NE(message_of([&] { dir.run("main", inputs, "inputs"); }).find("w3"), std::string::npos);
+  fs::remove_all(work);
+}
+
+}  // namespace
+}  // namespace weft
