@@ -8,9 +8,7 @@
 #include <optional>
 
 #include "driver/model/model_file.h"
-#include "model/deduce.h"
 #include "model/expand.h"
-#include "model/parser.h"
 #include "model/partition.h"
 #include "model/plan.h"
 #include "model/printer.h"
