@@ -419,14 +419,30 @@ struct FrameStorage {
 }  // namespace
 
 void Vm::compile_ugraphs() {
-  if (options_.ugraph_executor != UGraphExecutor::cpu) return;
-  for (const UGraphDef& u : module_.ugraphs) cpu_program(*u.graph);
+  if (options_.ugraph_executor == UGraphExecutor::interpreter) return;
+  for (const UGraphDef& u : module_.ugraphs) ugraph_program(*u.graph);
 }
 
-const Program& Vm::cpu_program(const Graph& g) {
+const Program& Vm::ugraph_program(const Graph& g) {
   auto& program = programs_[&g];
-  if (!program)
-    program = compile_program(g, backend_target(Backend::cpu, ""), Backend::cpu, options_.build);
+  if (program) return *program;
+  Backend backend = Backend::cpu;
+  switch (options_.ugraph_executor) {
+    case UGraphExecutor::interpreter:
+      WEFT_CHECK(false, "the interpreter compiles no µGraph");
+      break;
+    case UGraphExecutor::cpu:
+      backend = Backend::cpu;
+      break;
+    case UGraphExecutor::cuda:
+      backend = Backend::cuda;
+      break;
+    case UGraphExecutor::cuda_emulation:
+      backend = Backend::cuda_emulation;
+      break;
+  }
+  const std::string target = backend == Backend::cpu ? "" : options_.gpu_target;
+  program = compile_program(g, backend_target(backend, target), backend, options_.build);
   return *program;
 }
 
@@ -698,7 +714,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
         return results_value(evaluate_real(g, inputs, true));
       std::vector<std::vector<float>> flat;
       for (const auto& t : inputs) flat.emplace_back(t.data.begin(), t.data.end());
-      auto raw = cpu_program(g).run(flat);
+      auto raw = ugraph_program(g).run(flat);
       std::vector<Tensor<double>> outs;
       for (size_t i = 0; i < raw.size(); ++i)
         outs.emplace_back(g.type(g.outputs[i]).shape,

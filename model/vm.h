@@ -76,13 +76,18 @@ struct VmFunction {
   std::vector<std::vector<int>> binding_allocs;  // binding index -> the plan's allocations
 };
 
-// "vm.builtin"-style choice for call_ugraph.
-enum class UGraphExecutor : uint8_t { interpreter, cpu };
+// "vm.builtin"-style choice for call_ugraph: the reference interpreter, or each µGraph compiled
+// by a backend (runtime/program.h) and run through its Program: cpu (lowered for the cpu
+// target), cuda (generated CUDA on the GPU) or cuda_emulation (the same CUDA as host code),
+// the last two lowered for `VmOptions::gpu_target`.
+enum class UGraphExecutor : uint8_t { interpreter, cpu, cuda, cuda_emulation };
 
 struct VmOptions {
   UGraphExecutor ugraph_executor = UGraphExecutor::interpreter;
-  BuildOptions build;  // for the cpu executor
-  bool plan = true;    // run with a memory plan (false: every tensor allocated on its own)
+  BuildOptions build;  // for the compiled executors
+  // The GPU target the cuda executors lower for; empty: the device's (cuda), h100 (emulation).
+  std::string gpu_target;
+  bool plan = true;  // run with a memory plan (false: every tensor allocated on its own)
   // A static plan runs in one arena sized by the bounds (allocated once per function and
   // reused); false sizes each storage at run time, as for a symbolic plan.
   bool static_arena = true;
@@ -133,7 +138,8 @@ class Vm {
                   int depth);
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
-  const Program& cpu_program(const Graph& g);
+  // The µGraph compiled by the executor's backend (built at the first call, then kept).
+  const Program& ugraph_program(const Graph& g);
 
   Module module_;  // the caller's, composites expanded
   VmOptions options_;

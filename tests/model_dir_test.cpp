@@ -128,5 +128,52 @@ TEST(ModelDir, ACompiledDirectoryRunsAsTheUncompiledModule) {
   fs::remove_all(work);
 }
 
+// A directory compiled for a GPU target runs its µGraphs as the generated CUDA (in host emulation
+// here, on the device with the cuda executor): the same results as the uncompiled module. The
+// directory's code is not built with nvcc (no_build): the executor builds what it runs.
+TEST(ModelDir, AGpuDirectoryRunsItsGeneratedCudaInEmulation) {
+  fs::path work = fs::temp_directory_path() / fmt::format("weft_model_dir_gpu_{}", getpid());
+  fs::remove_all(work);
+  SymProver prover;
+  ModelFile model = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
+  ModelDirOptions options;
+  options.target = "h100";
+  options.bindings = {{{"b", 1}, {"n", 8}}};
+  options.time_budget_s = 4;
+  options.state_budget = 200;
+  options.cache_dir = (work / "cache").string();
+  options.no_build = true;
+  ModelDirReport report = compile_model_to_dir(model, prover, (work / "out").string(), options);
+  ASSERT_GT(report.ugraphs, 0);
+  CompiledModelDir dir((work / "out").string());
+  EXPECT_EQ(dir.target(), "h100");
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  NpzArrays inputs;
+  const Function& fn = function_to_run(model.module, "main", SourceLoc{});
+  for (const Param& p : fn.params) {
+    Shape shape;
+    for (const SymExpr& d : *p.type.dims) shape.push_back(evaluate(d, options.bindings[0]));
+    Tensor<double> t(shape, 0.0);
+    for (double& x : t.data) x = uniform(rng);
+    inputs[p.name] = NpyArray{t, false};
+  }
+  Vm reference(model.module);
+  const Tensor<double> want =
+      result_arrays(reference.run("main", dir.arguments("main", inputs, "inputs"))).at("result");
+  double scale = 0;
+  for (double x : want.data) scale = std::max(scale, std::abs(x));
+  ASSERT_GT(scale, 0.1) << "the reference output must not be trivial";
+  for (UGraphExecutor executor : {UGraphExecutor::cuda_emulation, UGraphExecutor::cpu}) {
+    const Tensor<double> got = dir.run("main", inputs, "inputs", executor).at("result");
+    ASSERT_EQ(got.shape, want.shape);
+    double worst = 0;
+    for (size_t i = 0; i < want.data.size(); ++i)
+      worst = std::max(worst, std::abs(got.data[i] - want.data[i]));
+    EXPECT_LE(worst / scale, 1e-4) << static_cast<int>(executor);
+  }
+  fs::remove_all(work);
+}
+
 }  // namespace
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/target.h"
 #include "driver/model/compile_to_dir.h"
 #include "model/compile.h"
 #include "model/parser.h"
@@ -61,6 +62,7 @@ CompiledModelDir::CompiledModelDir(const std::string& dir) : dir_(dir) {
       for (const auto& [name, value] : b.items()) binding[name] = value.get<int64_t>();
       bindings_.push_back(binding);
     }
+    target_ = j.at("target").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw UserError(SourceLoc{summary.string()}, fmt::format("bad summary: {}", e.what()));
   }
@@ -127,10 +129,16 @@ std::map<std::string, Tensor<double>> CompiledModelDir::named_results(const VmVa
 
 std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& function,
                                                             const NpzArrays& inputs,
-                                                            const std::string& where) {
+                                                            const std::string& where,
+                                                            UGraphExecutor executor) {
   std::vector<VmValue> args = arguments(function, inputs, where);
-  if (!vm_) {
-    vm_ = std::make_unique<Vm>(compiled_, compiled_options());
+  if (!vm_ || vm_executor_ != executor) {
+    VmOptions o = compiled_options();
+    o.ugraph_executor = executor;
+    // The µGraphs were searched for the directory's target: a GPU one lowers them again for it.
+    if (target_by_name(target_).kind == TargetKind::gpu) o.gpu_target = target_;
+    vm_ = std::make_unique<Vm>(compiled_, o);
+    vm_executor_ = executor;
     vm_->compile_ugraphs();
   }
   return named_results(vm_->run(function, args));

@@ -47,10 +47,17 @@ class CompiledModelDir {
   // "result.0", ... (model/run_io.h).
   std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;
 
-  // Runs `function` of the compiled module, its µGraphs through compiled CPU programs (built at
-  // the first run). One run at a time.
+  // The target the directory was compiled for (summary.json).
+  const std::string& target() const { return target_; }
+
+  // Runs `function` of the compiled module, its µGraphs through `executor`: compiled CPU
+  // programs by default; cuda or cuda_emulation run generated CUDA (on the device, or as host
+  // code) lowered for the directory's target when it is a GPU's (else VmOptions::gpu_target's
+  // default), every other operator on the CPU. Programs are built
+  // at the first run with an executor and kept. One run at a time.
   std::map<std::string, Tensor<double>> run(const std::string& function, const NpzArrays& inputs,
-                                            const std::string& where);
+                                            const std::string& where,
+                                            UGraphExecutor executor = UGraphExecutor::cpu);
 
  private:
   std::string dir_;
@@ -59,7 +66,9 @@ class CompiledModelDir {
   std::vector<SymBinding> bindings_;
   std::vector<std::pair<std::string, std::string>> onnx_inputs_, onnx_outputs_;  // onnx, wmod
   NpzArrays weights_;
+  std::string target_;
   std::unique_ptr<Vm> vm_;
+  UGraphExecutor vm_executor_ = UGraphExecutor::cpu;
 };
 
 // One input's times (medians) of `weft bench DIR`: the uncompiled module through the

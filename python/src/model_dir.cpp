@@ -6,6 +6,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <mutex>
 
@@ -65,7 +67,20 @@ class CompiledDirCore {
   // Runs `function` on arrays by input name (`integral[i]`: array i came with an integer dtype);
   // the outputs by name as f32 (`f32`) or f64 NumPy arrays.
   nb::dict run(const std::string& function, const std::vector<std::string>& names,
-               const std::vector<InputF64>& arrays, const std::vector<bool>& integral, bool f32) {
+               const std::vector<InputF64>& arrays, const std::vector<bool>& integral, bool f32,
+               const std::string& backend) {
+    UGraphExecutor executor = UGraphExecutor::cpu;
+    if (backend == "interp")
+      executor = UGraphExecutor::interpreter;
+    else if (backend == "cuda")
+      executor = UGraphExecutor::cuda;
+    else if (backend == "cuda-emulation")
+      executor = UGraphExecutor::cuda_emulation;
+    else if (backend != "cpu")
+      throw UserError(fmt::format(
+          "CompiledModelDir.run: backend must be 'cpu', 'cuda', 'cuda-emulation' or 'interp', "
+          "not '{}'",
+          backend));
     if (names.size() != arrays.size() || integral.size() != arrays.size())
       throw UserError("CompiledModelDir.run: one name and integral flag per array");
     NpzArrays inputs;
@@ -74,7 +89,7 @@ class CompiledDirCore {
     {
       nb::gil_scoped_release release;
       std::lock_guard lock(mutex_);
-      outputs = dir_->run(function, inputs, "the inputs");
+      outputs = dir_->run(function, inputs, "the inputs", executor);
     }
     nb::dict out;
     for (const auto& [name, t] : outputs) out[nb::str(name.c_str())] = tensor_array(t, f32);
@@ -114,7 +129,7 @@ void bind_model_dir(nb::module_& m) {
       .def(nb::init<std::string>(), nb::arg("dir"))
       .def("input_names", &CompiledDirCore::input_names, nb::arg("function"))
       .def("run", &CompiledDirCore::run, nb::arg("function"), nb::arg("names"), nb::arg("arrays"),
-           nb::arg("integral"), nb::arg("f32"));
+           nb::arg("integral"), nb::arg("f32"), nb::arg("backend"));
 }
 
 }  // namespace weft::python

@@ -669,13 +669,15 @@ class CompiledModelDir:
         inputs by ONNX name; its weights are in the directory)."""
         return self._core.input_names(function)
 
-    def run(self, inputs=None, /, function="main", dtype="f32", **named):
+    def run(self, inputs=None, /, function="main", dtype="f32", backend="cpu", **named):
         """Runs ``function`` on arrays by input name (a dict, keywords, or both) or a sequence in
         input order (``inputs()`` lists the names; integer parameters take ints or 0-d integer arrays). Returns a dict of
         NumPy arrays (``dtype`` 'f32' or 'f64'; the VM computes in f64) by output name: the ONNX
         graph's output names for an imported model, else ``result`` (``result.0``, ... for a
         tuple), as ``weft run DIR`` writes them. At a binding it was not compiled at, the
-        original body runs."""
+        original body runs. ``backend`` runs the µGraphs as compiled CPU code ('cpu'), as the
+        generated CUDA on the GPU ('cuda') or on the host ('cuda-emulation'), lowered for the
+        directory's target when it is a GPU's, or through the interpreter ('interp')."""
         if dtype not in ("f32", "f64"):
             raise _user_error(f"CompiledModelDir.run: dtype must be 'f32' or 'f64', not {dtype!r}")
         args, given = _split_inputs(inputs if inputs is not None else {})
@@ -692,7 +694,7 @@ class CompiledModelDir:
             a = _np.asarray(x)
             integral.append(a.dtype.kind in "iub")
             arrays.append(_np.asarray(a, dtype=_np.float64, order="C"))
-        return self._core.run(function, names, arrays, integral, dtype == "f32")
+        return self._core.run(function, names, arrays, integral, dtype == "f32", backend)
 
     def __repr__(self):
         totals = self.summary.get("totals", {})

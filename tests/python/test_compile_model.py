@@ -200,3 +200,17 @@ def test_compiled_run_errors(compiled_mlp):
         d.run(mlp_inputs(2, 4, seed=1), nope=np.zeros(1))
     with pytest.raises(weft.UserError, match="function"):
         d.run(mlp_inputs(2, 4, seed=1), function="absent")
+
+
+def test_compiled_run_backends_agree(compiled_mlp):
+    """The same directory's µGraphs as compiled CPU code, through the interpreter and as the
+    generated CUDA run on the host (lowered for h100: the directory was compiled for cpu)."""
+    d, _, _ = compiled_mlp
+    inputs = mlp_inputs(2, 4, seed=3)
+    want = d.run(inputs, dtype="f64", backend="interp")["result"]
+    assert np.abs(want).max() > 0.1, "the reference must not be trivial"
+    for backend in ["cpu", "cuda-emulation"]:
+        got = d.run(inputs, dtype="f64", backend=backend)["result"]
+        assert scaled_error(got, want) <= COMPILED_SCALED_ERROR, backend
+    with pytest.raises(weft.UserError, match="backend must be"):
+        d.run(inputs, backend="tpu")

@@ -52,12 +52,16 @@ static Register reg(
           ->capture_default_str();
       auto backend = std::make_shared<std::string>("interp");
       auto target = std::make_shared<std::string>();
-      sub.add_option("--backend", *backend,
-                     "interp: the reference interpreter; cpu: compiled by the CPU backend (f32); "
-                     "cuda: compiled by nvcc and run on the GPU (declared dtypes); "
-                     "cuda-emulation: the same CUDA run on the host (declared dtypes)")
-          ->check(CLI::IsMember({"interp", "cpu", "cuda", "cuda-emulation"}))
-          ->capture_default_str();
+      CLI::Option* backend_option =
+          sub.add_option(
+                 "--backend", *backend,
+                 "interp: the reference interpreter; cpu: compiled by the CPU backend (f32); "
+                 "cuda: compiled by nvcc and run on the GPU (declared dtypes); "
+                 "cuda-emulation: the same CUDA run on the host (declared dtypes). A "
+                 "compiled model directory runs its µGraphs so (default cpu; cuda and "
+                 "cuda-emulation: generated CUDA, for the directory's target when it is a GPU's)")
+              ->check(CLI::IsMember({"interp", "cpu", "cuda", "cuda-emulation"}))
+              ->capture_default_str();
       sub.add_option("--target", *target,
                      "GPU target to lower for with --backend cuda (default: the device's) or "
                      "cuda-emulation (default: h100)");
@@ -69,7 +73,13 @@ static Register reg(
           if (inputs->empty() || outputs->empty())
             throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
           CompiledModelDir dir(*file);
-          auto arrays = dir.run(*function, read_npz(*inputs), *inputs);
+          UGraphExecutor executor = UGraphExecutor::cpu;
+          if (backend_option->count() > 0) {
+            if (*backend == "interp") executor = UGraphExecutor::interpreter;
+            if (*backend == "cuda") executor = UGraphExecutor::cuda;
+            if (*backend == "cuda-emulation") executor = UGraphExecutor::cuda_emulation;
+          }
+          auto arrays = dir.run(*function, read_npz(*inputs), *inputs, executor);
           write_npz(*outputs, arrays);
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << shape_str(t.shape) << "\n";
