@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
 #include "runtime/dtype_convert.h"
 
@@ -15,10 +16,6 @@
 
 namespace weft {
 namespace {
-
-// The persistent kernel's own dynamic shared memory before a body's (the leader's command:
-// kWeftMpkCommandBytes in mpk/device/megakernel.cuh).
-constexpr int64_t kCommandBytes = 128;
 
 // Host buffers in the plan's dtypes: inputs encoded, outputs and workspace 0xff.
 struct HostBuffers {
@@ -92,7 +89,7 @@ MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
     : plan_(plan) {
   TaskBodyOptions body_options = options.bodies;
   if (body_options.runtime_smem_reserve_bytes == 0)
-    body_options.runtime_smem_reserve_bytes = kCommandBytes;
+    body_options.runtime_smem_reserve_bytes = kWeftMpkCommandBytes;
   fit_ = fit_task_bodies(plan_, body_options);
   compiled_ = compile_task_graph(plan_, options.mpk);
   unit_ = emit_megakernel_unit(emit_cuda_task_bodies(plan_, body_options),
