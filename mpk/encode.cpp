@@ -58,6 +58,12 @@ std::vector<uint8_t> encode_task_graph(const TaskGraph& g) {
     for (int t : list) d.list_tasks.push_back(static_cast<uint32_t>(t));
     d.list_offsets.push_back(static_cast<uint32_t>(d.list_tasks.size()));
   }
+  return encode_device_graph(d);
+}
+
+std::vector<uint8_t> encode_device_graph(const DeviceGraph& d) {
+  WEFT_CHECK(d.list_offsets.size() == d.workers + size_t{1}, "{} list offsets for {} workers",
+             d.list_offsets.size(), d.workers);
   std::vector<uint8_t> out(kMagic, kMagic + 8);
   for (uint32_t v :
        {static_cast<uint32_t>(d.ops.size()), static_cast<uint32_t>(d.tasks.size()),

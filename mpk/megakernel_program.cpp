@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
 #include "runtime/dtype_convert.h"
 
@@ -15,10 +16,6 @@
 
 namespace weft {
 namespace {
-
-// The persistent kernel's own dynamic shared memory before a body's (the leader's command:
-// kWeftMpkCommandBytes in mpk/device/megakernel.cuh).
-constexpr int64_t kCommandBytes = 128;
 
 // Host buffers in the plan's dtypes: inputs encoded, outputs and workspace 0xff.
 struct HostBuffers {
@@ -71,6 +68,13 @@ void check(cudaError_t e, const std::string& what) {
 struct DeviceBuffers {
   std::vector<void*> in, out;
   void* workspace = nullptr;
+  explicit DeviceBuffers(const HostBuffers& host) {
+    for (const auto& b : host.in) in.push_back(upload(b));
+    for (const auto& b : host.out) out.push_back(upload(b));
+    workspace = upload(host.workspace);
+  }
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
   ~DeviceBuffers() {
     for (void* p : in) cudaFree(p);
     for (void* p : out) cudaFree(p);
@@ -92,7 +96,7 @@ MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
     : plan_(plan) {
   TaskBodyOptions body_options = options.bodies;
   if (body_options.runtime_smem_reserve_bytes == 0)
-    body_options.runtime_smem_reserve_bytes = kCommandBytes;
+    body_options.runtime_smem_reserve_bytes = kWeftMpkCommandBytes;
   fit_ = fit_task_bodies(plan_, body_options);
   compiled_ = compile_task_graph(plan_, options.mpk);
   unit_ = emit_megakernel_unit(emit_cuda_task_bodies(plan_, body_options),
@@ -101,6 +105,20 @@ MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
 }
 
 MegakernelProgram::~MegakernelProgram() = default;
+
+Timing MegakernelProgram::time(const std::vector<std::vector<float>>& inputs, uint64_t iterations,
+                               int warmup, int reps) const {
+  HostBuffers host = host_buffers(plan_, inputs);
+  if (kernel_->emulated())
+    return kernel_->time(compiled_.blob, pointers(host.in), pointers(host.out),
+                         host.workspace.data(), iterations, warmup, reps);
+#ifdef WEFT_HAVE_CUDA
+  DeviceBuffers dev(host);
+  return kernel_->time(compiled_.blob, dev.in, dev.out, dev.workspace, iterations, warmup, reps);
+#else
+  throw UserError("this weft was built without the CUDA toolkit: no GPU megakernel runs");
+#endif
+}
 
 MegakernelResult MegakernelProgram::run(const std::vector<std::vector<float>>& inputs,
                                         uint64_t iterations, bool trace) const {
@@ -113,10 +131,7 @@ MegakernelResult MegakernelProgram::run(const std::vector<std::vector<float>>& i
     return result;
   }
 #ifdef WEFT_HAVE_CUDA
-  DeviceBuffers dev;
-  for (const auto& b : host.in) dev.in.push_back(DeviceBuffers::upload(b));
-  for (const auto& b : host.out) dev.out.push_back(DeviceBuffers::upload(b));
-  dev.workspace = DeviceBuffers::upload(host.workspace);
+  DeviceBuffers dev(host);
   result.run = kernel_->run(compiled_.blob, dev.in, dev.out, dev.workspace, iterations, trace);
   if (result.run.ok)
     for (size_t j = 0; j < host.out.size(); ++j)

@@ -46,6 +46,11 @@ class MegakernelProgram {
   // bytes, NaN in every dtype, so an element no task writes shows up).
   MegakernelResult run(const std::vector<std::vector<float>>& inputs, uint64_t iterations = 1,
                        bool trace = false) const;
+  // `warmup` untimed and `reps` timed launches of `iterations` iterations on `inputs`, placed
+  // once (on a GPU: device-resident, each launch between CUDA events; LoadedMegakernel::time).
+  // UserError when a launch trips the watchdog.
+  Timing time(const std::vector<std::vector<float>>& inputs, uint64_t iterations, int warmup,
+              int reps) const;
 
  private:
   ProgramPlan plan_;

@@ -11,6 +11,7 @@
 #include "mpk/device/megakernel_abi.cuh"
 #include "runtime/build_cache.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/timing.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -34,6 +35,19 @@ double since(std::chrono::steady_clock::time_point start) {
 }
 
 }  // namespace
+
+DeviceGraph LoadedMegakernel::check_blob(const std::vector<uint8_t>& blob) const {
+  DeviceGraph graph = decode_task_graph(blob, "the persistent kernel's blob");
+  const weft_mpk::Layout want = weft_mpk::make_layout(view_of(graph), layout_.schedulers);
+  if (want.events != layout_.events || want.workers != layout_.workers ||
+      want.worker_cap != layout_.worker_cap || want.sched_cap != layout_.sched_cap)
+    throw UserError(fmt::format(
+        "the blob's graph ({} workers, {} events, {} JIT tasks) is not the one the persistent "
+        "kernel was emitted for ({} workers, {} events, {} JIT tasks)",
+        want.workers, want.events, want.worker_cap - 1, layout_.workers, layout_.events,
+        layout_.worker_cap - 1));
+  return graph;
+}
 
 LoadedMegakernel::~LoadedMegakernel() {
   if (handle_) dlclose(handle_);
@@ -94,17 +108,24 @@ MegakernelRun LoadedMegakernel::run(const std::vector<uint8_t>& blob,
                                     const std::vector<void*>& outputs, void* workspace,
                                     uint64_t iterations, bool trace) const {
   WEFT_CHECK(iterations >= 1, "{} iterations", iterations);
-  const DeviceGraph graph = decode_task_graph(blob, "the persistent kernel's blob");
-  const weft_mpk::Layout want = weft_mpk::make_layout(view_of(graph), layout_.schedulers);
-  if (want.events != layout_.events || want.workers != layout_.workers ||
-      want.worker_cap != layout_.worker_cap || want.sched_cap != layout_.sched_cap)
-    throw UserError(fmt::format(
-        "the blob's graph ({} workers, {} events, {} JIT tasks) is not the one the persistent "
-        "kernel was emitted for ({} workers, {} events, {} JIT tasks)",
-        want.workers, want.events, want.worker_cap - 1, layout_.workers, layout_.events,
-        layout_.worker_cap - 1));
+  const DeviceGraph graph = check_blob(blob);
   return emulated_ ? run_emulated(blob, graph, inputs, outputs, workspace, iterations, trace)
                    : run_cuda(blob, graph, inputs, outputs, workspace, iterations, trace);
+}
+
+Timing LoadedMegakernel::time(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
+                              const std::vector<void*>& outputs, void* workspace,
+                              uint64_t iterations, int warmup, int reps) const {
+  WEFT_CHECK(warmup >= 0 && reps >= 1, "{} warm-up runs, {} timed", warmup, reps);
+  const DeviceGraph graph = check_blob(blob);
+  if (!emulated_)
+    return time_cuda(blob, graph, inputs, outputs, workspace, iterations, warmup, reps);
+  return time_runs(
+      [&] {
+        MegakernelRun r = run_emulated(blob, graph, inputs, outputs, workspace, iterations, false);
+        if (!r.ok) throw UserError(fmt::format("the persistent kernel tripped: {}", r.report));
+      },
+      warmup, reps);
 }
 
 MegakernelRun LoadedMegakernel::run_emulated(const std::vector<uint8_t>& blob,
@@ -163,6 +184,58 @@ struct DeviceRun {
   }
 };
 
+// One launch's device side, set up once and launched any number of times: the blob, the zeroed
+// state, the pointer tables, the trace, and the report in mapped pinned memory.
+struct DeviceLaunch {
+  DeviceRun d;
+  WeftMpkArgs args{};
+  size_t state_bytes = 0, spans = 0;
+
+  DeviceLaunch(const std::vector<uint8_t>& blob, size_t state_words,
+               const std::vector<void*>& inputs, const std::vector<void*>& outputs, void* workspace,
+               uint64_t iterations, size_t spans_wanted) {
+    spans = spans_wanted;
+    state_bytes = state_words * 8;
+    check(cudaHostAlloc(reinterpret_cast<void**>(&d.report), sizeof(ProtocolReport),
+                        cudaHostAllocMapped),
+          "cudaHostAlloc of the watchdog report");
+    std::memset(d.report, 0, sizeof(ProtocolReport));
+    ProtocolReport* device_report = nullptr;
+    check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_report), d.report, 0),
+          "cudaHostGetDevicePointer");
+    args = WeftMpkArgs{
+        static_cast<const unsigned char*>(d.copy(blob.data(), blob.size(), "blob")),
+        static_cast<uint64_t*>(d.copy(nullptr, state_bytes, "protocol state")),
+        static_cast<void* const*>(
+            d.copy(inputs.data(), inputs.size() * sizeof(void*), "input table")),
+        static_cast<void* const*>(
+            d.copy(outputs.data(), outputs.size() * sizeof(void*), "output table")),
+        static_cast<unsigned char*>(workspace),
+        device_report,
+        spans > 0 ? static_cast<TaskSpan*>(d.copy(nullptr, spans * sizeof(TaskSpan), "trace"))
+                  : nullptr,
+        iterations};
+  }
+
+  // Zeroes the state (every launch starts from zero counters), then launches on the default
+  // stream; `launch` is the unit's weft_mpk_launch.
+  void launch(void* launch_fn, cudaEvent_t start = nullptr, cudaEvent_t stop = nullptr) {
+    check(cudaMemsetAsync(args.state, 0, state_bytes, nullptr), "cudaMemsetAsync of the state");
+    if (start) check(cudaEventRecord(start, nullptr), "cudaEventRecord");
+    char error[512] = {0};
+    const int rc =
+        reinterpret_cast<WeftMpkLaunchFn>(launch_fn)(&args, nullptr, error, sizeof error);
+    if (rc == WEFT_MPK_REFUSED) throw UserError(error);
+    check(static_cast<cudaError_t>(rc), "launching the persistent kernel");
+    if (stop) check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+  }
+
+  // After a synchronization: the trip's report, formatted, or empty.
+  std::string tripped() const {
+    return d.report->kind != weft_mpk::kReportNone ? format_report(*d.report) : std::string();
+  }
+};
+
 }  // namespace
 
 MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
@@ -170,42 +243,56 @@ MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const
                                          const std::vector<void*>& outputs, void* workspace,
                                          uint64_t iterations, bool trace) const {
   require_cuda_device();
-  DeviceRun d;
-  const size_t words = reinterpret_cast<WeftMpkStateWordsFn>(state_words_)();
-  const size_t spans = trace ? iterations * graph.tasks.size() : 0;
-  check(cudaHostAlloc(reinterpret_cast<void**>(&d.report), sizeof(ProtocolReport),
-                      cudaHostAllocMapped),
-        "cudaHostAlloc of the watchdog report");
-  std::memset(d.report, 0, sizeof(ProtocolReport));
-  ProtocolReport* device_report = nullptr;
-  check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_report), d.report, 0),
-        "cudaHostGetDevicePointer");
-  WeftMpkArgs a{
-      static_cast<const unsigned char*>(d.copy(blob.data(), blob.size(), "blob")),
-      static_cast<uint64_t*>(d.copy(nullptr, words * 8, "protocol state")),
-      static_cast<void* const*>(
-          d.copy(inputs.data(), inputs.size() * sizeof(void*), "input table")),
-      static_cast<void* const*>(
-          d.copy(outputs.data(), outputs.size() * sizeof(void*), "output table")),
-      static_cast<unsigned char*>(workspace),
-      device_report,
-      trace ? static_cast<TaskSpan*>(d.copy(nullptr, spans * sizeof(TaskSpan), "trace")) : nullptr,
-      iterations};
-  char error[512] = {0};
+  DeviceLaunch l(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), inputs, outputs,
+                 workspace, iterations, trace ? iterations * graph.tasks.size() : 0);
   const auto start = std::chrono::steady_clock::now();
-  const int rc = reinterpret_cast<WeftMpkLaunchFn>(launch_)(&a, nullptr, error, sizeof error);
-  if (rc == WEFT_MPK_REFUSED) throw UserError(error);
-  check(static_cast<cudaError_t>(rc), "launching the persistent kernel");
+  l.launch(launch_);
   const cudaError_t done = cudaDeviceSynchronize();
   const double seconds = since(start);
   // A trip traps: the run fails, and the report in host memory says why.
-  if (d.report->kind != weft_mpk::kReportNone) return finish(*d.report, {}, seconds);
+  if (l.d.report->kind != weft_mpk::kReportNone) return finish(*l.d.report, {}, seconds);
   check(done, "running the persistent kernel");
-  std::vector<TaskSpan> host_spans(spans);
+  std::vector<TaskSpan> host_spans(l.spans);
   if (trace)
-    check(cudaMemcpy(host_spans.data(), a.trace, spans * sizeof(TaskSpan), cudaMemcpyDeviceToHost),
+    check(cudaMemcpy(host_spans.data(), l.args.trace, l.spans * sizeof(TaskSpan),
+                     cudaMemcpyDeviceToHost),
           "copying the trace");
-  return finish(*d.report, std::move(host_spans), seconds);
+  return finish(*l.d.report, std::move(host_spans), seconds);
+}
+
+Timing LoadedMegakernel::time_cuda(const std::vector<uint8_t>& blob, const DeviceGraph&,
+                                   const std::vector<void*>& inputs,
+                                   const std::vector<void*>& outputs, void* workspace,
+                                   uint64_t iterations, int warmup, int reps) const {
+  require_cuda_device();
+  DeviceLaunch l(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), inputs, outputs,
+                 workspace, iterations, 0);
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } e;
+  check(cudaEventCreate(&e.start), "cudaEventCreate");
+  check(cudaEventCreate(&e.stop), "cudaEventCreate");
+  auto synchronize = [&](const char* what) {
+    const cudaError_t done = cudaDeviceSynchronize();
+    const std::string report = l.tripped();
+    if (!report.empty()) throw UserError(fmt::format("the persistent kernel tripped: {}", report));
+    check(done, what);
+  };
+  for (int i = 0; i < warmup; ++i) l.launch(launch_);
+  synchronize("warm-up launches of the persistent kernel");
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    l.launch(launch_, e.start, e.stop);
+    synchronize("a timed launch of the persistent kernel");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, e.start, e.stop), "cudaEventElapsedTime");
+    times.push_back(ms * 1e-3);
+  }
+  return summarize_times(std::move(times));
 }
 
 #else
@@ -213,6 +300,12 @@ MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const
 MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>&, const DeviceGraph&,
                                          const std::vector<void*>&, const std::vector<void*>&,
                                          void*, uint64_t, bool) const {
+  throw UserError("this weft was built without the CUDA toolkit");
+}
+
+Timing LoadedMegakernel::time_cuda(const std::vector<uint8_t>&, const DeviceGraph&,
+                                   const std::vector<void*>&, const std::vector<void*>&, void*,
+                                   uint64_t, int, int) const {
   throw UserError("this weft was built without the CUDA toolkit");
 }
 

@@ -37,6 +37,14 @@ class LoadedMegakernel {
   MegakernelRun run(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
                     const std::vector<void*>& outputs, void* workspace, uint64_t iterations,
                     bool trace) const;
+  // `warmup` untimed, then `reps` timed launches of `iterations` iterations each, every one
+  // from zeroed state: on a GPU between two CUDA events on the stream, with the blob, state and
+  // tables on the device once (the state's memset precedes each start event); in emulation the
+  // host time of each launch (not a GPU time). UserError when a launch trips the watchdog (with
+  // its report), and as for run.
+  Timing time(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
+              const std::vector<void*>& outputs, void* workspace, uint64_t iterations, int warmup,
+              int reps) const;
 
  private:
   friend std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string&, bool,
@@ -46,6 +54,11 @@ class LoadedMegakernel {
   MegakernelRun run_emulated(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
                              const std::vector<void*>& inputs, const std::vector<void*>& outputs,
                              void* workspace, uint64_t iterations, bool trace) const;
+  // The blob decoded; UserError when it is not of the graph shape the unit was emitted for.
+  DeviceGraph check_blob(const std::vector<uint8_t>& blob) const;
+  Timing time_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
+                   const std::vector<void*>& inputs, const std::vector<void*>& outputs,
+                   void* workspace, uint64_t iterations, int warmup, int reps) const;
   MegakernelRun run_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
                          const std::vector<void*>& inputs, const std::vector<void*>& outputs,
                          void* workspace, uint64_t iterations, bool trace) const;

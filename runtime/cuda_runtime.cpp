@@ -177,6 +177,7 @@ CudaDevice query_device() {
   d.name = prop.name;
   d.major = prop.major;
   d.minor = prop.minor;
+  d.sms = prop.multiProcessorCount;
   int smem = 0;
   check(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, d.ordinal),
         "cudaDeviceGetAttribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)");
@@ -322,6 +323,88 @@ Timing CudaProgram::time_checked(const std::vector<std::vector<float>>& inputs, 
   return summarize_times(std::move(times));
 }
 
+Timing time_cuda_graph(const Program& program, const std::vector<std::vector<float>>& inputs,
+                       int warmup, int reps) {
+  const auto* cuda = dynamic_cast<const CudaProgram*>(&program);
+  if (!cuda)
+    throw UserError(fmt::format("{} runs on the {} backend: only cuda programs run as CUDA graphs",
+                                program.plan().name, backend_name(program.backend())));
+  WEFT_CHECK(warmup >= 0 && reps >= 1, "{} warm-up runs, {} timed", warmup, reps);
+  cuda->upload(inputs);
+  CudaProgram::DeviceState& s = *cuda->state_;
+  cuda->launch();
+  check(cudaStreamSynchronize(s.stream),
+        fmt::format("the launch before capturing {}", cuda->plan().name));
+  struct Graph {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ~Graph() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  } g;
+  check(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+  try {
+    cuda->launch();
+  } catch (...) {
+    cudaStreamEndCapture(s.stream, &g.graph);
+    throw;
+  }
+  check(cudaStreamEndCapture(s.stream, &g.graph),
+        fmt::format("capturing {}'s launches as a CUDA graph", cuda->plan().name));
+  check(cudaGraphInstantiate(&g.exec, g.graph, 0), "cudaGraphInstantiate");
+  for (int i = 0; i < warmup; ++i) check(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch");
+  check(cudaStreamSynchronize(s.stream),
+        fmt::format("warm-up graph launches of {}", cuda->plan().name));
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(s.start, s.stream), "cudaEventRecord");
+    check(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch");
+    check(cudaEventRecord(s.stop, s.stream), "cudaEventRecord");
+    check(cudaEventSynchronize(s.stop),
+          fmt::format("a timed graph launch of {}", cuda->plan().name));
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, s.start, s.stop), "cudaEventElapsedTime");
+    times.push_back(ms * 1e-3);
+  }
+  return summarize_times(std::move(times));
+}
+
+double measure_copy_bandwidth(int64_t bytes, int reps) {
+  require_cuda_device();
+  WEFT_CHECK(bytes >= 2 && reps >= 1, "{} bytes, {} reps", bytes, reps);
+  struct Buffers {
+    void* a = nullptr;
+    void* b = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Buffers() {
+      if (a) cudaFree(a);
+      if (b) cudaFree(b);
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } m;
+  const auto n = static_cast<size_t>(bytes);
+  check(cudaMalloc(&m.a, n), "cudaMalloc for the bandwidth probe");
+  check(cudaMalloc(&m.b, n), "cudaMalloc for the bandwidth probe");
+  check(cudaMemset(m.a, 1, n), "cudaMemset");
+  check(cudaEventCreate(&m.start), "cudaEventCreate");
+  check(cudaEventCreate(&m.stop), "cudaEventCreate");
+  check(cudaMemcpy(m.b, m.a, n, cudaMemcpyDeviceToDevice), "cudaMemcpy (warm-up)");
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(m.start, nullptr), "cudaEventRecord");
+    check(cudaMemcpyAsync(m.b, m.a, n, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+    check(cudaEventRecord(m.stop, nullptr), "cudaEventRecord");
+    check(cudaEventSynchronize(m.stop), "the bandwidth probe");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, m.start, m.stop), "cudaEventElapsedTime");
+    times.push_back(ms * 1e-3);
+  }
+  return 2.0 * static_cast<double>(bytes) / summarize_times(std::move(times)).median_s;
+}
+
 #else  // no CUDA toolkit at build time
 
 const CudaDevice& require_cuda_device() {
@@ -344,6 +427,13 @@ std::vector<std::vector<float>> CudaProgram::run_checked(
   throw UserError(kNoToolkit);
 }
 Timing CudaProgram::time_checked(const std::vector<std::vector<float>>&, int, int) const {
+  throw UserError(kNoToolkit);
+}
+
+Timing time_cuda_graph(const Program&, const std::vector<std::vector<float>>&, int, int) {
+  throw UserError(kNoToolkit);
+}
+double measure_copy_bandwidth(int64_t, int) {
   throw UserError(kNoToolkit);
 }
 

@@ -23,6 +23,7 @@ struct CudaDevice {
   int ordinal = 0;
   std::string name;                // "NVIDIA H100 80GB HBM3"
   int major = 0, minor = 0;        // compute capability
+  int sms = 0;                     // streaming multiprocessors
   int64_t max_smem_per_block = 0;  // cudaDevAttrMaxSharedMemoryPerBlockOptin
   int driver_version = 0;          // cudaDriverGetVersion: 1000 * major + 10 * minor
   int runtime_version = 0;
@@ -63,7 +64,22 @@ class CudaProgram final : public Program {
   void* launch_ = nullptr;
   void* name_ = nullptr;
   mutable std::unique_ptr<DeviceState> state_;
+
+  friend Timing time_cuda_graph(const Program&, const std::vector<std::vector<float>>&, int, int);
 };
+
+// The program's launch sequence captured once as a CUDA graph (after one ordinary launch, so
+// lazily created library handles exist before the capture), then `warmup` untimed and `reps`
+// timed graph launches between CUDA events on the program's stream: the per-kernel path without
+// the host's per-kernel launch cost. UserError unless `program` is a cuda-backend program, when
+// there is no device, or when the capture fails (with the runtime's error).
+Timing time_cuda_graph(const Program& program, const std::vector<std::vector<float>>& inputs,
+                       int warmup, int reps);
+
+// The device's copy bandwidth in bytes per second: a device-to-device cudaMemcpy of `bytes`
+// timed between CUDA events (median of `reps`), counting every byte read and written.
+// UserError when there is no device.
+double measure_copy_bandwidth(int64_t bytes = int64_t{1} << 30, int reps = 5);
 
 // Builds `source` (a .cu with the weft_cuda_launch ABI, docs/cuda-backend.md) for `plan` with
 // nvcc (options.cuda), or finds it in the cache, and loads it. No device is needed. Throws

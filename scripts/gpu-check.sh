@@ -234,7 +234,7 @@ if in_part 2; then
 fi
 
 # ---- part 3: the persistent mega-kernel ----
-mpk_filter='MpkMegakernelGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
+mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
 mpk_tests() {
   "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
   local rc=$?
@@ -249,10 +249,37 @@ mpk_sanitize() {
   "$sanitizer" --tool "$1" --error-exitcode 97 --target-processes application-only \
     "$build/weft_tests" --gtest_filter='MpkMegakernelGpu.*'
 }
+# The acceptance figures (docs/benchmarks.md, MPK): the dependent-hop latency of an empty-task
+# chain across every worker CTA; per-step time of the per-kernel launches, their CUDA graph and
+# the persistent kernel against the weight-bandwidth floor, for the Qwen3-tiny step and the
+# Qwen3-0.6B-shaped step; 1,000 iterations in one launch without a hang; 256 decoded tokens of
+# the 0.6B step matching the per-kernel path.
+mpk_hop() {
+  "$build/weft" mpk hop --on gpu --tasks 1000 &&
+    "$build/weft" mpk hop --on gpu --tasks 1000 --dispatch jit
+}
+mpk_bench() {
+  "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu &&
+    "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --dispatch aot &&
+    "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$out/qwen3_0_6b.weft" &&
+    "$build/weft" mpk bench "$out/qwen3_0_6b.weft" --on gpu --reps 10 --iterations-per-launch 4
+}
+mpk_soak() {
+  "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --warmup 0 --reps 1 \
+    --iterations-per-launch 1000
+}
+mpk_decode() {
+  "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
+    --tokens 256 --prompt 1 2 3
+}
 if in_part 3; then
   step mpk-tests mpk_tests
   step mpk-racecheck mpk_sanitize racecheck
   step mpk-synccheck mpk_sanitize synccheck
+  step mpk-hop mpk_hop
+  step mpk-bench mpk_bench
+  step mpk-soak mpk_soak
+  step mpk-decode-256 mpk_decode
 fi
 
 summary

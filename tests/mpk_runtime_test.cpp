@@ -122,6 +122,30 @@ TEST(MpkRuntime, WrongNeedTripsTheWatchdogWithItsReport) {
   EXPECT_NE(r.report.find("event e2"), std::string::npos) << r.report;
 }
 
+// The watchdog counts time without progress, not time spent waiting: with one worker and no JIT
+// tasks, scheduler 0 waits for each iteration's end the whole iteration, and here an iteration
+// (72 tasks, each slowed by random sleeps of up to 15 ms) lasts several watchdog periods while a
+// task completes every few milliseconds. Before, that wait tripped the watchdog.
+TEST(MpkRuntime, ALongIterationThatProgressesDoesNotTripTheWatchdog) {
+  Loaded l = load("examples/tiny_decoder_step.weft");
+  auto want = sequential(l, 3);
+  MpkOptions o;
+  o.assign = {1, Dispatch::aot};
+  DeviceGraph g = decode_task_graph(compile_task_graph(l.plan, o).blob);
+  HostTensors t(l.plan);
+  fill(t, 3);
+  HostRunOptions ro;
+  ro.watchdog_s = 0.1;
+  ro.iterations = 2;
+  ro.delay_seed = 7;
+  ro.max_delay_us = 15000;
+  HostRunResult r = run_on_host(l.plan, *l.program, g, t, ro);
+  ASSERT_TRUE(r.ok) << r.report;
+  // The case is real only when an iteration outlasted the end wait's old limit (2 periods).
+  ASSERT_GT(r.seconds / static_cast<double>(ro.iterations), 2 * ro.watchdog_s);
+  EXPECT_EQ(t.outputs, want);
+}
+
 TEST(MpkRuntime, MisorderedWorkerListTripsTheWatchdog) {
   Loaded l = load("tests/golden/mpk/fork.weft");
   MpkOptions o;

@@ -27,7 +27,6 @@ struct WeftMpkCommand {
   uint32_t stop, kernel;
   int bx, by, bz;
 };
-constexpr int kWeftMpkCommandBytes = 128;
 constexpr int weft_mpk_smem_bytes = kWeftMpkCommandBytes + weft_mpk_body_smem_bytes;
 constexpr int weft_mpk_warps_per_cta = weft_mpk_worker_threads / 32;
 constexpr int weft_mpk_scheduler_ctas =

@@ -29,6 +29,10 @@ struct WeftMpkArgs {
 // emulation after the run), WEFT_MPK_REFUSED with a message in `error` when the CTAs cannot all
 // be resident, else a cudaError_t.
 #define WEFT_MPK_REFUSED (-1)
+
+// The persistent kernel's own dynamic shared memory before a task body's (the leader's command to
+// its CTA); the host's fit checks reserve it from every body's budget.
+constexpr int kWeftMpkCommandBytes = 128;
 typedef uint64_t (*WeftMpkStateWordsFn)(void);
 typedef int (*WeftMpkGridFn)(int*, int*, int*);
 typedef void (*WeftMpkLayoutFn)(weft_mpk::Layout*);

@@ -193,26 +193,33 @@ class Protocol {
       for (uint32_t i = g_.list_offsets[w]; i < g_.list_offsets[w + 1]; ++i) {
         const uint32_t t = g_.list_tasks[i];
         const uint32_t e = g_.task[t].wait;
-        uint64_t start = 0;
-        while (p_.load_acquire(&counter(e)) < need(e) * k) {
+        Spin spin;
+        for (;;) {
+          const uint64_t have = p_.load_acquire(&counter(e));
+          if (have >= need(e) * k) break;
           if (serve_jit(w)) {
-            start = 0;
+            spin = Spin{};
             continue;
           }
-          if (!keep_spinning(start, 1, wait_report(kReportTaskWait, kRoleWorker, w, t, k, e)))
+          // The begin event of an iteration fires once the previous one ended: that wait is an
+          // end-of-iteration wait.
+          const bool begin = e == kBeginEvent;
+          if (!keep_spinning(spin, begin ? 2 : 1, begin ? kAnyProgress : have,
+                             wait_report(kReportTaskWait, kRoleWorker, w, t, k, e)))
             return;
         }
         execute(w, t, k);
       }
     }
     const uint64_t end_need = need(kEndEvent) * cfg_.iterations;
-    uint64_t start = 0;
+    Spin spin;
     while (p_.load_acquire(&counter(kEndEvent)) < end_need) {
       if (serve_jit(w)) {
-        start = 0;
+        spin = Spin{};
         continue;
       }
-      if (!keep_spinning(start, 2, end_report(kRoleWorker, w, cfg_.iterations))) return;
+      if (!keep_spinning(spin, 2, kAnyProgress, end_report(kRoleWorker, w, cfg_.iterations)))
+        return;
     }
   }
 
@@ -226,15 +233,15 @@ class Protocol {
         if (has_jit(kBeginEvent)) dispatch(s, kBeginEvent, k);
       }
       const uint64_t end_need = need(kEndEvent) * k;
-      uint64_t start = 0;
+      Spin spin;
       while (p_.load_acquire(&counter(kEndEvent)) < end_need) {
         uint64_t item;
         if (sched_ring(s).try_pop(p_, &item)) {
           dispatch(s, static_cast<uint32_t>(item), item >> 32);
-          start = 0;
+          spin = Spin{};
           continue;
         }
-        if (!keep_spinning(start, 2, end_report(kRoleScheduler, s, k))) return;
+        if (!keep_spinning(spin, 2, kAnyProgress, end_report(kRoleScheduler, s, k))) return;
       }
       if (s == 0) p_.after_iteration(k);
     }
@@ -311,16 +318,45 @@ class Protocol {
                   need(kEndEvent)};
   }
 
-  // One step of a bounded spin: false once the run failed or this spin passed the watchdog.
-  // Waits for the end of an iteration (schedulers, idle workers) span every task's wait, so they
-  // get twice the limit: the spin on the stuck task itself trips first and names it.
-  WEFT_HD bool keep_spinning(uint64_t& start, uint64_t limits, const Report& r) {
+  // A bounded spin's clock: when it started (0: not yet) and the progress it last saw.
+  struct Spin {
+    uint64_t start = 0;
+    uint64_t seen = ~0ull;
+  };
+  static constexpr uint64_t kAnyProgress = ~0ull;
+
+  // Tasks completed so far, every worker and iteration: each task adds one to its trigger's
+  // counter. Read only when a spin is about to trip (once per watchdog period), never per task.
+  WEFT_HD uint64_t completed_tasks() {
+    uint64_t sum = 0;
+    for (uint32_t e = 0; e < g_.events; ++e) sum += p_.load_acquire(&counter(e));
+    return sum;
+  }
+
+  // One step of a bounded spin: false once the run failed or the watchdog tripped. The limit
+  // counts time without progress, not time spent waiting, so a long wait while work goes on
+  // never trips: a task's wait restarts its clock whenever its event's counter (`progress`)
+  // moves; the waits for an iteration's end (`kAnyProgress`) restart it whenever any task
+  // completed since the spin last looked, which is checked at each period's end (a real stall
+  // is reported one to two periods after the last completion). The end waits also get twice the
+  // limit, so the spin on the stuck task itself trips first and names it.
+  WEFT_HD bool keep_spinning(Spin& spin, uint64_t limits, uint64_t progress, const Report& r) {
     if (p_.load_acquire(failed_word()) != 0) return false;
     const uint64_t now = p_.clock_ns();
-    if (start == 0) start = now;
-    if (now - start > cfg_.watchdog_ns * limits) {
-      fail(r);
-      return false;
+    if (progress != kAnyProgress && progress != spin.seen) {
+      spin.seen = progress;
+      spin.start = now;
+    }
+    if (spin.start == 0) spin.start = now;
+    if (now - spin.start > cfg_.watchdog_ns * limits) {
+      const uint64_t done = progress == kAnyProgress ? completed_tasks() : progress;
+      if (progress == kAnyProgress && done != spin.seen) {
+        spin.seen = done;
+        spin.start = now;
+      } else {
+        fail(r);
+        return false;
+      }
     }
     p_.relax();
     return true;

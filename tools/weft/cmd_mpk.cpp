@@ -22,7 +22,9 @@
 #include "mpk/decode_demo.h"
 #include "mpk/decoder_program.h"
 #include "mpk/encode.h"
+#include "mpk/hop_chain.h"
 #include "mpk/host_runtime.h"
+#include "mpk/megakernel_bench.h"
 #include "mpk/megakernel_program.h"
 #include "mpk/tgraph_dot.h"
 #include "mpk/tgraph_text.h"
@@ -44,7 +46,10 @@ struct MpkArgs {
 
 void add_common(CLI::App* sub, MpkArgs& a) {
   sub->add_option("FILE", a.file, "µGraph file")->required();
-  sub->add_option("--workers", a.workers, "Workers (one per SM on a GPU)")->capture_default_str();
+  sub->add_option("--workers", a.workers,
+                  "Workers (one per SM on a GPU; with --on emulation|gpu and in bench, 0: one per "
+                  "SM but one on a GPU, 4 in emulation)")
+      ->capture_default_str();
   sub->add_option("--dispatch", a.dispatch, "aot, jit or hybrid")->capture_default_str();
   sub->add_option("--data-dependent", a.data_dependent,
                   "Plan kernels (k0, k1, ...) that are data-dependent (hybrid: dispatched JIT)");
@@ -170,21 +175,109 @@ struct RunArgs {
 // `weft mpk run FILE --on emulation|gpu`: the program lowered for the GPU (h100 in emulation, the
 // device's target on a GPU) as one persistent kernel, against its per-kernel CUDA path: a
 // decode-step program decodes one launch per token; any other runs once on seeded inputs.
-int run_megakernel(const MpkArgs& a, const RunArgs& r, bool gpu) {
-  Graph g = load_graph(a.file);
-  const Target& target = gpu ? target_for_device(require_cuda_device()) : target_by_name("h100");
-  ProgramPlan plan = lower_graph(g, target);
-  MegakernelProgramOptions o;
+// The program lowered for the GPU (the device's target, or h100 in emulation) and its persistent
+// kernel's options.
+struct GpuBuilt {
+  Graph graph;
+  const Target* target = nullptr;
+  ProgramPlan plan;
+  MegakernelProgramOptions options;
+};
+
+GpuBuilt gpu_build(const MpkArgs& a, uint32_t schedulers, bool gpu) {
+  GpuBuilt b;
+  b.graph = load_graph(a.file);
+  b.target = gpu ? &target_for_device(require_cuda_device()) : &target_by_name("h100");
+  b.plan = lower_graph(b.graph, *b.target);
+  MegakernelProgramOptions& o = b.options;
   o.mpk.assign = {a.workers, dispatch_by_name(a.dispatch)};
   o.mpk.data_dependent.insert(a.data_dependent.begin(), a.data_dependent.end());
   if (!a.data_dependent_reads.empty()) {
-    auto more = kernels_reading(plan, a.data_dependent_reads);
+    auto more = kernels_reading(b.plan, a.data_dependent_reads);
     o.mpk.data_dependent.insert(more.begin(), more.end());
   }
-  o.kernel.schedulers = r.schedulers;
+  o.kernel.schedulers = schedulers;
   o.emulated = !gpu;
-  o.arch = target.arch;
-  MegakernelProgram mk(plan, o);
+  o.arch = b.target->arch;
+  return b;
+}
+
+// Seeded uniform inputs in [-1, 1) for every input of `plan`.
+std::vector<std::vector<float>> seeded_inputs(const ProgramPlan& plan) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::vector<float>> in;
+  for (const std::string& name : plan.inputs) {
+    in.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)));
+    for (float& v : in.back()) v = u(rng);
+  }
+  return in;
+}
+
+std::string timing_text(const Timing& t) {
+  return fmt::format("{:.1f} µs (min {:.1f}, max {:.1f}, {} runs)", t.median_s * 1e6, t.min_s * 1e6,
+                     t.max_s * 1e6, t.reps);
+}
+
+// `weft mpk bench FILE --on emulation|gpu`: the per-kernel launches, their CUDA graph and the
+// persistent kernel, timed on the same seeded inputs, against the weight-bandwidth floor.
+// Worker CTAs when --workers is 0: one per SM but one (left to the scheduler CTA, which must be
+// resident too) on a GPU, 4 in emulation.
+int default_workers(bool gpu) {
+  return gpu ? std::max(1, require_cuda_device().sms - 1) : 4;
+}
+
+int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
+                             const MegakernelBenchOptions& bo) {
+  if (a.workers == 0) a.workers = default_workers(gpu);
+  GpuBuilt b = gpu_build(a, schedulers, gpu);
+  MegakernelProgram mk(b.plan, b.options);
+  auto per_kernel = load_program(b.plan, gpu ? Backend::cuda : Backend::cuda_emulation);
+  fmt::print("{} on {} ({}): {} tasks on {} workers ({}), {} plan kernels\n",
+             b.graph.name.empty() ? a.file : b.graph.name, b.target->name,
+             gpu ? "GPU" : "host emulation: thread times, not GPU times",
+             mk.compiled().graph.tasks.size(), a.workers, a.dispatch, b.plan.kernels.size());
+  MegakernelBench r = bench_megakernel(mk, *per_kernel, seeded_inputs(b.plan), bo);
+  fmt::print("  per-kernel launches:     {}\n", timing_text(r.per_kernel));
+  if (r.cuda_graph) fmt::print("  per-kernel CUDA graph:   {}\n", timing_text(*r.cuda_graph));
+  fmt::print("  persistent kernel:       {} per launch of one step\n", timing_text(r.persistent));
+  if (r.persistent_batched)
+    fmt::print("  persistent kernel:       {} per step, {} steps per launch\n",
+               timing_text(*r.persistent_batched), r.batched_iterations);
+  fmt::print("  weight bytes per step:   {}\n", r.weight_bytes);
+  if (r.bandwidth_bytes_per_s) {
+    const double floor = *r.floor_s();
+    fmt::print("  copy bandwidth:          {:.0f} GB/s (device-to-device cudaMemcpy)\n",
+               *r.bandwidth_bytes_per_s * 1e-9);
+    fmt::print(
+        "  weight floor:            {:.1f} µs; persistent kernel at {:.0f}% of it, CUDA "
+        "graph at {:.0f}%\n",
+        floor * 1e6, 100 * floor / r.persistent.median_s, 100 * floor / r.cuda_graph->median_s);
+  }
+  return 0;
+}
+
+// `weft mpk hop --on emulation|gpu`: the empty-task chain's dependent-hop latency.
+int bench_hops_command(const HopBenchOptions& o) {
+  HopBench h = bench_hops(o);
+  fmt::print("empty-task chain: {} tasks on {} workers ({}), {} ({})\n", o.tasks, o.workers,
+             o.jit ? "jit" : "aot", o.emulated ? "host emulation" : "GPU",
+             o.emulated ? "thread times, not GPU times" : "one persistent kernel");
+  fmt::print("  hop (trace, {} hops):   median {:.0f} ns, min {:.0f}, max {:.0f}, mean {:.0f}\n",
+             h.hops.hops, h.hops.median_ns, h.hops.min_ns, h.hops.max_ns, h.hops.mean_ns);
+  fmt::print("  launch, {} tasks:        {}\n", o.tasks, timing_text(h.chain));
+  fmt::print("  launch, 2 tasks:          {}\n", timing_text(h.pair));
+  fmt::print("  per hop from launches:    {:.0f} ns\n", h.launch_per_hop_s * 1e9);
+  return 0;
+}
+
+int run_megakernel(MpkArgs a, const RunArgs& r, bool gpu) {
+  if (a.workers == 0) a.workers = default_workers(gpu);
+  GpuBuilt built = gpu_build(a, r.schedulers, gpu);
+  const Graph& g = built.graph;
+  const Target& target = *built.target;
+  const ProgramPlan& plan = built.plan;
+  MegakernelProgram mk(plan, built.options);
   Built shown{plan, mk.compiled(), g.name, {}};
   print_summary(shown);
   fmt::print(
@@ -216,13 +309,7 @@ int run_megakernel(const MpkArgs& a, const RunArgs& r, bool gpu) {
                          : got.tokens == want.tokens ? "identical tokens, logits differ"
                                                      : "MISMATCH");
   } else {
-    std::mt19937_64 rng(1);
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<std::vector<float>> in;
-    for (const std::string& name : plan.inputs) {
-      in.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)));
-      for (float& v : in.back()) v = u(rng);
-    }
+    std::vector<std::vector<float>> in = seeded_inputs(plan);
     same = launch(in) == per_kernel->run(in);
     fmt::print("  outputs {}\n", same ? "identical to the per-kernel path" : "DIFFER");
   }
@@ -281,8 +368,62 @@ static Register reg(
           ->capture_default_str();
       auto dec = std::make_shared<DecoderArgs>();
       CLI::App* decoder = add_decoder(sub, *dec);
+      auto ba = std::make_shared<MpkArgs>();
+      auto bo = std::make_shared<MegakernelBenchOptions>();
+      auto bench_on = std::make_shared<std::string>("emulation");
+      auto bench_schedulers = std::make_shared<uint32_t>(1);
+      CLI::App* bench = sub.add_subcommand(
+          "bench",
+          "Time the per-kernel launches, their CUDA graph and the persistent kernel on seeded "
+          "inputs, against the weight-bandwidth floor");
+      ba->workers = 0;
+      add_common(bench, *ba);
+      bench->add_option("--on", *bench_on, "emulation or gpu")
+          ->check(CLI::IsMember({"emulation", "gpu"}))
+          ->capture_default_str();
+      bench->add_option("--schedulers", *bench_schedulers, "Scheduler warps")
+          ->capture_default_str();
+      bench->add_option("--warmup", bo->warmup, "Untimed runs")->capture_default_str();
+      bench->add_option("--reps", bo->reps, "Timed runs")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+      bench
+          ->add_option("--iterations-per-launch", bo->iterations_per_launch,
+                       "Also time this many steps in one launch (0: no)")
+          ->capture_default_str();
+      auto ho = std::make_shared<HopBenchOptions>();
+      auto hop_on = std::make_shared<std::string>("emulation");
+      auto hop_dispatch = std::make_shared<std::string>("aot");
+      CLI::App* hop = sub.add_subcommand(
+          "hop", "Measure the persistent kernel's dependent-hop latency on an empty-task chain");
+      hop->add_option("--on", *hop_on, "emulation or gpu")
+          ->check(CLI::IsMember({"emulation", "gpu"}))
+          ->capture_default_str();
+      hop->add_option("--tasks", ho->tasks, "Chain length")->capture_default_str();
+      ho->workers = 0;
+      hop->add_option("--workers", ho->workers,
+                      "Worker CTAs, the chain crossing them in turn (0: one per SM but one on a "
+                      "GPU, 4 in emulation)")
+          ->capture_default_str();
+      hop->add_option("--dispatch", *hop_dispatch, "aot or jit")
+          ->check(CLI::IsMember({"aot", "jit"}))
+          ->capture_default_str();
+      hop->add_option("--schedulers", ho->schedulers, "Scheduler warps")->capture_default_str();
+      hop->add_option("--threads", ho->worker_threads, "Threads per worker CTA")
+          ->capture_default_str();
+      hop->add_option("--reps", ho->reps, "Traced launches")->capture_default_str();
       return [=]() -> int {
         if (decoder->parsed()) return run_decoder(*dec);
+        if (bench->parsed())
+          return bench_megakernel_command(*ba, *bench_schedulers, *bench_on == "gpu", *bo);
+        if (hop->parsed()) {
+          HopBenchOptions o = *ho;
+          o.jit = *hop_dispatch == "jit";
+          o.emulated = *hop_on != "gpu";
+          if (!o.emulated) o.arch = target_for_device(require_cuda_device()).arch;
+          if (o.workers == 0) o.workers = static_cast<uint32_t>(default_workers(!o.emulated));
+          return bench_hops_command(o);
+        }
         if (compile->parsed()) {
           Built built = build(*a, *stop);
           std::filesystem::path dir(*out_dir);

@@ -1,0 +1,49 @@
+// The per-kernel, CUDA-graph and persistent-kernel timings of one plan, and its weight floor.
+#include "mpk/megakernel_bench.h"
+
+#include "core/error.h"
+#include "runtime/cuda_runtime.h"
+
+namespace weft {
+
+std::optional<double> MegakernelBench::floor_s() const {
+  if (!bandwidth_bytes_per_s || *bandwidth_bytes_per_s <= 0) return std::nullopt;
+  return static_cast<double>(weight_bytes) / *bandwidth_bytes_per_s;
+}
+
+int64_t step_weight_bytes(const ProgramPlan& plan) {
+  const bool decode = plan.find_tensor("LOGITS") && plan.find_tensor("M");
+  auto state = [](const std::string& n) {
+    return n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
+           n.rfind("Vc", 0) == 0;
+  };
+  int64_t bytes = 0;
+  for (const std::string& name : plan.inputs)
+    if (!decode || !state(name)) bytes += plan.find_tensor(name)->bytes();
+  return bytes;
+}
+
+MegakernelBench bench_megakernel(const MegakernelProgram& mk, const Program& per_kernel,
+                                 const std::vector<std::vector<float>>& inputs,
+                                 const MegakernelBenchOptions& o) {
+  WEFT_CHECK(per_kernel.backend() != Backend::cpu, "the per-kernel path runs a GPU plan");
+  MegakernelBench b;
+  b.weight_bytes = step_weight_bytes(mk.plan());
+  b.per_kernel = per_kernel.time(inputs, o.warmup, o.reps);
+  const bool gpu = per_kernel.backend() == Backend::cuda;
+  if (gpu) b.cuda_graph = time_cuda_graph(per_kernel, inputs, o.warmup, o.reps);
+  b.persistent = mk.time(inputs, 1, o.warmup, o.reps);
+  if (o.iterations_per_launch > 1) {
+    b.batched_iterations = o.iterations_per_launch;
+    Timing t = mk.time(inputs, o.iterations_per_launch, o.warmup, o.reps);
+    const double n = static_cast<double>(o.iterations_per_launch);
+    t.median_s /= n;
+    t.min_s /= n;
+    t.max_s /= n;
+    b.persistent_batched = t;
+  }
+  if (gpu) b.bandwidth_bytes_per_s = measure_copy_bandwidth();
+  return b;
+}
+
+}  // namespace weft
