@@ -324,20 +324,28 @@ NpzArrays model_arguments(const std::string& dir, const std::string& inputs) {
   return in;
 }
 
-// The result's arrays, named by the ONNX graph's outputs for an imported model.
-std::map<std::string, Tensor<double>> named_results(const std::string& dir, const VmValue& v) {
+// The result's arrays, named by the ONNX graph's outputs for an imported model, and the element
+// type each is written as (by the function's result type).
+std::map<std::string, Tensor<double>> named_results(const std::string& dir, const VmValue& v,
+                                                    const Function& fn,
+                                                    std::map<std::string, NpyElement>& elements) {
   auto arrays = result_arrays(v);
+  elements = result_elements(fn.ret);
   fs::path names = fs::path(dir) / kOnnxNames;
   if (!fs::exists(names)) return arrays;
   auto outputs = nlohmann::json::parse(read_file(names))["outputs"];
   std::map<std::string, Tensor<double>> out;
+  std::map<std::string, NpyElement> renamed;
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string key = outputs.size() == 1 ? "result" : fmt::format("result.{}", i);
     auto it = arrays.find(key);
     if (it == arrays.end())
       throw UserError(SourceLoc{dir}, fmt::format("{} has no output {}", dir, i));
-    out[outputs[i]["onnx"].get<std::string>()] = it->second;
+    std::string onnx = outputs[i]["onnx"].get<std::string>();
+    out[onnx] = it->second;
+    if (auto e = elements.find(key); e != elements.end()) renamed[onnx] = e->second;
   }
+  elements = std::move(renamed);
   return out;
 }
 
@@ -356,8 +364,9 @@ int run_compiled_model(const std::string& dir, const std::string& inputs,
   auto args = arguments_from_npz(fn, model_arguments(dir, inputs), inputs);
   Vm vm(d->compiled, compiled_options());
   vm.compile_ugraphs();
-  auto arrays = named_results(dir, vm.run(function, args));
-  write_npz(outputs, arrays);
+  std::map<std::string, NpyElement> elements;
+  auto arrays = named_results(dir, vm.run(function, args), fn, elements);
+  write_npz(outputs, arrays, elements);
   for (const auto& [name, t] : arrays) std::cout << name << ": " << shape_str(t.shape) << "\n";
   return 0;
 }
