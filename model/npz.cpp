@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "runtime/dtype_convert.h"
 
 namespace weft {
 namespace {
@@ -65,18 +66,6 @@ std::string header_field(const std::string& header, const std::string& key,
   return header.substr(i, end - i);
 }
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-  float v;
-  if (exp == 0)
-    v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31)
-    v = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
-  else
-    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
-  return sign ? -v : v;
-}
-
 }  // namespace
 
 NpyArray parse_npy(const std::string& b, const std::string& what) {
@@ -110,7 +99,8 @@ NpyArray parse_npy(const std::string& b, const std::string& what) {
   const Kind* kind = nullptr;
   for (const Kind& k : kinds)
     if (descr == k.d) kind = &k;
-  if (!kind) bad(what, fmt::format("dtype {} is not supported (f2, f4, f8, i4, i8, b1)", descr));
+  if (!kind)
+    bad(what, fmt::format("dtype {} is not supported (f2, f4, f8, i1, u1, i4, i8, b1)", descr));
   if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
     bad(what, "the .npy shape is malformed");
   Shape shape;
@@ -151,7 +141,7 @@ NpyArray parse_npy(const std::string& b, const std::string& what) {
     } else if (d == "'<f2'") {
       uint16_t h;
       std::memcpy(&h, q, 2);
-      v = half_to_float(h);
+      v = f16_bits_to_float(h);
     } else if (d == "'<i4'") {
       int32_t x;
       std::memcpy(&x, q, 4);
@@ -170,7 +160,18 @@ NpyArray parse_npy(const std::string& b, const std::string& what) {
   return out;
 }
 
-std::string make_npy(const Tensor<double>& t, bool f64) {
+NpyElement npy_element(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::bf16:
+      return NpyElement::f4;
+    case DType::f16:
+      return NpyElement::f2;
+  }
+  WEFT_FAIL("unknown dtype");
+}
+
+std::string make_npy(const Tensor<double>& t, NpyElement element) {
   std::string shape = "(";
   for (size_t i = 0; i < t.shape.size(); ++i) shape += fmt::format("{}, ", t.shape[i]);
   if (t.shape.size() > 1)
@@ -179,7 +180,10 @@ std::string make_npy(const Tensor<double>& t, bool f64) {
     shape.resize(shape.size() - 1);
   shape += ")";
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                   f64 ? "<f8" : "<f4", shape);
+                                   element == NpyElement::f8   ? "<f8"
+                                   : element == NpyElement::f2 ? "<f2"
+                                                               : "<f4",
+                                   shape);
   // Magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -190,9 +194,12 @@ std::string make_npy(const Tensor<double>& t, bool f64) {
   put16(out, static_cast<uint16_t>(header.size()));
   out += header;
   for (double v : t.data) {
-    if (f64)
+    if (element == NpyElement::f8) {
       out.append(reinterpret_cast<const char*>(&v), 8);
-    else {
+    } else if (element == NpyElement::f2) {
+      uint16_t h = float_to_f16_bits(static_cast<float>(v));
+      out.append(reinterpret_cast<const char*>(&h), 2);
+    } else {
       float f = static_cast<float>(v);
       out.append(reinterpret_cast<const char*>(&f), 4);
     }
@@ -277,10 +284,18 @@ NpzArrays read_npz(const std::string& path) {
 
 void write_npz(const std::string& path, const std::map<std::string, Tensor<double>>& arrays,
                bool f64) {
+  std::map<std::string, NpyElement> elements;
+  for (const auto& entry : arrays) elements[entry.first] = f64 ? NpyElement::f8 : NpyElement::f4;
+  write_npz(path, arrays, elements);
+}
+
+void write_npz(const std::string& path, const std::map<std::string, Tensor<double>>& arrays,
+               const std::map<std::string, NpyElement>& elements) {
   std::string z, dir;
   size_t count = 0;
   for (const auto& [name, t] : arrays) {
-    std::string payload = make_npy(t, f64);
+    auto e = elements.find(name);
+    std::string payload = make_npy(t, e == elements.end() ? NpyElement::f4 : e->second);
     std::string file = name + ".npy";
     if (payload.size() >= 0xFFFFFFFFu || z.size() >= 0xFFFFFFFFu)
       throw UserError(SourceLoc{path}, "the outputs are too large for a zip without zip64");

@@ -1,12 +1,13 @@
 // NumPy .npy/.npz files for the model executor's inputs and outputs: a careful reader (stored
-// or deflated zip entries, little-endian f2/f4/f8/i4/i8/b1 arrays in C order) and a writer of
-// stored f32 (or f64) entries. Every malformed file is a UserError naming the file and entry.
+// or deflated zip entries, little-endian f2/f4/f8/i1/u1/i4/i8/b1 arrays in C order) and a writer
+// of stored f16, f32 or f64 entries. Every malformed file is a UserError naming the file and entry.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "interp/tensor.h"
 
 namespace weft {
@@ -21,13 +22,23 @@ struct NpyArray {
 // Entry name (without ".npy") -> array, in name order.
 using NpzArrays = std::map<std::string, NpyArray>;
 
+// The element type an array is written as: '<f2', '<f4' or '<f8'.
+enum class NpyElement : uint8_t { f2, f4, f8 };
+// The closest NumPy type of a model dtype: f32 -> <f4, f16 -> <f2, and bf16 -> <f4, as NumPy
+// has no bfloat16 (a bf16 tensor's values are exact in f32, so nothing is lost).
+NpyElement npy_element(DType dtype);
+
 NpzArrays read_npz(const std::string& path);
 // Writes the tensors as f32 (or f64 with `f64`); the archive is a plain stored zip.
 void write_npz(const std::string& path, const std::map<std::string, Tensor<double>>& arrays,
                bool f64 = false);
+// The same with each array's element type from `elements` (<f4 for a name not there).
+void write_npz(const std::string& path, const std::map<std::string, Tensor<double>>& arrays,
+               const std::map<std::string, NpyElement>& elements);
 
-// One .npy payload (for tests and the npz reader): parse and produce.
+// One .npy payload (for tests and the npz reader): parse and produce (each value rounded to the
+// element type, to nearest even).
 NpyArray parse_npy(const std::string& bytes, const std::string& what);
-std::string make_npy(const Tensor<double>& t, bool f64);
+std::string make_npy(const Tensor<double>& t, NpyElement element);
 
 }  // namespace weft

@@ -63,11 +63,24 @@ void flatten(const VmValue& v, const std::string& name,
     out[name] = Tensor<double>(Shape{}, static_cast<double>(std::get<int64_t>(v.v)));
   }
 }
+
+void flatten_elements(const MType& type, const std::string& name,
+                      std::map<std::string, NpyElement>& out) {
+  if (type.is_tensor()) out[name] = npy_element(type.dtype);
+  for (size_t i = 0; i < type.fields.size(); ++i)
+    flatten_elements(type.fields[i], fmt::format("{}.{}", name, i), out);
+}
 }  // namespace
 
 std::map<std::string, Tensor<double>> result_arrays(const VmValue& result) {
   std::map<std::string, Tensor<double>> out;
   flatten(result, "result", out);
+  return out;
+}
+
+std::map<std::string, NpyElement> result_elements(const MType& ret) {
+  std::map<std::string, NpyElement> out;
+  flatten_elements(ret, "result", out);
   return out;
 }
 

@@ -17,7 +17,9 @@ const Function& function_to_run(const Module& module, const std::string& name,
                                 const SourceLoc& where);
 
 // The argument for parameter `p` from `array` (`what` names where it came from in errors):
-// tensors and shapes take the array as it is; an integer parameter needs a 0-d integral array.
+// tensors and shapes take the array's values as they are (any float or integer NumPy type; the
+// VM rounds a tensor argument to the parameter's dtype, to nearest even via f32, when the run
+// binds it); an integer parameter needs a 0-d integral array.
 // Throws UserError at `where` otherwise, and at the parameter for a tuple parameter.
 VmValue argument_value(const Param& p, const NpyArray& array, const std::string& what,
                        const SourceLoc& where);
@@ -30,5 +32,8 @@ std::vector<VmValue> arguments_from_npz(const Function& fn, const NpzArrays& arr
 
 // Flattens a result into named arrays (integers become 0-d arrays).
 std::map<std::string, Tensor<double>> result_arrays(const VmValue& result);
+// The element type to write each of those arrays as, from the result's type `ret`: a tensor's
+// dtype's closest NumPy type (npy_element); integers and anything unnamed here <f4.
+std::map<std::string, NpyElement> result_elements(const MType& ret);
 
 }  // namespace weft

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <set>
@@ -15,6 +16,7 @@
 #include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
+#include "runtime/dtype_convert.h"
 
 namespace weft {
 
@@ -351,8 +353,36 @@ void Vm::account_storage(int64_t elements) {
   stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
 }
 
+namespace {
+
+// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
+// (shared, not copied, where no element changes). Values that do not match the type are left for
+// vm_match to report.
+VmValue stored(const VmValue& v, const MType& type) {
+  if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
+    auto changes = [&](double x) { return !std::isnan(x) && stored_value(x, type.dtype) != x; };
+    if (std::none_of(t->data.begin(), t->data.end(), changes)) return v;
+    auto copy = std::make_shared<Tensor<double>>(*t);
+    for (double& x : copy->data) x = stored_value(x, type.dtype);
+    return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
+  }
+  const VmTuple* tu = v.tuple();
+  if (!tu || type.kind != MTypeKind::tuple || tu->size() != type.fields.size()) return v;
+  auto out = std::make_shared<VmTuple>();
+  for (size_t i = 0; i < tu->size(); ++i) out->push_back(stored((*tu)[i], type.fields[i]));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+}
+
+}  // namespace
+
 VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
-  return call_function(compiled(name), args, 0);
+  // The arguments as the parameters' dtypes store them (the callee's own values are stored at
+  // each call's result).
+  const VmFunction& f = compiled(name);
+  std::vector<VmValue> typed;
+  for (size_t i = 0; i < args.size(); ++i)
+    typed.push_back(i < f.fn->params.size() ? stored(args[i], f.fn->params[i].type) : args[i]);
+  return call_function(f, typed, 0);
 }
 
 namespace {
@@ -548,7 +578,11 @@ VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args,
                                       : resolve(regs[static_cast<size_t>(a)]));
         for (const VmValue& v : resolved) operands.push_back(&v);
         ++stats_.calls;
+        // Each operator computes in f32 or wider and stores its result in the result's dtype
+        // (a function's result is stored by the callee's own calls).
         VmValue out = execute(*in.binding, operands, heap, depth);
+        if (f.fresh[static_cast<size_t>(in.reg)] && in.binding->call.kind != CallKind::func)
+          out = stored(out, in.binding->type);
         auto r = static_cast<size_t>(in.reg);
         if (f.fresh[r]) {
           int64_t bytes = tensor_bytes(out);

@@ -4,7 +4,8 @@
 // VM whose frames hold registers, the storage of the function's memory plan (model/plan.h) and a
 // heap of symbolic-variable values. Table operators run through the reference
 // interpreter, model operators and library functions through their CPU implementations,
-// µGraphs through the interpreter or a compiled CPU program. Deterministic.
+// µGraphs through the interpreter or a compiled CPU program; each call's result and each argument
+// of a run are stored in their dtype (rounded to f32, f16 or bf16). Deterministic.
 #pragma once
 
 #include <cstdint>

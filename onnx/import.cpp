@@ -21,6 +21,7 @@
 
 #include "model/deduce.h"
 #include "model/model_ops.h"
+#include "runtime/dtype_convert.h"
 #endif
 
 namespace weft {
@@ -108,23 +109,7 @@ std::vector<double> raw_values(const std::string& raw, size_t count) {
 }
 
 double half_to_double(uint16_t h, bool bf16) {
-  uint32_t bits;
-  if (bf16) {
-    bits = static_cast<uint32_t>(h) << 16;
-  } else {
-    uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, mant = h & 1023;
-    if (exp == 0) {
-      double v = std::ldexp(static_cast<double>(mant), -24);
-      return sign ? -v : v;
-    }
-    if (exp == 31)
-      bits = (sign << 31) | 0x7f800000u | (mant << 13);
-    else
-      bits = (sign << 31) | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return bf16 ? bf16_bits_to_float(h) : f16_bits_to_float(h);
 }
 
 Tensor<double> tensor_from_proto(const TensorProto& t, const SourceLoc& where,

@@ -71,6 +71,10 @@ float round_to_dtype(float x, DType dtype) {
   WEFT_CHECK(false, "unknown dtype");
 }
 
+double stored_value(double x, DType dtype) {
+  return round_to_dtype(static_cast<float>(x), dtype);
+}
+
 std::vector<uint8_t> encode_as(const float* x, size_t n, DType dtype) {
   std::vector<uint8_t> bytes(n * static_cast<size_t>(dtype_bytes(dtype)));
   if (dtype == DType::f32) {

@@ -17,6 +17,9 @@ float bf16_bits_to_float(uint16_t b);
 
 // `x` rounded to the nearest value representable in `dtype`.
 float round_to_dtype(float x, DType dtype);
+// `x` as a tensor of `dtype` stores it: rounded to f32 (the precision operators compute in, as a
+// GPU kernel's accumulator), then to `dtype`. NaN stays NaN; overflow gives infinity.
+double stored_value(double x, DType dtype);
 
 // `n` floats as the bytes of a device tensor of `dtype` (row-major), and back.
 std::vector<uint8_t> encode_as(const float* x, size_t n, DType dtype);

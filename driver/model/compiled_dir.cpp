@@ -127,6 +127,18 @@ std::map<std::string, Tensor<double>> CompiledModelDir::named_results(const VmVa
   return out;
 }
 
+std::map<std::string, NpyElement> CompiledModelDir::output_elements(
+    const std::string& function) const {
+  auto elements = result_elements(function_to_run(compiled_, function, SourceLoc{dir_}).ret);
+  if (onnx_outputs_.empty()) return elements;
+  std::map<std::string, NpyElement> out;
+  for (size_t i = 0; i < onnx_outputs_.size(); ++i) {
+    std::string key = onnx_outputs_.size() == 1 ? "result" : fmt::format("result.{}", i);
+    if (auto e = elements.find(key); e != elements.end()) out[onnx_outputs_[i].first] = e->second;
+  }
+  return out;
+}
+
 std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& function,
                                                             const NpzArrays& inputs,
                                                             const std::string& where,

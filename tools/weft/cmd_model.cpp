@@ -184,7 +184,7 @@ weft::cli::Register reg(
           weft::Vm vm(m, options);
           weft::VmValue result = vm.run(*function, args);
           auto arrays = weft::result_arrays(result);
-          weft::write_npz(*outputs, arrays);
+          weft::write_npz(*outputs, arrays, weft::result_elements(fn.ret));
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
           if (*stats) {

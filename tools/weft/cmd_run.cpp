@@ -80,7 +80,7 @@ static Register reg(
             if (*backend == "cuda-emulation") executor = UGraphExecutor::cuda_emulation;
           }
           auto arrays = dir.run(*function, read_npz(*inputs), *inputs, executor);
-          write_npz(*outputs, arrays);
+          write_npz(*outputs, arrays, dir.output_elements(*function));
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << shape_str(t.shape) << "\n";
           return 0;
