@@ -432,6 +432,8 @@ class Analyzer {
       }
       case OpKind::thread:
         return run(*op.body, in, runs);
+        WEFT_CASES_MODEL  // never in a µGraph
+            break;
     }
     WEFT_CHECK(false, "no degree rule for '{}'", info.name);
     return {};
