@@ -16,7 +16,6 @@
 #include "core/rational.h"
 #include "interp/tensor.h"
 #include "ir/ops.h"
-#include "model/model_ops.h"
 #include "model/module.h"
 #include "onnx/import.h"
 
