@@ -486,8 +486,9 @@ class Parser {
         WEFT_CASES_REDUCTION
         WEFT_CASES_COMPOSITE
         WEFT_CASES_HIERARCHY
-        WEFT_CASES_MODEL  // refused by lookup_op
-            break;
+        // Model-level operators: refused by lookup_op.
+        WEFT_CASES_MODEL
+        break;
     }
   }
 

@@ -296,8 +296,9 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       }
       WEFT_CASES_STRUCTURE
       WEFT_CASES_HIERARCHY
-      WEFT_CASES_MODEL  // model-only operators return above; the others lack the model level
-          break;
+      // Model-only operators returned above; the others lack the model level.
+      WEFT_CASES_MODEL
+      break;
   }
   WEFT_FAIL("'{}' has the model level but no model shape rule", info.name);
 }

@@ -432,8 +432,9 @@ class Analyzer {
       }
       case OpKind::thread:
         return run(*op.body, in, runs);
-        WEFT_CASES_MODEL  // never in a µGraph
-            break;
+        // Model-only operators: never in a µGraph.
+        WEFT_CASES_MODEL
+        break;
     }
     WEFT_CHECK(false, "no degree rule for '{}'", info.name);
     return {};
