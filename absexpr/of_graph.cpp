@@ -109,6 +109,7 @@ TermStep resolve(const OpInfo& info) {
     case Symbolic::join:
     case Symbolic::expansion:
     case Symbolic::body:
+    case Symbolic::none:  // model-only rows: a step no µGraph takes
       return s;
   }
   s.kind = K::formula;
@@ -252,6 +253,8 @@ std::vector<TermId> abstract_op(const Graph& g, const Op& op, const std::vector<
     case Symbolic::body:
       WEFT_CHECK(op.body != nullptr, "{} op without a body", info.name);
       return outputs_of(*op.body, abstract_values(*op.body, store, in));
+    case Symbolic::none:
+      break;
   }
   WEFT_CHECK(false, "no abstract expression for {}", info.name);
   return {};

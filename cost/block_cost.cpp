@@ -175,6 +175,7 @@ KernelCost block_kernel_cost(const Graph& g, const Op& op, const Target& t) {
           break;
         }
         WEFT_CASES_COMPOSITE
+        WEFT_CASES_MODEL
       case OpKind::kernel:
         WEFT_CHECK(false, "'{}' in a block graph", op_info(o.kind).name);
     }

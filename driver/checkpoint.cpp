@@ -58,8 +58,10 @@ BlockSketch sketch_from(const json& j, ExprOracle& oracle) {
   sk.schedule = schedule_from(j.at("schedule"));
   for (const json& o : j.at("ops")) {
     SketchOp op;
-    op.kind = static_cast<OpKind>(o.at(0).get<int>());
-    WEFT_CHECK(static_cast<int>(op.kind) < kNumOpKinds, "bad op kind");
+    const int kind = o.at(0).get<int>();
+    WEFT_CHECK(kind >= 0 && kind < kNumOpKinds, "bad op kind {}", kind);
+    op.kind = static_cast<OpKind>(kind);
+    WEFT_CHECK(!is_model_only(op.kind), "model-level op kind {} in a block sketch", kind);
     op.a = o.at(1).get<int8_t>();
     op.b = o.at(2).get<int8_t>();
     op.dim = o.at(3).get<int8_t>();

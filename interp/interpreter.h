@@ -204,6 +204,7 @@ class Evaluator {
       case Symbolic::join:
       case Symbolic::expansion:
       case Symbolic::body:
+      case Symbolic::none:
         break;
     }
     WEFT_CHECK(false, "'{}' is not an accumulator", op_info(op.kind).name);
@@ -242,6 +243,7 @@ class Evaluator {
         WEFT_CHECK(false, "'{}' reached the interpreter unexpanded", info.name);
       case OpClass::structure:
       case OpClass::hierarchy:
+      case OpClass::model:
         break;
     }
     WEFT_CHECK(false, "'{}' cannot be evaluated here", info.name);

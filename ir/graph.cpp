@@ -124,6 +124,7 @@ int64_t combined_elements(const Graph& g, const Op& op) {
     case OpClass::movement:
     case OpClass::composite:
     case OpClass::hierarchy:
+    case OpClass::model:
       return 0;
   }
   return 0;
@@ -141,23 +142,24 @@ void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc) {
                   n);
 }
 
-static void check_level(const OpInfo& info, Level level, const SourceLoc& loc) {
+void check_op_level(const OpInfo& info, Level level, const SourceLoc& loc) {
   uint8_t bit = level == Level::kernel ? kAtKernel : level == Level::block ? kAtBlock : kAtThread;
   if (info.levels & bit) return;
-  std::string where;
-  if (info.levels & kAtKernel) where += "kernel graphs";
-  if (info.levels & kAtBlock) where += std::string(where.empty() ? "" : ", ") + "block graphs";
-  if (info.levels & kAtThread) where += std::string(where.empty() ? "" : ", ") + "thread graphs";
+  if (!(info.levels & kAtUGraph))
+    WEFT_USER_ERROR(loc,
+                    "'{}' is a model-level operator: model functions (.wmod) call it, no µGraph "
+                    "holds it",
+                    info.name);
   WEFT_USER_ERROR(loc, "'{}' cannot appear in a {} graph (allowed in: {})", info.name,
-                  level_name(level), where);
+                  level_name(level), levels_text(info.levels & kAtUGraph));
 }
 
 std::vector<ValueId> GraphBuilder::add_op(OpKind kind, std::vector<ValueId> inputs, Attrs attrs,
                                           std::vector<std::string> names, SourceLoc loc,
                                           Stage stage) {
   const OpInfo& info = op_info(kind);
+  check_op_level(info, g_.level, loc);
   WEFT_CHECK(info.infer != nullptr, "'{}' must be added with add_nested", info.name);
-  check_level(info, g_.level, loc);
   check_op_arity(info, inputs.size(), loc);
   std::vector<TensorType> in_types;
   for (ValueId v : inputs) {
@@ -203,7 +205,7 @@ std::vector<ValueId> GraphBuilder::add_nested(OpKind kind, std::vector<ValueId> 
                                               Stage stage) {
   const OpInfo& info = op_info(kind);
   WEFT_CHECK(kind == OpKind::kernel || kind == OpKind::thread, "'{}' has no body", info.name);
-  check_level(info, g_.level, loc);
+  check_op_level(info, g_.level, loc);
   Level want = kind == OpKind::kernel ? Level::block : Level::thread;
   WEFT_CHECK(body.level == want, "'{}' body is a {} graph", info.name, level_name(body.level));
   if (inputs.empty()) WEFT_USER_ERROR(loc, "'{}' needs at least one operand", info.name);

@@ -84,6 +84,9 @@ int64_t combined_elements(const Graph& g, const Op& op);
 
 // Throws a UserError at `loc` unless `info` takes `n` operands.
 void check_op_arity(const OpInfo& info, size_t n, const SourceLoc& loc);
+// Throws a UserError at `loc` unless `info` may appear in a graph of `level` (model-only
+// operators appear in none).
+void check_op_level(const OpInfo& info, Level level, const SourceLoc& loc);
 
 // Builds a graph op by op, inferring every result type from the operator table. Errors in the
 // user's program (bad shapes, unknown names, duplicate names) are UserErrors at the given loc.

@@ -16,6 +16,9 @@ std::string TensorType::str() const {
   return fmt::format("{}{}", dtype_name(dtype), shape_str(shape));
 }
 
+// The model-only rows, in kind order (ops_model.cpp).
+std::vector<OpInfo> model_op_rows();
+
 namespace {
 
 [[noreturn]] void fail(const std::string& message) {
@@ -317,12 +320,38 @@ double gelu(double x, double, const Attrs&) {
   return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
 }
 
-constexpr uint8_t kAll = kAtKernel | kAtBlock | kAtThread;
-constexpr uint8_t kKB = kAtKernel | kAtBlock;
+// Kernel-level rows but `kernel` are model-level too: a model function calls them.
+constexpr uint8_t kAll = kAtKernel | kAtBlock | kAtThread | kAtModel;
+constexpr uint8_t kKB = kAtKernel | kAtBlock | kAtModel;
+constexpr uint8_t kK = kAtKernel | kAtModel;
+
+// A model-only row: the model layer alone reads it, for its form (name, arity, attributes) and
+// documentation; its fusion pattern and cost class say what it does, though no fuser or cost
+// model meets it.
+void check_model_row(const OpInfo& op) {
+  WEFT_CHECK(op.levels == kAtModel, "model-only '{}' must have the model level alone", op.name);
+  WEFT_CHECK(op.min_inputs == op.max_inputs, "model-only '{}' takes a fixed number of operands",
+             op.name);
+  WEFT_CHECK(!op.infer && !op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda &&
+                 op.symbolic == Symbolic::none && !op.commutative && op.homogeneous == 0 &&
+                 !op.same_operands_redundant,
+             "model-only '{}' has µGraph semantics", op.name);
+  WEFT_CHECK(op.fusion == FusionPattern::injective || op.fusion == FusionPattern::opaque,
+             "model-only '{}' is injective or opaque", op.name);
+  WEFT_CHECK((op.fusion == FusionPattern::injective) == (op.cost == CostClass::data_movement),
+             "model-only '{}': the injective ones and only they move data", op.name);
+  WEFT_CHECK(op.cost == CostClass::data_movement || op.cost == CostClass::per_operand_element,
+             "model-only '{}' is priced per operand element or as data movement", op.name);
+}
 
 // Checks what the layers rely on, and fills in the derived fields.
 void complete_row(OpInfo& op) {
   op.op_class = class_of(op.kind);
+  if (op.op_class == OpClass::model) return check_model_row(op);
+  WEFT_CHECK(op.levels & kAtUGraph, "'{}' has no µGraph level", op.name);
+  WEFT_CHECK(!(op.levels & kAtModel) || ((op.levels & kAtKernel) && op.kind != OpKind::kernel),
+             "'{}': a model function calls kernel-level operators only (not kernel)", op.name);
+  WEFT_CHECK(op.symbolic != Symbolic::none, "'{}' is a µGraph operator without semantics", op.name);
   const bool elementwise = is_elementwise(op.kind);
   int rational_attrs = 0;
   for (const AttrSpec& a : op.attrs) rational_attrs += a.kind == AttrKind::rational;
@@ -351,6 +380,8 @@ void complete_row(OpInfo& op) {
     case Symbolic::body:
       op.lax = true;
       break;
+    case Symbolic::none:
+      WEFT_FAIL("'{}': µGraph rows have semantics (checked above)", op.name);
   }
   if (!elementwise) {
     WEFT_CHECK(!op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda,
@@ -486,13 +517,13 @@ std::vector<OpInfo> make_table() {
      .symbolic = S::select, .homogeneous = 0b1, .fusion = F::injective,
      .doc = "the whole tensor tiled `times` times along dim (like concat of copies)"},
     {.kind = K::rms_norm, .name = "rms_norm", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtKernel, .attrs = {dim_last, {"eps", AttrKind::rational, false, Rational(0)}},
+     .levels = kK, .attrs = {dim_last, {"eps", AttrKind::rational, false, Rational(0)}},
      .infer = infer_normalizing, .symbolic = S::expansion, .homogeneous = 0,
      .fusion = F::opaque, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3},  // square, sum, multiply by the row's reciprocal root (once per row)
      .doc = "x / sqrt(mean(x^2, dim) + eps)"},
     {.kind = K::softmax, .name = "softmax", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtKernel, .attrs = {dim_last}, .infer = infer_normalizing,
+     .levels = kK, .attrs = {dim_last}, .infer = infer_normalizing,
      .symbolic = S::expansion, .composite_lax = true, .fusion = F::opaque,
      .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3, .sfu = 1},  // exp, sum, multiply by the row's reciprocal sum
@@ -556,6 +587,7 @@ std::vector<OpInfo> make_table() {
      .doc = "the error function 2/sqrt(pi) * integral of e^-t^2 from 0 to x"},
   };
   // clang-format on
+  for (OpInfo& row : model_op_rows()) t.push_back(std::move(row));
   for (size_t i = 0; i < t.size(); ++i) {
     WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "op table out of order at {}", t[i].name);
     complete_row(t[i]);
@@ -580,6 +612,16 @@ std::optional<OpKind> op_by_name(std::string_view name) {
   auto it = by_name.find(name);
   if (it == by_name.end()) return std::nullopt;
   return it->second;
+}
+
+std::string levels_text(uint8_t levels) {
+  std::string where;
+  auto add = [&](const char* s) { where += (where.empty() ? "" : ", ") + std::string(s); };
+  if (levels & kAtKernel) add("kernel graphs");
+  if (levels & kAtBlock) add("block graphs");
+  if (levels & kAtThread) add("thread graphs");
+  if (levels & kAtModel) add("model functions");
+  return where;
 }
 
 bool Formula::uses_exp() const {

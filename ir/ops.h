@@ -1,11 +1,13 @@
 // The operator table: every operator of every level is declared once here, one row with all its
 // properties. The parser, printer, checker, interpreters, verifier, abstract expressions, search,
-// cost model and code generators all dispatch from OpInfo.
+// cost model and code generators all dispatch from OpInfo; so does the model layer, which attaches
+// the model-only operators' implementations to their rows by kind (model/model_ops.h).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -42,8 +44,15 @@ enum class OpKind : uint8_t {
   // Elementwise, one input (added after the first table).
   sigmoid, tanh, neg,
   erf,
+  // Model-level only (rows in ops_model.cpp): symbolic-size data movement, gathers,
+  // position-dependent and ONNX operators that µGraphs never hold; a model runs them itself.
+  permute, embedding, rope, causal_mask, softmax_safe, slice, where, layer_norm, gelu_tanh,
+  attention,
+  // ONNX's operators beyond the transformer set (issue 15).
+  conv, max_pool, avg_pool, max_pool_indices, global_avg_pool, global_max_pool, lrn, pow, gather,
+  slice_steps, expand, fill, dims_tensor, cast, clip, abs, reciprocal, log, range, tile, pad,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::erf) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::pad) + 1;
 
 // The case labels of every operator of one class. A switch over OpKind that handles a few kinds
 // names the others by class, so it stays exhaustive (no `default:`) and a new operator needs only
@@ -63,10 +72,21 @@ inline constexpr int kNumOpKinds = static_cast<int>(OpKind::erf) + 1;
   case OpKind::iter: case OpKind::accum_sum: case OpKind::accum_max:                     \
   case OpKind::accum_concat: case OpKind::save:
 #define WEFT_CASES_HIERARCHY case OpKind::kernel: case OpKind::thread:
+#define WEFT_CASES_MODEL                                                                 \
+  case OpKind::permute: case OpKind::embedding: case OpKind::rope:                       \
+  case OpKind::causal_mask: case OpKind::softmax_safe: case OpKind::slice:               \
+  case OpKind::where: case OpKind::layer_norm: case OpKind::gelu_tanh:                   \
+  case OpKind::attention: case OpKind::conv: case OpKind::max_pool:                      \
+  case OpKind::avg_pool: case OpKind::max_pool_indices: case OpKind::global_avg_pool:    \
+  case OpKind::global_max_pool: case OpKind::lrn: case OpKind::pow: case OpKind::gather: \
+  case OpKind::slice_steps: case OpKind::expand: case OpKind::fill:                      \
+  case OpKind::dims_tensor: case OpKind::cast: case OpKind::clip: case OpKind::abs:      \
+  case OpKind::reciprocal: case OpKind::log: case OpKind::range: case OpKind::tile:      \
+  case OpKind::pad:
 // Every operator but the data-movement ones, for switches that implement those.
 #define WEFT_CASES_NOT_MOVEMENT                                                          \
   WEFT_CASES_UNARY WEFT_CASES_BINARY WEFT_CASES_MATMUL WEFT_CASES_REDUCTION              \
-  WEFT_CASES_COMPOSITE WEFT_CASES_STRUCTURE WEFT_CASES_HIERARCHY
+  WEFT_CASES_COMPOSITE WEFT_CASES_STRUCTURE WEFT_CASES_HIERARCHY WEFT_CASES_MODEL
 // clang-format on
 
 enum class OpClass : uint8_t {
@@ -78,6 +98,7 @@ enum class OpClass : uint8_t {
   composite,
   structure,  // iter / accum_* / save
   hierarchy,  // kernel / thread
+  model,      // model-level only: never in a µGraph, so no µGraph layer meets one
 };
 
 // The class of an operator, from the case lists above.
@@ -91,12 +112,20 @@ constexpr OpClass class_of(OpKind kind) {
     WEFT_CASES_COMPOSITE return OpClass::composite;
     WEFT_CASES_STRUCTURE return OpClass::structure;
     WEFT_CASES_HIERARCHY return OpClass::hierarchy;
+    WEFT_CASES_MODEL return OpClass::model;
   }
   return OpClass::hierarchy;
 }
 
-// Levels where an operator may appear (bitmask).
-enum LevelMask : uint8_t { kAtKernel = 1, kAtBlock = 2, kAtThread = 4 };
+// Levels where an operator may appear (bitmask). The rule: a row of class `model` appears only
+// in model functions (kAtModel alone); every other row has at least one µGraph level, and also
+// kAtModel exactly when a model function may call it (the kernel-level operators but `kernel`).
+// Only the model layer looks at kAtModel: the µGraph layers (.weft parser, builder, validator,
+// search, random programs, verifier) test their own level's bit, which a model-only row lacks.
+enum LevelMask : uint8_t { kAtKernel = 1, kAtBlock = 2, kAtThread = 4, kAtModel = 8 };
+inline constexpr uint8_t kAtUGraph = kAtKernel | kAtBlock | kAtThread;
+// "kernel graphs, block graphs, model functions": where the levels say an operator may appear.
+std::string levels_text(uint8_t levels);
 
 struct AttrSpec {
   const char* name;
@@ -202,6 +231,7 @@ enum class Symbolic : uint8_t {
   join,         // the operands' elements side by side (concat)
   expansion,    // composite: the semantics of its expansion into primitives
   body,         // kernel, thread: the semantics of the body graph
+  none,         // model-only operators: no symbolic layer sees them
 };
 
 // How a result element depends on operand elements, for a partitioner that fuses operators
@@ -250,7 +280,10 @@ struct OpInfo {
   int min_inputs;
   int max_inputs;  // -1: any number >= min_inputs
   uint8_t levels;  // LevelMask bits
+  // In model functions, integer and int_list values may be symbolic (model/deduce.h).
   std::vector<AttrSpec> attrs = {};
+  // µGraph shape rule; null for model-only rows, whose symbolic rule, CPU semantics and expansion
+  // the model layer attaches by kind (model_impl() in model/model_ops.h).
   InferFn infer = nullptr;
   // Semantics.
   RealFn real = nullptr;  // elementwise operators
@@ -293,12 +326,16 @@ inline bool is_elementwise(OpKind k) {
   OpClass c = class_of(k);
   return c == OpClass::unary || c == OpClass::binary;
 }
+// Model-only operators: a model runs them (model/model_ops.h), no µGraph holds them.
+inline bool is_model_only(OpKind k) {
+  return class_of(k) == OpClass::model;
+}
 inline bool is_accumulator(OpKind k) {
   return k == OpKind::accum_sum || k == OpKind::accum_max || k == OpKind::accum_concat;
 }
 
 // The operator's rational attribute (scale's factor, shift's offset, rms_norm's eps), if it has
-// one: a row has at most one.
+// one: a µGraph row has at most one (model-only rows may have several: lrn, clip).
 const AttrSpec* rational_attr(const OpInfo& info);
 
 // Fills in defaults for absent optional attributes and rejects unknown or mistyped ones.

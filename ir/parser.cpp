@@ -198,11 +198,17 @@ class Parser {
     }
   }
 
-  OpKind lookup_op(const Token& t) {
-    if (auto k = op_by_name(t.text)) return *k;
+  // An operator of the table; a model-level one is refused at once (the builder checks the
+  // others' levels), before its operands, whose attributes no µGraph row describes.
+  OpKind lookup_op(const Token& t, Level level) {
+    if (auto k = op_by_name(t.text)) {
+      if (is_model_only(*k)) check_op_level(op_info(*k), level, loc(t));
+      return *k;
+    }
     std::string best;
     size_t best_d = 3;
     for (const OpInfo& info : all_ops()) {
+      if (!(info.levels & kAtUGraph)) continue;  // model-level operators are no suggestion
       size_t d = edit_distance(t.text, info.name);
       if (d < best_d) {
         best_d = d;
@@ -322,7 +328,7 @@ class Parser {
     if (!at(Tok::name))
       WEFT_USER_ERROR(loc(op_tok), "expected an operator call after '=', found {}",
                       describe(op_tok));
-    OpKind kind = lookup_op(op_tok);
+    OpKind kind = lookup_op(op_tok, scope.level());
     advance();
     if (kind == OpKind::kernel || kind == OpKind::thread) {
       parse_nested(scope, lhs, op_tok, kind);
@@ -389,7 +395,7 @@ class Parser {
                         "operand '{}' of '{}' comes after its attributes; operands go first",
                         t.text, info.name);
       if (next_.kind == Tok::lparen) {
-        OpKind inner = lookup_op(t);
+        OpKind inner = lookup_op(t, scope.level());
         if (inner == OpKind::kernel || inner == OpKind::thread)
           WEFT_USER_ERROR(loc(t), "'{}' cannot be nested inside a call; assign it to a name first",
                           t.text);
@@ -480,6 +486,8 @@ class Parser {
         WEFT_CASES_REDUCTION
         WEFT_CASES_COMPOSITE
         WEFT_CASES_HIERARCHY
+        // Model-level operators: refused by lookup_op.
+        WEFT_CASES_MODEL
         break;
     }
   }

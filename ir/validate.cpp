@@ -26,19 +26,6 @@ std::string kib(int64_t bytes) {
   return s + " KiB";
 }
 
-std::string levels_text(uint8_t levels) {
-  std::string where;
-  auto add = [&](const char* s) { where += (where.empty() ? "" : ", ") + std::string(s); };
-  if (levels & kAtKernel) add("kernel graphs");
-  if (levels & kAtBlock) add("block graphs");
-  if (levels & kAtThread) add("thread graphs");
-  return where;
-}
-
-uint8_t level_bit(Level level) {
-  return level == Level::kernel ? kAtKernel : level == Level::block ? kAtBlock : kAtThread;
-}
-
 // What a block-graph value is, for the stage and path rules.
 enum class Kind : uint8_t {
   operand,      // a block-graph input: a whole tensor in device memory
@@ -267,7 +254,6 @@ class Checker {
     }
   }
 
-
   // All rules local to one statement; throws the first violation.
   void check_op(Scope& s, int index) {
     const Graph& g = *s.g;
@@ -275,9 +261,7 @@ class Checker {
     const OpInfo& info = op_info(op.kind);
     const SourceLoc& loc = op.loc;
 
-    if (!(info.levels & level_bit(g.level)))
-      throw UserError(loc, fmt::format("'{}' cannot appear in a {} graph (allowed in: {})",
-                                       info.name, level_name(g.level), levels_text(info.levels)));
+    check_op_level(info, g.level, loc);
     check_op_arity(info, op.inputs.size(), loc);
 
     // Operands exist and are defined earlier (this also rules out cycles).

@@ -280,6 +280,7 @@ class Parser {
       expect(t.size() > i, "missing operator");
       auto op = op_by_name(t[i]);
       expect(op.has_value(), fmt::format("unknown operator '{}'", t[i]));
+      expect(!is_model_only(*op), fmt::format("'{}' is a model-level operator, in no plan", t[i]));
       s.op = *op;
       ++i;
     } else {

@@ -165,11 +165,11 @@ void require_same_rank(DeduceContext& ctx, const std::vector<MType>& in, const c
 MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>& in,
                       MAttrs& attrs) {
   const OpInfo& info = op_info(kind);
-  if (!(info.levels & kAtKernel) || info.op_class == OpClass::hierarchy)
+  if (!(info.levels & kAtModel))
     ctx.fail(
-        fmt::format("'{}' is not a kernel-level operator; a model calls kernel-level "
-                    "operators (and µGraphs through call_ugraph)",
-                    info.name));
+        fmt::format("'{}' is not a model-level operator (it belongs in {}); a model calls the "
+                    "operators `weft ops` marks model-level, and µGraphs through call_ugraph",
+                    info.name, levels_text(info.levels)));
   int n = static_cast<int>(in.size());
   if (n < info.min_inputs || (info.max_inputs >= 0 && n > info.max_inputs))
     ctx.fail(fmt::format("'{}' takes {} operand{}, got {}", info.name,
@@ -179,6 +179,7 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
                          info.min_inputs == 1 && info.max_inputs == 1 ? "" : "s", n));
   require_tensors(ctx, in, info.name);
   complete_model_attrs(ctx, info.attrs, info.name, attrs);
+  if (const ModelOpImpl* impl = model_impl(kind)) return impl->infer(ctx, in, attrs);
   require_same_dtype(ctx, in);
   const MType& x = in[0];
   bool known = true;
@@ -295,9 +296,11 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
       }
       WEFT_CASES_STRUCTURE
       WEFT_CASES_HIERARCHY
+      // Model-only operators returned above; the others lack the model level.
+      WEFT_CASES_MODEL
       break;
   }
-  ctx.fail(fmt::format("'{}' is not a model-level operator", info.name));
+  WEFT_FAIL("'{}' has the model level but no model shape rule", info.name);
 }
 
 namespace {
@@ -424,13 +427,6 @@ class FunctionDeducer {
     switch (c.kind) {
       case CallKind::op:
         return deduce_table_op(ctx, *op_by_name(c.callee), in, c.attrs);
-      case CallKind::model_op: {
-        const ModelOpInfo& info = model_op_info(*model_op_by_name(c.callee));
-        arity(static_cast<size_t>(info.num_inputs));
-        require_tensors(ctx, in, info.name);
-        complete_model_attrs(ctx, info.attrs, info.name, c.attrs);
-        return info.infer(ctx, in, c.attrs);
-      }
       case CallKind::lib: {
         const LibFunction* lib = lib_function_by_name(c.callee);
         if (!lib) ctx.fail(fmt::format("unknown library function '{}'", c.callee));
@@ -626,7 +622,7 @@ void deduce_module(Module& module, SymProver& prover) {
   for (const Function& f : module.functions) {
     if (!names.insert(f.name).second)
       throw UserError(f.loc, fmt::format("'{}' is already defined in the module", f.name));
-    if (op_by_name(f.name) || model_op_by_name(f.name))
+    if (op_by_name(f.name))
       throw UserError(f.loc, fmt::format("function '{}' has the name of an operator", f.name));
   }
   for (Function& f : module.functions) FunctionDeducer(module, f, prover).run();

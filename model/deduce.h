@@ -49,8 +49,9 @@ void require_tensors(DeduceContext& ctx, const std::vector<MType>& in, const std
 void complete_model_attrs(DeduceContext& ctx, const std::vector<AttrSpec>& specs, const char* op,
                           MAttrs& attrs);
 
-// The symbolic shape rule of table operator `kind` (kernel-level operators only) on operand
-// types; completes `attrs`. Agrees with the table's InferFn at every binding (tested).
+// The symbolic shape rule of table operator `kind` (model-level operators only) on operand
+// types; completes `attrs`. A model-only operator's rule is its model_impl()'s; the others' agrees
+// with the table's InferFn at every binding (tested).
 MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>& in, MAttrs& attrs);
 
 // Deduces every binding's type in `module` in order, fills the runtime checks, and checks

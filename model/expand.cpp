@@ -27,10 +27,10 @@ Module expand_composites(const Module& module, SymProver& prover) {
     for (Block& block : f.blocks) {
       std::vector<Binding> bindings;
       for (const Binding& b : block.bindings) {
-        std::optional<ModelOpKind> kind =
-            b.call.kind == CallKind::model_op ? model_op_by_name(b.call.callee) : std::nullopt;
-        const ModelOpInfo* info = kind ? &model_op_info(*kind) : nullptr;
-        if (!info || !info->expand) {
+        std::optional<OpKind> kind =
+            b.call.kind == CallKind::op ? op_by_name(b.call.callee) : std::nullopt;
+        const ModelOpImpl* impl = kind ? model_impl(*kind) : nullptr;
+        if (!impl || !impl->expand) {
           types.emplace(b.var, b.type);
           bindings.push_back(b);
           continue;
@@ -43,7 +43,7 @@ Module expand_composites(const Module& module, SymProver& prover) {
           names.insert(name);
           return name;
         };
-        for (Binding& x : info->expand(b, in, fresh)) bindings.push_back(std::move(x));
+        for (Binding& x : impl->expand(b, in, fresh)) bindings.push_back(std::move(x));
         types.emplace(b.var, b.type);
         changed = true;
       }

@@ -1,4 +1,5 @@
-// The model-level operator table: shape rules and CPU semantics of each model operator.
+// The model-only operators' implementations (the transformer set): shape rules, CPU semantics and
+// the attention composite's expansion, attached to their rows of the operator table by kind.
 #include "model/model_ops.h"
 
 #include <fmt/format.h>
@@ -6,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
+#include <optional>
 
 namespace weft {
 namespace {
@@ -168,15 +169,14 @@ std::vector<Binding> expand_attention(const Binding& b, const std::vector<MType>
   for (int i = 0; i < r - 2; ++i) perm.push_back(i);
   perm.push_back(r - 1);
   perm.push_back(r - 2);
-  std::string kt = add(fresh("kt"), CallKind::model_op, "permute", {c.args[1]}, {{"perm", perm}});
+  std::string kt = add(fresh("kt"), CallKind::op, "permute", {c.args[1]}, {{"perm", perm}});
   std::string s = add(fresh("scores"), CallKind::op, "matmul", {c.args[0], kt}, {});
   std::string p = add(fresh("scaled"), CallKind::op, "scale", {s},
                       {{"factor", std::get<Rational>(c.attrs.at("scale"))}});
   if (std::get<SymExpr>(c.attrs.at("causal")).as_constant() == 1)
-    p = add(fresh("masked"), CallKind::model_op, "causal_mask", {p},
+    p = add(fresh("masked"), CallKind::op, "causal_mask", {p},
             {{"offset", std::get<SymExpr>(c.attrs.at("offset"))}});
-  std::string w =
-      add(fresh("probs"), CallKind::model_op, "softmax_safe", {p}, {{"dim", SymExpr(-1)}});
+  std::string w = add(fresh("probs"), CallKind::op, "softmax_safe", {p}, {{"dim", SymExpr(-1)}});
   add(b.var, CallKind::op, "matmul", {w, c.args[2]}, {});
   return out;
 }
@@ -364,66 +364,51 @@ Tensor<double> eval_gelu_tanh(const std::vector<const Tensor<double>*>& in, cons
   return out;
 }
 
-std::vector<ModelOpInfo> make_table() {
-  using K = ModelOpKind;
-  const AttrSpec offset{"offset", AttrKind::integer, false, int64_t{0}};
-  // clang-format off
-  std::vector<ModelOpInfo> t = {
-    {K::permute, "permute", 1, {{"perm", AttrKind::int_list, true, std::vector<int64_t>{}}},
-     infer_permute, eval_permute, "dims reordered: result dim i is operand dim perm[i]"},
-    {K::embedding, "embedding", 2, {}, infer_embedding, eval_embedding,
-     "embedding(table[V, D], ids[...]) -> [..., D]: rows of the table gathered by integer ids"},
-    {K::rope, "rope", 1, {offset, {"theta", AttrKind::rational, false, Rational(10000)}},
-     infer_rope, eval_rope,
-     "rotary position embedding (rotate-half pairs j, j + d/2) at positions offset + row of dim -2"},
-    {K::causal_mask, "causal_mask", 1, {offset}, infer_causal_mask, eval_causal_mask,
-     "[..., s, t]: entry (i, j) becomes -inf where j > i + offset"},
-    {K::softmax_safe, "softmax_safe", 1, {{"dim", AttrKind::integer, false, int64_t{-1}}},
-     infer_softmax_safe, eval_softmax_safe,
-     "exp(x - max) / sum(exp(x - max)) over dim (numerically safe; not Lax)"},
-    {K::slice, "slice", 1,
-     {{"dim", AttrKind::integer, true, int64_t{0}}, {"start", AttrKind::integer, true, int64_t{0}},
-      {"size", AttrKind::integer, true, int64_t{0}}},
-     infer_slice, eval_slice, "the `size` entries of dim from `start` on (symbolic start and size)"},
-    {K::where, "where", 3, {}, infer_where, eval_where,
-     "where(cond, a, b): a where cond != 0, else b; the three broadcast (equal dims or 1)"},
-    {K::layer_norm, "layer_norm", 1, {{"eps", AttrKind::rational, false, Rational(0)}},
-     infer_layer_norm, eval_layer_norm,
-     "(x - mean) / sqrt(var + eps) over the last dim (no weight: mul and add follow)"},
-    {K::gelu_tanh, "gelu_tanh", 1, {}, infer_same_shape, eval_gelu_tanh,
-     "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu's tanh form"},
-    {K::attention, "attention", 3,
-     {{"scale", AttrKind::rational, true, Rational(1)}, {"causal", AttrKind::integer, false, int64_t{0}},
-      offset},
-     infer_attention, nullptr,
-     "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
-     "causal mask at offset when causal=1) v; a composite, run as its expansion",
-     expand_attention},
+// The implementations of the transformer set's model-only operators.
+std::vector<std::pair<OpKind, ModelOpImpl>> transformer_impls() {
+  using K = OpKind;
+  return {
+      {K::permute, {infer_permute, eval_permute}},
+      {K::embedding, {infer_embedding, eval_embedding}},
+      {K::rope, {infer_rope, eval_rope}},
+      {K::causal_mask, {infer_causal_mask, eval_causal_mask}},
+      {K::softmax_safe, {infer_softmax_safe, eval_softmax_safe}},
+      {K::slice, {infer_slice, eval_slice}},
+      {K::where, {infer_where, eval_where}},
+      {K::layer_norm, {infer_layer_norm, eval_layer_norm}},
+      {K::gelu_tanh, {infer_same_shape, eval_gelu_tanh}},
+      {K::attention, {infer_attention, nullptr, expand_attention}},
   };
-  // clang-format on
-  for (ModelOpInfo& row : onnx_model_op_rows()) t.push_back(std::move(row));
-  for (size_t i = 0; i < t.size(); ++i)
-    WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "model op table out of order at {}", t[i].name);
-  for (const ModelOpInfo& info : t)
-    WEFT_CHECK(!op_by_name(info.name), "model op {} shadows a table operator", info.name);
-  return t;
+}
+
+// One slot per operator kind, filled for exactly the model-only rows.
+std::vector<std::optional<ModelOpImpl>> make_impls() {
+  std::vector<std::optional<ModelOpImpl>> impls(kNumOpKinds);
+  auto add = [&](const std::vector<std::pair<OpKind, ModelOpImpl>>& list) {
+    for (const auto& [kind, impl] : list) {
+      const char* name = op_info(kind).name;
+      WEFT_CHECK(is_model_only(kind), "'{}' is no model-only row but has a model implementation",
+                 name);
+      WEFT_CHECK(!impls[static_cast<size_t>(kind)], "'{}' has two model implementations", name);
+      WEFT_CHECK(impl.infer && (impl.eval == nullptr) != (impl.expand == nullptr),
+                 "'{}' needs a shape rule and either CPU semantics or an expansion", name);
+      impls[static_cast<size_t>(kind)] = impl;
+    }
+  };
+  add(transformer_impls());
+  add(onnx_model_op_impls());
+  for (const OpInfo& info : all_ops())
+    WEFT_CHECK(!is_model_only(info.kind) || impls[static_cast<size_t>(info.kind)],
+               "model-only '{}' has no model implementation", info.name);
+  return impls;
 }
 
 }  // namespace
 
-const std::vector<ModelOpInfo>& all_model_ops() {
-  static const std::vector<ModelOpInfo> table = make_table();
-  return table;
-}
-
-const ModelOpInfo& model_op_info(ModelOpKind kind) {
-  return all_model_ops()[static_cast<size_t>(kind)];
-}
-
-std::optional<ModelOpKind> model_op_by_name(std::string_view name) {
-  for (const ModelOpInfo& info : all_model_ops())
-    if (name == info.name) return info.kind;
-  return std::nullopt;
+const ModelOpImpl* model_impl(OpKind kind) {
+  static const std::vector<std::optional<ModelOpImpl>> impls = make_impls();
+  const auto& impl = impls[static_cast<size_t>(kind)];
+  return impl ? &*impl : nullptr;
 }
 
 }  // namespace weft

@@ -1,13 +1,12 @@
-// Operators of the model level that the µGraph layers never see (they reach the superoptimizer
-// only as partition boundaries): data movement with symbolic sizes, gathers, position-dependent
-// operators. Each is declared once here with its attributes, symbolic shape rule and CPU
-// semantics; the operators shared with µGraphs stay in ir/ops.
+// The model layer's implementations of the model-only operators (rows of class `model` in the
+// operator table, ir/ops.h), which the µGraph layers never see (they reach the superoptimizer only
+// as partition boundaries): each one's symbolic shape rule, CPU semantics or composite expansion,
+// keyed by kind.
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "interp/tensor.h"
@@ -16,41 +15,6 @@
 #include "model/deduce.h"
 
 namespace weft {
-
-enum class ModelOpKind : uint8_t {
-  permute,
-  embedding,
-  rope,
-  causal_mask,
-  softmax_safe,
-  slice,
-  where,
-  layer_norm,
-  gelu_tanh,
-  attention,
-  // ONNX's operators beyond the transformer set (issue 15), rows in model_ops_onnx.cpp.
-  conv,
-  max_pool,
-  avg_pool,
-  max_pool_indices,
-  global_avg_pool,
-  global_max_pool,
-  lrn,
-  pow,
-  gather,
-  slice_steps,
-  expand,
-  fill,
-  dims_tensor,
-  cast,
-  clip,
-  abs,
-  reciprocal,
-  log,
-  range,
-  tile,
-  pad,
-};
 
 // Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
 using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,
@@ -66,22 +30,20 @@ using ModelExpandFn =
     std::vector<Binding> (*)(const Binding& b, const std::vector<MType>& in,
                              const std::function<std::string(const char*)>& fresh);
 
-struct ModelOpInfo {
-  ModelOpKind kind;
-  const char* name;
-  int num_inputs;
-  // Attribute kinds as in the table: integer and int_list values may be symbolic here.
-  std::vector<AttrSpec> attrs;
-  ModelInferFn infer;
-  ModelEvalFn eval;  // null for a composite: it runs as its expansion
-  const char* doc;
+// A model-only operator's implementation, attached to its row of the operator table by kind:
+// the row (ir/ops.h) says its name, arity, attributes and documentation, this says how the model
+// layer deduces and runs it.
+struct ModelOpImpl {
+  ModelInferFn infer = nullptr;
+  ModelEvalFn eval = nullptr;      // null for a composite: it runs as its expansion
   ModelExpandFn expand = nullptr;  // composites only (model/expand.h applies it)
 };
 
-const std::vector<ModelOpInfo>& all_model_ops();
-// The rows of the operators model_ops_onnx.cpp defines, appended to the table in kind order.
-std::vector<ModelOpInfo> onnx_model_op_rows();
-const ModelOpInfo& model_op_info(ModelOpKind kind);
-std::optional<ModelOpKind> model_op_by_name(std::string_view name);
+// The implementation of a model-only operator (class OpClass::model); null for every other row.
+// Checked when first built: every model-only row has one, with a shape rule and either CPU
+// semantics or an expansion.
+const ModelOpImpl* model_impl(OpKind kind);
+// The implementations model_ops_onnx.cpp defines (ONNX's operators beyond the transformer set).
+std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls();
 
 }  // namespace weft

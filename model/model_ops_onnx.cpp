@@ -1,6 +1,6 @@
-// Model operators for ONNX's operators beyond the transformer set (issue 15): convolution,
-// pooling, LRN, pow, gather, strided slices, expand, ConstantOfShape, Shape and Cast. Rows of the
-// model operator table (model_ops.h), appended by all_model_ops() in kind order.
+// The implementations of the model-only operators for ONNX's operators beyond the transformer set
+// (issue 15): convolution, pooling, LRN, pow, gather, strided slices, expand, ConstantOfShape,
+// Shape and Cast. Their rows are in ir/ops_model.cpp; model_impl() (model_ops.h) attaches these.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -687,20 +687,21 @@ Tensor<double> eval_slice_steps(const In& in, const Attrs& attrs) {
   size_t r = x.shape.size();
   const auto &starts = attrs.get_list("starts"), &ends = attrs.get_list("ends"),
              &axes = attrs.get_list("axes"), &steps = attrs.get_list("steps");
-  std::vector<int64_t> first(r, 0), step(r, 1);
+  // Per dim: the first element taken and the step between taken elements.
+  std::vector<std::pair<int64_t, int64_t>> take(r, {0, 1});
   Shape shape = x.shape;
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
     auto axis = static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a);
-    step[axis] = steps.empty() ? 1 : steps[i];
-    std::tie(first[axis], shape[axis]) =
-        slice_axis(starts[i], starts[i] < 0, ends[i], ends[i] < 0, step[axis], x.shape[axis]);
+    take[axis].second = steps.empty() ? 1 : steps[i];
+    std::tie(take[axis].first, shape[axis]) = slice_axis(
+        starts[i], starts[i] < 0, ends[i], ends[i] < 0, take[axis].second, x.shape[axis]);
   }
   auto strides = strides_of(x.shape);
   Tensor<double> out(shape, 0.0);
   for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
     int64_t src = 0;
-    for (size_t i = 0; i < r; ++i) src += (first[i] + idx[i] * step[i]) * strides[i];
+    for (size_t i = 0; i < r; ++i) src += (take[i].first + idx[i] * take[i].second) * strides[i];
     out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(src)];
   });
   return out;
@@ -958,96 +959,31 @@ Tensor<double> eval_pad(const In& in, const Attrs& attrs) {
 
 }  // namespace
 
-std::vector<ModelOpInfo> onnx_model_op_rows() {
-  using K = ModelOpKind;
-  using L = std::vector<int64_t>;
-  const AttrSpec strides{"strides", AttrKind::int_list, false, L{}};
-  const AttrSpec pads{"pads", AttrKind::int_list, false, L{}};
-  const AttrSpec dilations{"dilations", AttrKind::int_list, false, L{}};
-  const AttrSpec kernel{"kernel", AttrKind::int_list, true, L{}};
-  const AttrSpec ceil_mode{"ceil_mode", AttrKind::integer, false, int64_t{0}};
-  // clang-format off
+std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
+  using K = OpKind;
   return {
-    {K::conv, "conv", 2,
-     {strides, pads, dilations, {"group", AttrKind::integer, false, int64_t{1}}},
-     infer_conv, eval_conv,
-     "conv(x[N, C, *in], w[M, C/group, *k]) -> [N, M, *out], 1-3 spatial dims, no bias; "
-     "out = floor((in + pad_b + pad_e - dil (k - 1) - 1) / stride) + 1; pads = [begins, ends]; "
-     "empty lists: strides 1, pads 0, dilations 1"},
-    {K::max_pool, "max_pool", 1, {kernel, strides, pads, dilations, ceil_mode},
-     infer_max_pool, eval_max_pool,
-     "ONNX MaxPool over [N, C, *spatial]: padding never wins; ceil_mode keeps a last window "
-     "that starts inside the input or its left padding"},
-    {K::avg_pool, "avg_pool", 1,
-     {kernel, strides, pads, dilations, ceil_mode,
-      {"count_include_pad", AttrKind::integer, false, int64_t{0}}},
-     infer_avg_pool, eval_avg_pool,
-     "ONNX AveragePool: the mean of the taps inside the input (count_include_pad=1: divided by "
-     "the taps inside the padded extent)"},
-    {K::max_pool_indices, "max_pool_indices", 1, {kernel, strides, pads, dilations, ceil_mode},
-     infer_max_pool_indices, eval_max_pool_indices,
-     "ONNX MaxPool's second output: the flattened [N, C, *spatial] index of each maximum "
-     "(first on ties, storage_order 0)"},
-    {K::global_avg_pool, "global_avg_pool", 1, {}, infer_global_pool, eval_global_avg_pool,
-     "[N, C, *spatial] -> [N, C, 1, ...]: the mean over the spatial dims"},
-    {K::global_max_pool, "global_max_pool", 1, {}, infer_global_pool, eval_global_max_pool,
-     "[N, C, *spatial] -> [N, C, 1, ...]: the max over the spatial dims"},
-    {K::lrn, "lrn", 1,
-     {{"size", AttrKind::integer, true, int64_t{1}},
-      {"alpha", AttrKind::rational, false, *Rational::make(1, 10000)},
-      {"beta", AttrKind::rational, false, *Rational::make(3, 4)},
-      {"bias", AttrKind::rational, false, Rational(1)}},
-     infer_lrn, eval_lrn,
-     "ONNX LRN: x / (bias + alpha / size * sum of x^2 over channels c - floor((size-1)/2) .. "
-     "c + ceil((size-1)/2))^beta"},
-    {K::pow, "pow", 2, {}, infer_pow, eval_pow,
-     "pow(x, y): x^y elementwise; operands of one rank whose size-1 dims broadcast"},
-    {K::gather, "gather", 2, {{"axis", AttrKind::integer, false, int64_t{0}}},
-     infer_gather, eval_gather,
-     "ONNX Gather: x[:axis] + idx + x[axis+1:] from integer indices (negative: from the end)"},
-    {K::slice_steps, "slice_steps", 1,
-     {{"starts", AttrKind::int_list, true, L{}}, {"ends", AttrKind::int_list, true, L{}},
-      {"axes", AttrKind::int_list, false, L{}}, {"steps", AttrKind::int_list, false, L{}}},
-     infer_slice_steps, eval_slice_steps,
-     "ONNX Slice with its own normalization: negative starts/ends count from the end, then "
-     "clamped as ONNX clamps (any value beyond a dim may be written); empty axes: 0.., empty "
-     "steps: 1; symbolic starts and ends must be >= 0"},
-    {K::expand, "expand", 1, {{"shape", AttrKind::int_list, true, L{}}},
-     infer_expand, eval_expand,
-     "ONNX Expand: x broadcast with `shape` (aligned at the right, 1s on either side broadcast)"},
-    {K::fill, "fill", 0,
-     {{"shape", AttrKind::int_list, true, L{}}, {"value", AttrKind::rational, false, Rational(0)}},
-     infer_fill, eval_fill, "ONNX ConstantOfShape: an f32 tensor of `shape` filled with `value`"},
-    {K::dims_tensor, "dims_tensor", 0, {{"values", AttrKind::int_list, true, L{}}},
-     infer_dims_tensor, eval_dims_tensor,
-     "the 1-D tensor of the evaluated (symbolic) `values`: ONNX Shape's output, materialized"},
-    {K::cast, "cast", 1, {{"to", AttrKind::integer, true, int64_t{1}}}, infer_cast, eval_cast,
-     "ONNX Cast; `to` is ONNX's dtype code (1 f32, 2 u8, 3 i8, 4 u16, 5 i16, 6 i32, 7 i64, "
-     "9 bool, 10 f16, 11 f64, 12 u32, 13 u64, 16 bf16): values rounded as the type rounds "
-     "(ints toward zero, wrapping), the dtype f16/bf16/f32 (f32 for the others)"},
-    {K::clip, "clip", 1,
-     {{"min", AttrKind::rational, false, Rational(-(int64_t{1} << 62))},
-      {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)}},
-     infer_clip, eval_clip,
-     "ONNX Clip: min(max(x, min), max); an absent bound is -+2^62 (beyond any a model clips at)"},
-    {K::abs, "abs", 1, {}, infer_elementwise, eval_abs, "|x|"},
-    {K::reciprocal, "reciprocal", 1, {}, infer_elementwise, eval_reciprocal, "1 / x"},
-    {K::log, "log", 1, {}, infer_elementwise, eval_log, "the natural logarithm"},
-    {K::range, "range", 0,
-     {{"start", AttrKind::integer, false, int64_t{0}}, {"limit", AttrKind::integer, true, int64_t{0}},
-      {"delta", AttrKind::integer, false, int64_t{1}}},
-     infer_range, eval_range,
-     "ONNX Range over integers: start, start + delta, ... before limit (max(0, ceil((limit - "
-     "start) / delta)) entries; symbolic start and limit)"},
-    {K::tile, "tile", 1, {{"repeats", AttrKind::int_list, true, L{}}}, infer_tile, eval_tile,
-     "ONNX Tile: x repeated `repeats[i]` times along dim i (whole copies, not interleaved)"},
-    {K::pad, "pad", 1,
-     {{"pads", AttrKind::int_list, true, L{}}, {"value", AttrKind::rational, false, Rational(0)}},
-     infer_pad, eval_pad,
-     "ONNX Pad, constant mode: pads = [begins, ends] per dim (negative ones crop), filled with "
-     "`value`"},
+      {K::conv, {infer_conv, eval_conv}},
+      {K::max_pool, {infer_max_pool, eval_max_pool}},
+      {K::avg_pool, {infer_avg_pool, eval_avg_pool}},
+      {K::max_pool_indices, {infer_max_pool_indices, eval_max_pool_indices}},
+      {K::global_avg_pool, {infer_global_pool, eval_global_avg_pool}},
+      {K::global_max_pool, {infer_global_pool, eval_global_max_pool}},
+      {K::lrn, {infer_lrn, eval_lrn}},
+      {K::pow, {infer_pow, eval_pow}},
+      {K::gather, {infer_gather, eval_gather}},
+      {K::slice_steps, {infer_slice_steps, eval_slice_steps}},
+      {K::expand, {infer_expand, eval_expand}},
+      {K::fill, {infer_fill, eval_fill}},
+      {K::dims_tensor, {infer_dims_tensor, eval_dims_tensor}},
+      {K::cast, {infer_cast, eval_cast}},
+      {K::clip, {infer_clip, eval_clip}},
+      {K::abs, {infer_elementwise, eval_abs}},
+      {K::reciprocal, {infer_elementwise, eval_reciprocal}},
+      {K::log, {infer_elementwise, eval_log}},
+      {K::range, {infer_range, eval_range}},
+      {K::tile, {infer_tile, eval_tile}},
+      {K::pad, {infer_pad, eval_pad}},
   };
-  // clang-format on
 }
 
 }  // namespace weft

@@ -32,8 +32,6 @@ std::string_view call_kind_name(CallKind kind) {
   switch (kind) {
     case CallKind::op:
       return "op";
-    case CallKind::model_op:
-      return "model_op";
     case CallKind::ugraph:
       return "call_ugraph";
     case CallKind::lib:

@@ -24,8 +24,8 @@ using MAttrValue = std::variant<SymExpr, Rational, std::vector<SymExpr>>;
 using MAttrs = std::map<std::string, MAttrValue>;
 
 enum class CallKind : uint8_t {
-  op,          // an operator of the table (ir/ops.h), kernel level
-  model_op,    // an operator the µGraph layers never see (model/model_ops.h)
+  op,          // an operator of the table (ir/ops.h) with the model level; its class says how
+               // it runs: a model-only one by model/model_ops.h, the others as one-op µGraphs
   ugraph,      // call_ugraph: a µGraph of the module, outputs allocated by the caller
   lib,         // call_lib: a library function (model/library.h)
   func,        // a function of the module

@@ -429,9 +429,6 @@ class Parser {
     } else if (op_by_name(h)) {
       c.kind = CallKind::op;
       c.callee = std::string(h);
-    } else if (model_op_by_name(h)) {
-      c.kind = CallKind::model_op;
-      c.callee = std::string(h);
     } else {
       c.kind = CallKind::func;  // resolved (or refused) by deduction, once every function is read
       c.callee = std::string(h);

@@ -26,7 +26,6 @@ namespace {
 bool allocates(CallKind kind) {
   switch (kind) {
     case CallKind::op:
-    case CallKind::model_op:
     case CallKind::ugraph:
     case CallKind::lib:
       return true;

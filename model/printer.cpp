@@ -27,7 +27,6 @@ std::string attr_str(const MAttrValue& v) {
 std::vector<std::string> attrs_str(const Call& c) {
   const std::vector<AttrSpec>* specs = nullptr;
   if (c.kind == CallKind::op) specs = &op_info(*op_by_name(c.callee)).attrs;
-  if (c.kind == CallKind::model_op) specs = &model_op_info(*model_op_by_name(c.callee)).attrs;
   std::vector<std::string> out;
   if (specs) {
     for (const AttrSpec& s : *specs)
@@ -45,7 +44,6 @@ std::string call_str(const Call& c) {
   std::string head;
   switch (c.kind) {
     case CallKind::op:
-    case CallKind::model_op:
     case CallKind::func:
       head = c.callee;
       break;

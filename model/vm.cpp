@@ -699,6 +699,15 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
   switch (c.kind) {
     case CallKind::op: {
       require_tensors();
+      if (const ModelOpImpl* impl = model_impl(*op_by_name(c.callee))) {
+        WEFT_CHECK(impl->eval, "composite {} reached the VM unexpanded", c.callee);
+        Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
+        try {
+          return tensor_value(impl->eval(tensors, attrs));
+        } catch (const UserError& e) {
+          throw UserError(c.loc, e.message());
+        }
+      }
       // A one-operator µGraph at the actual shapes: the table's shape rule checks them again.
       GraphBuilder gb(Level::kernel, b.var);
       std::vector<ValueId> ids;
@@ -712,17 +721,6 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
           gb.add_op(*op_by_name(c.callee), ids, evaluate_attrs(c.attrs, heap, c.loc), {}, c.loc);
       for (ValueId o : outs) gb.add_output(o);
       return results_value(evaluate_real(std::move(gb).finish(), inputs, true));
-    }
-    case CallKind::model_op: {
-      require_tensors();
-      const ModelOpInfo& info = model_op_info(*model_op_by_name(c.callee));
-      WEFT_CHECK(info.eval, "composite {} reached the VM unexpanded", info.name);
-      Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
-      try {
-        return tensor_value(info.eval(tensors, attrs));
-      } catch (const UserError& e) {
-        throw UserError(c.loc, e.message());
-      }
     }
     case CallKind::lib: {
       require_tensors();

@@ -828,15 +828,7 @@ void convert_gather(I& imp) {
     return;
   }
   std::string ids = imp.runtime(idx).first;
-  if (model_op_by_name("gather")) {
-    imp.out(0, imp.op("gather", {x, ids}, {{"axis", SymExpr(a)}}));
-    return;
-  }
-  if (r == 2 && a == 0) {
-    imp.out(0, imp.op("embedding", {x, ids}));
-    return;
-  }
-  imp.fail("Gather other than rows of a 2-D tensor needs weft's gather operator");
+  imp.out(0, imp.op("gather", {x, ids}, {{"axis", SymExpr(a)}}));
 }
 
 void convert_cast(I& imp) {

@@ -330,13 +330,6 @@ Value Importer::emit(CallKind kind, const std::string& callee, const std::vector
       case CallKind::op:
         b.type = deduce_table_op(ctx, *op_by_name(callee), in, attrs);
         break;
-      case CallKind::model_op: {
-        const ModelOpInfo& info = model_op_info(*model_op_by_name(callee));
-        require_tensors(ctx, in, callee);
-        complete_model_attrs(ctx, info.attrs, info.name, attrs);
-        b.type = info.infer(ctx, in, attrs);
-        break;
-      }
       case CallKind::item:
         b.type = in.at(0).fields.at(
             static_cast<size_t>(*std::get<SymExpr>(attrs.at("index")).as_constant()));

@@ -16,7 +16,6 @@
 #include "core/rational.h"
 #include "interp/tensor.h"
 #include "ir/ops.h"
-#include "model/model_ops.h"
 #include "model/module.h"
 #include "onnx/import.h"
 
@@ -189,10 +188,8 @@ class Importer {
   Value emit(CallKind kind, const std::string& callee, const std::vector<std::string>& args,
              MAttrs attrs = {});
   Value op(const std::string& callee, const std::vector<std::string>& args, MAttrs attrs = {}) {
-    CallKind kind = op_by_name(callee) ? CallKind::op : CallKind::model_op;
-    if (kind == CallKind::model_op && !model_op_by_name(callee))
-      fail(fmt::format("needs weft's operator '{}', which this build does not have", callee));
-    return emit(kind, callee, args, std::move(attrs));
+    WEFT_CHECK(op_by_name(callee), "the importer emits an operator weft lacks: {}", callee);
+    return emit(CallKind::op, callee, args, std::move(attrs));
   }
   const MType& type_of(const std::string& name) const { return types_.at(name); }
   std::vector<SymExpr> dims(const std::string& name) const {

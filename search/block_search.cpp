@@ -246,6 +246,7 @@ class Searcher {
           case OpClass::composite:
           case OpClass::structure:
           case OpClass::hierarchy:
+          case OpClass::model:
             break;
         }
       }

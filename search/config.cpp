@@ -90,6 +90,10 @@ struct OperatorNames {
                              accumulators_only ? "an accumulator" : "an operator");
         return false;
       }
+      if (is_model_only(*k)) {
+        detail = fmt::format(" ({} is a model-level operator, which no µGraph holds)", e.dump());
+        return false;
+      }
       ops.push_back(*k);
     }
     out = std::move(ops);

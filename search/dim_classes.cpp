@@ -74,6 +74,7 @@ DimClasses analyze_dim_classes(const Graph& p) {
       case OpClass::composite:
       case OpClass::structure:
       case OpClass::hierarchy:
+      case OpClass::model:
         return out;
     }
     sym[op.outputs[0]] = r;

@@ -149,6 +149,7 @@ class RegionFuser {
         case OpClass::composite:
         case OpClass::structure:
         case OpClass::hierarchy:
+        case OpClass::model:
           return false;
       }
     }

@@ -610,6 +610,7 @@ class KernelSearcher {
           case OpClass::composite:
           case OpClass::structure:
           case OpClass::hierarchy:
+          case OpClass::model:
             break;
         }
         if (ctx_.stop.stopped()) return;

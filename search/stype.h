@@ -163,6 +163,7 @@ inline bool infer_search_op_plain(OpKind kind, const SType& a, const SType* b, i
     case OpClass::movement:
     case OpClass::composite:
     case OpClass::hierarchy:
+    case OpClass::model:
       return false;
   }
   return false;

@@ -47,6 +47,7 @@ const Menu& menu() {
             break;
           case OpClass::structure:
           case OpClass::hierarchy:
+          case OpClass::model:
             break;
         }
       }
@@ -228,6 +229,7 @@ class Generator {
         return movement_op(b, pool, kind, a, stage, prefix);
       case OpClass::structure:
       case OpClass::hierarchy:
+      case OpClass::model:
         break;
     }
     return false;

@@ -26,14 +26,31 @@ Tensor<double> iota(Shape shape, double first = 1) {
 
 Tensor<double> eval(const char* op, const std::vector<const Tensor<double>*>& in,
                     const Attrs& attrs) {
-  const ModelOpInfo& info = model_op_info(*model_op_by_name(op));
+  OpKind kind = *op_by_name(op);
   Attrs full = attrs;
-  for (const AttrSpec& s : info.attrs)
+  for (const AttrSpec& s : op_info(kind).attrs)
     if (!full.has(s.name)) full.set(s.name, s.default_value);
-  return info.eval(in, full);
+  return model_impl(kind)->eval(in, full);
 }
 
 using V = std::vector<double>;
+
+// model_impl() attaches the model layer's implementations to the operator table by kind: exactly
+// the model-only rows have one, each with a shape rule and either CPU semantics or an expansion.
+TEST(ModelOps, EveryModelOnlyRowHasAnImplementationAndNoOtherRowHasOne) {
+  int with = 0;
+  for (const OpInfo& info : all_ops()) {
+    const ModelOpImpl* impl = model_impl(info.kind);
+    EXPECT_EQ(impl != nullptr, is_model_only(info.kind)) << info.name;
+    if (!impl) continue;
+    ++with;
+    EXPECT_NE(impl->infer, nullptr) << info.name;
+    EXPECT_NE(impl->eval == nullptr, impl->expand == nullptr) << info.name;
+  }
+  EXPECT_EQ(with, 31);
+  EXPECT_NE(model_impl(OpKind::attention)->expand, nullptr);
+  EXPECT_EQ(model_impl(OpKind::matmul), nullptr);
+}
 
 TEST(ModelOnnxOps, ConvByHand) {
   Tensor<double> x = iota({1, 1, 3, 3}), w({1, 1, 2, 2}, V{1, 2, 3, 4});
@@ -196,7 +213,8 @@ TEST(ModelOnnxOps, SymbolicShapesAgreeWithTheCpuSemanticsAtRandomBindings) {
   std::mt19937_64 rng(15);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
-    const ModelOpInfo& info = model_op_info(*model_op_by_name(c.op));
+    const OpInfo& info = op_info(*op_by_name(c.op));
+    const ModelOpImpl& impl = *model_impl(info.kind);
     SymProver prover;
     std::vector<SymCondition> checks;
     DeduceContext ctx(prover, {}, &checks);
@@ -204,7 +222,7 @@ TEST(ModelOnnxOps, SymbolicShapesAgreeWithTheCpuSemanticsAtRandomBindings) {
     for (const L& s : c.shapes) in.push_back(MType::tensor(DType::f32, s));
     MAttrs attrs = c.attrs;
     complete_model_attrs(ctx, info.attrs, info.name, attrs);
-    MType out = info.infer(ctx, in, attrs);
+    MType out = impl.infer(ctx, in, attrs);
     int tried = 0;
     for (int trial = 0; trial < 30; ++trial) {
       SymBinding b{{"n", static_cast<int64_t>(rng() % 16 + 1)},
@@ -222,7 +240,7 @@ TEST(ModelOnnxOps, SymbolicShapesAgreeWithTheCpuSemanticsAtRandomBindings) {
       std::vector<const Tensor<double>*> ptrs;
       for (const auto& t : tensors) ptrs.push_back(&t);
       Attrs ta = evaluate_attrs(attrs, b, SourceLoc{});
-      Shape want = info.eval(ptrs, ta).shape, got;
+      Shape want = impl.eval(ptrs, ta).shape, got;
       for (const SymExpr& d : *out.dims) got.push_back(evaluate(d, b));
       EXPECT_EQ(got, want) << binding_str(b) << " " << out.str();
     }

@@ -494,7 +494,6 @@ TEST(OnnxImport, GoldenAttentionHeadsReshapeWithSanitizedNames) {
 }
 
 TEST(OnnxImport, GoldenSmallCnnWithDynamicBatch) {
-  if (!model_op_by_name("conv")) GTEST_SKIP() << "this build has no conv operator";
   ModelBuilder mb(13);
   mb.input("image", {std::string("N"), int64_t{1}, int64_t{6}, int64_t{6}});
   mb.initializer("conv.w", {2, 1, 3, 3}, std::vector<double>(18, 0.125));
@@ -706,16 +705,15 @@ TEST(OnnxImport, NodeTestsOfSupportedOperatorsPass) {
                          "test_sum_example",
                          "test_dropout_default",
                          "test_reduce_max_negative_axes_keepdims_random"};
-  // The convolutional set, once this build has its operators (the i15-ops branch).
+  // The convolutional set.
   std::vector<const char*> all(std::begin(tests), std::end(tests));
-  if (model_op_by_name("conv"))
-    for (const char* t :
-         {"test_basic_conv_with_padding", "test_conv_with_autopad_same",
-          "test_conv_with_strides_and_asymmetric_padding", "test_maxpool_2d_same_lower",
-          "test_maxpool_2d_ceil", "test_averagepool_2d_pads_count_include_pad",
-          "test_globalaveragepool", "test_lrn", "test_pow_bcast_array",
-          "test_gather_negative_indices", "test_slice_neg_steps"})
-      all.push_back(t);
+  for (const char* t :
+       {"test_basic_conv_with_padding", "test_conv_with_autopad_same",
+        "test_conv_with_strides_and_asymmetric_padding", "test_maxpool_2d_same_lower",
+        "test_maxpool_2d_ceil", "test_averagepool_2d_pads_count_include_pad",
+        "test_globalaveragepool", "test_lrn", "test_pow_bcast_array",
+        "test_gather_negative_indices", "test_slice_neg_steps"})
+    all.push_back(t);
   int ran = 0;
   for (const char* t : all) {
     if (!std::filesystem::is_directory(root + t)) continue;

@@ -125,6 +125,104 @@ TEST(OpTable, AlgebraicFactsHoldForElementwiseOperators) {
   }
 }
 
+// The level rule (ir/ops.h, LevelMask): every row appears somewhere; a model-only row in model
+// functions alone; a µGraph row in a model function exactly when it is a kernel-level operator
+// other than `kernel`.
+TEST(OpTable, EveryRowSaysWhereItAppearsAndModelOnlyRowsOnlyInModels) {
+  int model_only = 0, shared = 0;
+  for (const OpInfo& info : all_ops()) {
+    EXPECT_NE(info.levels, 0) << info.name;
+    EXPECT_EQ(op_by_name(info.name), info.kind) << info.name;
+    if (is_model_only(info.kind)) {
+      ++model_only;
+      EXPECT_EQ(info.levels, kAtModel) << info.name;
+      EXPECT_EQ(info.symbolic, Symbolic::none) << info.name;
+      EXPECT_EQ(info.infer, nullptr) << info.name;
+      EXPECT_FALSE(info.lax) << info.name;
+      continue;
+    }
+    EXPECT_NE(info.levels & kAtUGraph, 0) << info.name;
+    const bool model = (info.levels & kAtModel) != 0;
+    EXPECT_EQ(model, (info.levels & kAtKernel) != 0 && info.kind != OpKind::kernel) << info.name;
+    shared += model;
+  }
+  // The model operators the model layer had before they joined this table (issue 14).
+  for (const char* name : {"permute",
+                           "embedding",
+                           "rope",
+                           "causal_mask",
+                           "softmax_safe",
+                           "slice",
+                           "where",
+                           "layer_norm",
+                           "gelu_tanh",
+                           "attention",
+                           "conv",
+                           "max_pool",
+                           "avg_pool",
+                           "max_pool_indices",
+                           "global_avg_pool",
+                           "global_max_pool",
+                           "lrn",
+                           "pow",
+                           "gather",
+                           "slice_steps",
+                           "expand",
+                           "fill",
+                           "dims_tensor",
+                           "cast",
+                           "clip",
+                           "abs",
+                           "reciprocal",
+                           "log",
+                           "range",
+                           "tile",
+                           "pad"}) {
+    std::optional<OpKind> kind = op_by_name(name);
+    ASSERT_TRUE(kind.has_value()) << name;
+    EXPECT_TRUE(is_model_only(*kind)) << name;
+  }
+  EXPECT_EQ(model_only, 31);
+  EXPECT_GT(shared, 15);  // the elementwise, matmul, reduction, movement and composite rows
+  EXPECT_NE(op_info(OpKind::matmul).levels & kAtModel, 0);
+  EXPECT_EQ(op_info(OpKind::iter).levels & kAtModel, 0);
+}
+
+TEST(OpTable, MicroGraphLayersRefuseModelOnlyOperatorsWithLocatedErrors) {
+  // The .weft parser refuses `text` at the operator's name, line:col.
+  auto refused = [](const std::string& text, const char* name, int line, int col) {
+    try {
+      parse(text);
+      ADD_FAILURE() << name << " parsed:\n" << text;
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.loc().line, line) << name;
+      EXPECT_EQ(e.loc().col, col) << name;
+      EXPECT_NE(e.message().find("'" + std::string(name) + "' is a model-level operator"),
+                std::string::npos)
+          << e.message();
+    }
+  };
+  int refusals = 0;
+  for (const OpInfo& info : all_ops()) {
+    if (!is_model_only(info.kind)) continue;
+    ++refusals;
+    refused(fmt::format("input X: f32[2, 4]\nY = {}(X)\noutput Y\n", info.name), info.name, 2, 5);
+    refused(fmt::format("input X: f32[4, 6]\nY = kernel(X, grid=[2, 3], block=32) {{\n"
+                        "  x = iter(X, imap=[0, 1])\n  y = {}(x)\n  Y = save(y, omap=[1, 0])\n"
+                        "}}\noutput Y\n",
+                        info.name),
+            info.name, 4, 7);
+    // Nested in another call's operands.
+    refused(fmt::format("input X: f32[2, 4]\nY = exp({}(X))\noutput Y\n", info.name), info.name, 2,
+            9);
+    // The graph builder (the Python bindings' and the passes' way in): a user error, not a bug.
+    GraphBuilder b(Level::kernel, "g");
+    ValueId x = b.add_input("X", TensorType{DType::f32, {2, 4}});
+    EXPECT_THROW(b.add_op(info.kind, {x}, {}, {}, SourceLoc{"g", 1, 1}), UserError) << info.name;
+  }
+  EXPECT_EQ(refusals, 31);
+}
+
 TEST(OpTable, CompositesAreLaxExactlyWhenTheirExpansionIs) {
   for (const OpInfo& info : all_ops()) {
     if (info.op_class != OpClass::composite) continue;
@@ -155,7 +253,8 @@ TEST(OpTable, ClassListsAndRowsAgree) {
                   rational_attr(info) != nullptr)
             << info.name << ": " << code;
     }
-    EXPECT_EQ(info.lax, info.symbolic != Symbolic::max && (!elementwise || !info.formula.empty()) &&
+    EXPECT_EQ(info.lax, info.symbolic != Symbolic::max && info.symbolic != Symbolic::none &&
+                            (!elementwise || !info.formula.empty()) &&
                             (info.symbolic != Symbolic::expansion || info.composite_lax))
         << info.name;
     EXPECT_EQ(elementwise, info.cost == CostClass::per_result_element) << info.name;
@@ -269,6 +368,10 @@ TEST(NewOps, WeftOpsListsThem) {
   for (const char* name : {"sigmoid", "tanh", "neg"})
     EXPECT_NE(line_of(name).find(" elementwise "), std::string::npos) << line_of(name);
   EXPECT_NE(line_of("matmul").find(" out-elementwise-fusable "), std::string::npos);
+  // Levels: M marks model functions; a model-only row has it alone and no verifier fragment.
+  EXPECT_NE(line_of("matmul").find(" KBM "), std::string::npos) << line_of("matmul");
+  EXPECT_NE(line_of("iter").find(" B "), std::string::npos) << line_of("iter");
+  EXPECT_NE(line_of("rope").find(" M      - "), std::string::npos) << line_of("rope");
 }
 
 VerifyResult verify(const std::string& body_a, const std::string& body_b) {

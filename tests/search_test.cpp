@@ -99,6 +99,7 @@ TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
       {"target", 3},
       {"kernel_ops", {"matmull"}},
       {"kernel_ops", "matmul"},
+      {"kernel_ops", {"rope"}},  // a model-level operator
       {"accumulators", {"add"}}};
   for (const auto& [key, value] : bad) {
     SearchConfig c;

@@ -432,6 +432,9 @@ class Analyzer {
       }
       case OpKind::thread:
         return run(*op.body, in, runs);
+        // Model-only operators: never in a µGraph.
+        WEFT_CASES_MODEL
+        break;
     }
     WEFT_CHECK(false, "no degree rule for '{}'", info.name);
     return {};

@@ -152,6 +152,8 @@ nb::list op_table() {
     d["min_inputs"] = info.min_inputs;
     d["max_inputs"] = info.max_inputs;
     d["kernel_level"] = (info.levels & kAtKernel) != 0;
+    d["model_level"] = (info.levels & kAtModel) != 0;
+    d["model_only"] = is_model_only(info.kind);
     d["attrs"] = attrs;
     d["doc"] = info.doc;
     ops.append(d);
@@ -206,6 +208,7 @@ void bind_program(nb::module_& m) {
              std::optional<OpKind> kind = op_by_name(op);
              if (!kind) throw UserError(fmt::format("unknown operator '{}'", op));
              const OpInfo& info = op_info(*kind);
+             if (is_model_only(*kind)) check_op_level(info, Level::kernel, {});
              if (info.op_class == OpClass::hierarchy || !(info.levels & kAtKernel))
                throw UserError(fmt::format(
                    "{} belongs in a graph-defined kernel: write such programs in the text format "

@@ -155,8 +155,8 @@ def _int_dict(d, what):
 
 
 def ops():
-    """The operator table: a list of dicts (name, min_inputs, max_inputs, kernel_level, attrs,
-    doc), the same as ``weft ops``."""
+    """The operator table: a list of dicts (name, min_inputs, max_inputs, kernel_level,
+    model_level, model_only, attrs, doc), the same as ``weft ops``."""
     return _weft.ops()
 
 

@@ -71,6 +71,9 @@ def test_targets_and_ops_come_from_the_tables():
     assert "h100" in names and "cpu" in names
     ops = {o["name"]: o for o in weft.ops()}
     assert ops["matmul"]["min_inputs"] == 2 and ops["rms_norm"]["kernel_level"]
+    # One table: the model-only rows are listed too, with the model level alone.
+    assert ops["rope"]["model_only"] and ops["rope"]["model_level"] and not ops["rope"]["kernel_level"]
+    assert ops["matmul"]["model_level"] and not ops["matmul"]["model_only"]
     assert any(a[0] == "eps" for a in ops["rms_norm"]["attrs"])
 
 

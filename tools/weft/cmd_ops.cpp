@@ -1,5 +1,5 @@
-// `weft ops`: the operator table (operands, levels, fragment, fusion pattern, attributes with
-// defaults, meaning).
+// `weft ops`: the operator table (operands, levels, model-level ones included, fragment, fusion
+// pattern, attributes with defaults, meaning).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -38,28 +38,35 @@ std::string operands_text(const weft::OpInfo& op) {
   return fmt::format("{}-{}", op.min_inputs, op.max_inputs);
 }
 
-std::string levels_text(uint8_t levels) {
+std::string level_letters(uint8_t levels) {
   std::string s;
   if (levels & weft::kAtKernel) s += "K";
   if (levels & weft::kAtBlock) s += "B";
   if (levels & weft::kAtThread) s += "T";
+  if (levels & weft::kAtModel) s += "M";
   return s;
+}
+
+const char* fragment_text(const weft::OpInfo& op) {
+  if (weft::is_model_only(op.kind)) return "-";
+  return op.lax ? "lax" : "uninterpreted";
 }
 
 weft::cli::Register reg("ops", "List the operator table", [](CLI::App&) {
   return []() -> int {
-    std::cout << "Levels: K kernel graph, B block graph, T thread graph. Fragment: 'lax' "
-                 "operators are in the Lax\nfragment the equivalence verifier models exactly; "
-                 "'uninterpreted' ones are opaque functions to it. Fusion: how a result element "
-                 "depends on\noperand elements, for fusing operators. Attributes without '=' are "
-                 "required; the others show\ntheir default.\n\n";
-    std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", "operator", "operands",
+    std::cout << "Levels: K kernel graph, B block graph, T thread graph, M model function "
+                 "(.wmod); an operator with M\nalone is model-level only, never in a µGraph. "
+                 "Fragment: 'lax' operators are in the Lax fragment the\nequivalence verifier "
+                 "models exactly; 'uninterpreted' ones are opaque functions to it ('-': never "
+                 "verified).\nFusion: how a result element depends on operand elements, for "
+                 "fusing operators. Attributes without\n'=' are required; the others show their "
+                 "default.\n\n";
+    std::cout << fmt::format("{:<16} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", "operator", "operands",
                              "levels", "fragment", "fusion", "attributes", "meaning");
     for (const weft::OpInfo& op : weft::all_ops())
-      std::cout << fmt::format("{:<13} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", op.name,
-                               operands_text(op), levels_text(op.levels),
-                               op.lax ? "lax" : "uninterpreted", fusion_pattern_name(op.fusion),
-                               attrs_text(op), op.doc);
+      std::cout << fmt::format("{:<16} {:<8} {:<6} {:<14} {:<24} {:<24} {}\n", op.name,
+                               operands_text(op), level_letters(op.levels), fragment_text(op),
+                               fusion_pattern_name(op.fusion), attrs_text(op), op.doc);
     return 0;
   };
 });
