@@ -10,6 +10,7 @@
 
 #include "model/model_ops.h"
 #include "onnx/importer.h"
+#include "runtime/dtype_convert.h"
 
 namespace weft::onnx_import {
 namespace {
@@ -844,14 +845,25 @@ void convert_cast(I& imp) {
         x = x != 0;
       else if (to_int)
         x = std::trunc(x);
-      else if (to == TensorProto::FLOAT || to == TensorProto::FLOAT16)
+      else if (to == TensorProto::FLOAT)
         x = static_cast<float>(x);
+      else if (to == TensorProto::FLOAT16)
+        x = round_to_dtype(static_cast<float>(x), DType::f16);
+      else if (to == TensorProto::BFLOAT16)
+        x = round_to_dtype(static_cast<float>(x), DType::bf16);
     }
     imp.out(0, c);
     return;
   }
   if (v.kind == VKind::dims) {
     imp.out(0, v);  // shape arithmetic stays integral
+    return;
+  }
+  if (to == TensorProto::FLOAT16 || to == TensorProto::BFLOAT16) {
+    // Imported models compute in f32 (docs/onnx.md): the values round to the narrower type,
+    // then travel as f32 again, so every operator after it sees one dtype.
+    const Value narrow = imp.op("cast", {v.name}, {{"to", SymExpr(to)}});
+    imp.out(0, imp.op("cast", {narrow.name}, {{"to", SymExpr(int64_t{TensorProto::FLOAT})}}));
     return;
   }
   if (!to_int) {  // every run-time tensor is float in weft (docs/onnx.md)

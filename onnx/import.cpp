@@ -59,6 +59,9 @@ std::vector<OnnxTensorFile> read_onnx_tensor_files(const std::string& dir, const
 OnnxGraphInfo onnx_graph_info(const std::string& path) {
   no_onnx(path);
 }
+OnnxTensorFile as_declared(OnnxTensorFile, int) {
+  no_onnx("");
+}
 
 }  // namespace weft
 #else
@@ -555,8 +558,15 @@ OnnxGraphInfo onnx_graph_info(const std::string& path) {
   std::set<std::string> initializers, ops;
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   OnnxGraphInfo out;
+  auto elem_of = [](const onnx::ValueInfoProto& vi) {
+    return vi.type().has_tensor_type() ? vi.type().tensor_type().elem_type() : 0;
+  };
   for (const auto& vi : model.graph().input())
-    if (!initializers.count(vi.name())) out.graph_inputs.push_back(vi.name());
+    if (!initializers.count(vi.name())) {
+      out.graph_inputs.push_back(vi.name());
+      out.input_elem_types.push_back(elem_of(vi));
+    }
+  for (const auto& vi : model.graph().output()) out.output_elem_types.push_back(elem_of(vi));
   for (const auto& n : model.graph().node()) ops.insert(n.op_type());
   out.op_types.assign(ops.begin(), ops.end());
   return out;
@@ -579,6 +589,17 @@ std::vector<OnnxTensorFile> read_onnx_tensor_files(const std::string& dir, const
                                  t.data_type(), onnx_import::is_integer_type(t.data_type())});
   }
   return out;
+}
+
+OnnxTensorFile as_declared(OnnxTensorFile file, int declared_elem_type) {
+  if (file.elem_type == onnx::TensorProto::UINT16 &&
+      declared_elem_type == onnx::TensorProto::BFLOAT16) {
+    for (double& v : file.tensor.data)
+      v = onnx_import::half_to_double(static_cast<uint16_t>(v), true);
+    file.elem_type = onnx::TensorProto::BFLOAT16;
+    file.integral = false;
+  }
+  return file;
 }
 
 }  // namespace weft

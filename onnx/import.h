@@ -63,6 +63,9 @@ ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& pat
 struct OnnxGraphInfo {
   std::vector<std::string> graph_inputs;
   std::vector<std::string> op_types;
+  // ONNX elem_type (TensorProto::DataType) the graph declares for each graph input and output
+  // (0 where it declares none).
+  std::vector<int> input_elem_types, output_elem_types;
 };
 OnnxGraphInfo onnx_graph_info(const std::string& path);
 
@@ -75,6 +78,9 @@ struct OnnxTensorFile {
   bool integral = false;  // an integer or bool type
 };
 std::vector<OnnxTensorFile> read_onnx_tensor_files(const std::string& dir, const char* prefix);
+// `file` read as the graph declares its value: ONNX's older test data stores bfloat16 tensors as
+// UINT16 bit patterns, which become the bfloat16 values when the graph says BFLOAT16 (16).
+OnnxTensorFile as_declared(OnnxTensorFile file, int declared_elem_type);
 
 // A module file of either kind: a .onnx file is imported (weights into `weights`), anything
 // else parsed as .wmod. The one place the CLI's loaders recognise .onnx.

@@ -71,17 +71,18 @@ ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& o
   return import_onnx(path, fixed);
 }
 
-std::map<std::string, Tensor<double>> onnx_inputs_from_pb(
-    const std::vector<std::string>& graph_inputs, const std::string& dir,
-    std::vector<std::string>* integral) {
+std::map<std::string, Tensor<double>> onnx_inputs_from_pb(const OnnxGraphInfo& graph,
+                                                          const std::string& dir,
+                                                          std::vector<std::string>* integral) {
   std::vector<OnnxTensorFile> files = read_onnx_tensor_files(dir, "input");
-  if (files.size() != graph_inputs.size())
+  if (files.size() != graph.graph_inputs.size())
     throw UserError(SourceLoc{dir}, fmt::format("{} input_N.pb files for a model of {} inputs",
-                                                files.size(), graph_inputs.size()));
+                                                files.size(), graph.graph_inputs.size()));
   std::map<std::string, Tensor<double>> out;
   for (size_t i = 0; i < files.size(); ++i) {
-    out[graph_inputs[i]] = files[i].tensor;
-    if (integral && files[i].integral) integral->push_back(graph_inputs[i]);
+    OnnxTensorFile f = as_declared(std::move(files[i]), graph.input_elem_types[i]);
+    if (integral && f.integral) integral->push_back(graph.graph_inputs[i]);
+    out[graph.graph_inputs[i]] = std::move(f.tensor);
   }
   return out;
 }
@@ -95,12 +96,11 @@ NodeTestResult run_node_test(const std::string& dir, const OnnxImportOptions& op
     const std::string model = dir + "/model.onnx";
     OnnxGraphInfo info = onnx_graph_info(model);
     r.op_types = info.op_types;
-    const std::vector<std::string>& graph_inputs = info.graph_inputs;
     for (int set = 0;; ++set) {
       std::string data = fmt::format("{}/test_data_set_{}", dir, set);
       if (!std::filesystem::is_directory(data)) break;
       std::vector<std::string> integral;
-      auto inputs = onnx_inputs_from_pb(graph_inputs, data, &integral);
+      auto inputs = onnx_inputs_from_pb(info, data, &integral);
       ImportedModel m = import_for_run(model, options, inputs, integral);
       auto got = run_imported(m, inputs, data);
       std::vector<OnnxTensorFile> want = read_onnx_tensor_files(data, "output");
@@ -109,7 +109,9 @@ NodeTestResult run_node_test(const std::string& dir, const OnnxImportOptions& op
                                                      want.size(), m.outputs.size()));
       for (size_t i = 0; i < want.size(); ++i) {
         const Tensor<double>& g = got.at(m.outputs[i].onnx);
-        const Tensor<double>& w = want[i].tensor;
+        const Tensor<double> w =
+            as_declared(want[i], i < info.output_elem_types.size() ? info.output_elem_types[i] : 0)
+                .tensor;
         if (g.shape != w.shape)
           throw UserError(SourceLoc{data},
                           fmt::format("output '{}' has shape {}, expected {}", m.outputs[i].onnx,

@@ -25,11 +25,11 @@ ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& o
                              const std::map<std::string, Tensor<double>>& inputs,
                              const std::vector<std::string>& integral);
 
-// The inputs of test data set `dir` (input_K.pb in graph-input order) by ONNX input name.
-// `graph_inputs` names the model's inputs that are not initializers (ImportedModel's), and
+// The inputs of test data set `dir` (input_K.pb in graph-input order) by ONNX input name, each
+// read as the graph declares it (as_declared). `graph` is the model's onnx_graph_info, and
 // `integral` (when given) receives the names of those whose files hold integer or bool data.
 std::map<std::string, Tensor<double>> onnx_inputs_from_pb(
-    const std::vector<std::string>& graph_inputs, const std::string& dir,
+    const OnnxGraphInfo& graph, const std::string& dir,
     std::vector<std::string>* integral = nullptr);
 
 struct NodeTestResult {

@@ -153,8 +153,7 @@ weft::cli::Register reg(
           std::map<std::string, weft::Tensor<double>> in;
           std::vector<std::string> integral;
           if (!inputs_pb->empty()) {
-            in = weft::onnx_inputs_from_pb(weft::onnx_graph_info(*file).graph_inputs, *inputs_pb,
-                                           &integral);
+            in = weft::onnx_inputs_from_pb(weft::onnx_graph_info(*file), *inputs_pb, &integral);
           } else {
             for (auto& [name, a] : weft::read_npz(*inputs)) {
               in[name] = a.tensor;
