@@ -71,16 +71,37 @@ TEST(ModelDir, CheckBindingNamesTheVariableAndItsRange) {
             std::string::npos);
 }
 
+// tiny_mlp's compile options at one binding, its cache under `work`, a short search.
+ModelDirOptions mlp_options(const fs::path& work, const SymBinding& binding) {
+  ModelDirOptions options;
+  options.bindings = {binding};
+  options.time_budget_s = 4;
+  options.state_budget = 200;
+  options.cache_dir = (work / "cache").string();
+  return options;
+}
+
+// Uniform [-1, 1) arrays for `fn`'s parameters at `at`, seeded.
+NpzArrays random_arguments(const Function& fn, const SymBinding& at, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  NpzArrays inputs;
+  for (const Param& p : fn.params) {
+    Shape shape;
+    for (const SymExpr& d : *p.type.dims) shape.push_back(evaluate(d, at));
+    Tensor<double> t(shape, 0.0);
+    for (double& x : t.data) x = uniform(rng);
+    inputs[p.name] = NpyArray{t, false};
+  }
+  return inputs;
+}
+
 TEST(ModelDir, ACompiledDirectoryRunsAsTheUncompiledModule) {
   fs::path work = fs::temp_directory_path() / fmt::format("weft_model_dir_{}", getpid());
   fs::remove_all(work);
   SymProver prover;
   ModelFile model = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
-  ModelDirOptions options;
-  options.bindings = {{{"b", 2}, {"n", 4}}};
-  options.time_budget_s = 4;
-  options.state_budget = 200;
-  options.cache_dir = (work / "cache").string();
+  ModelDirOptions options = mlp_options(work, {{"b", 2}, {"n", 4}});
   EXPECT_NE(message_of([&] {
               ModelDirOptions none = options;
               none.bindings.clear();
@@ -98,18 +119,8 @@ TEST(ModelDir, ACompiledDirectoryRunsAsTheUncompiledModule) {
   CompiledModelDir dir((work / "out").string());
   EXPECT_EQ(dir.bindings(), options.bindings);
   EXPECT_EQ(dir.input_names("main"), (std::vector<std::string>{"x", "g", "w1", "w2", "w3"}));
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> uniform(-1, 1);
-  NpzArrays inputs;
-  const Function& fn = function_to_run(model.module, "main", SourceLoc{});
-  SymBinding at = options.bindings[0];
-  for (const Param& p : fn.params) {
-    Shape shape;
-    for (const SymExpr& d : *p.type.dims) shape.push_back(evaluate(d, at));
-    Tensor<double> t(shape, 0.0);
-    for (double& x : t.data) x = uniform(rng);
-    inputs[p.name] = NpyArray{t, false};
-  }
+  NpzArrays inputs =
+      random_arguments(function_to_run(model.module, "main", SourceLoc{}), options.bindings[0], 7);
   auto got = dir.run("main", inputs, "inputs");
   Vm reference(model.module);
   auto want = result_arrays(reference.run("main", dir.arguments("main", inputs, "inputs")));
@@ -136,28 +147,15 @@ TEST(ModelDir, AGpuDirectoryRunsItsGeneratedCudaInEmulation) {
   fs::remove_all(work);
   SymProver prover;
   ModelFile model = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
-  ModelDirOptions options;
+  ModelDirOptions options = mlp_options(work, {{"b", 1}, {"n", 8}});
   options.target = "h100";
-  options.bindings = {{{"b", 1}, {"n", 8}}};
-  options.time_budget_s = 4;
-  options.state_budget = 200;
-  options.cache_dir = (work / "cache").string();
   options.no_build = true;
   ModelDirReport report = compile_model_to_dir(model, prover, (work / "out").string(), options);
   ASSERT_GT(report.ugraphs, 0);
   CompiledModelDir dir((work / "out").string());
   EXPECT_EQ(dir.target(), "h100");
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> uniform(-1, 1);
-  NpzArrays inputs;
-  const Function& fn = function_to_run(model.module, "main", SourceLoc{});
-  for (const Param& p : fn.params) {
-    Shape shape;
-    for (const SymExpr& d : *p.type.dims) shape.push_back(evaluate(d, options.bindings[0]));
-    Tensor<double> t(shape, 0.0);
-    for (double& x : t.data) x = uniform(rng);
-    inputs[p.name] = NpyArray{t, false};
-  }
+  NpzArrays inputs =
+      random_arguments(function_to_run(model.module, "main", SourceLoc{}), options.bindings[0], 11);
   Vm reference(model.module);
   const Tensor<double> want =
       result_arrays(reference.run("main", dir.arguments("main", inputs, "inputs"))).at("result");
