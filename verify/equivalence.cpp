@@ -73,7 +73,7 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
       std::vector<Tensor<V>> fa, fb;
       const Graph* current = &target_;
       try {
-        fa = field_fingerprints<V>(target_, domain, cache_.get());
+        fa = field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
         current = &candidate;
         fb = field_fingerprints<V>(candidate, domain, cache_.get());
       } catch (const ZeroDivisorError&) {
@@ -133,8 +133,15 @@ VerifyResult EquivalenceChecker::check(const Graph& candidate) const {
   else
     r = run_tests<FieldP>(candidate, r);
   if (options_.float_check && r.verdict != Verdict::error)
-    r.floats = float_check(target_, candidate, ff::mix64(options_.seed, 0x666c6f6174ULL));
+    r.floats = float_check(float_ref(), candidate);
   return r;
+}
+
+const FloatReference& EquivalenceChecker::float_ref() const {
+  std::call_once(float_ref_->once, [&] {
+    float_ref_->value = float_reference(target_, ff::mix64(options_.seed, 0x666c6f6174ULL));
+  });
+  return float_ref_->value;
 }
 
 VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptions& options) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +46,8 @@ struct VerifyResult {
 void check_signatures(const Graph& a, const Graph& b);
 
 // Compares many candidates against one target: the target's fingerprints (and the inputs, and any
-// kernel-level prefix a candidate shares with it) are computed once per test seed and cached.
+// kernel-level prefix a candidate shares with it) are computed once per test seed and cached, and
+// the target's floating-point reference once. Thread-safe.
 class EquivalenceChecker {
  public:
   EquivalenceChecker(Graph target, VerifyOptions options,
@@ -58,9 +60,16 @@ class EquivalenceChecker {
   template <class V>
   VerifyResult run_tests(const Graph& candidate, VerifyResult r) const;
 
+  const FloatReference& float_ref() const;
+
   Graph target_;
   VerifyOptions options_;
   std::shared_ptr<FingerprintCache> cache_;
+  struct LazyFloatReference {
+    std::once_flag once;
+    FloatReference value;
+  };
+  std::shared_ptr<LazyFloatReference> float_ref_ = std::make_shared<LazyFloatReference>();
 };
 
 // One-shot form: EquivalenceChecker(a, options).check(b).
