@@ -67,9 +67,7 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
   int attempt = 0;
   for (int t = 0; t < r.tests_needed; ++t) {
     for (;;) {
-      const uint64_t test_seed =
-          ff::mix64(options_.seed, static_cast<uint64_t>(t), static_cast<uint64_t>(attempt));
-      FieldDomain<V> domain(FieldTestParams::draw(test_seed, options_.threads));
+      FieldDomain<V> domain(FieldTestParams::draw(test_seed(t, attempt), options_.threads));
       std::vector<Tensor<V>> fa, fb;
       const Graph* current = &target_;
       try {
@@ -135,6 +133,34 @@ VerifyResult EquivalenceChecker::check(const Graph& candidate) const {
   if (options_.float_check && r.verdict != Verdict::error)
     r.floats = float_check(float_ref(), candidate);
   return r;
+}
+
+uint64_t EquivalenceChecker::test_seed(int test, int attempt) const {
+  return ff::mix64(options_.seed, static_cast<uint64_t>(test), static_cast<uint64_t>(attempt));
+}
+
+int EquivalenceChecker::prepare() const {
+  const int tests = tests_needed(per_test_bound(degree_stats(target_), degree_stats(target_)),
+                                 options_.target_error);
+  auto first_test = [&](auto value) {
+    using V = decltype(value);
+    FieldDomain<V> domain(FieldTestParams::draw(test_seed(0, 0), options_.threads));
+    field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
+  };
+  try {
+    if (uses_exp(target_))
+      first_test(FieldPQ{});
+    else
+      first_test(FieldP{});
+  } catch (const ZeroDivisorError&) {
+  } catch (const OutsideLaxError&) {
+  } catch (const UserError&) {
+  }
+  try {
+    if (options_.float_check) float_ref();
+  } catch (const UserError&) {
+  }
+  return tests;
 }
 
 const FloatReference& EquivalenceChecker::float_ref() const {

@@ -53,6 +53,12 @@ class EquivalenceChecker {
   EquivalenceChecker(Graph target, VerifyOptions options,
                      std::shared_ptr<FingerprintCache> cache = nullptr);
   VerifyResult check(const Graph& candidate) const;
+  // Does the target's share of the first candidate's work ahead of time: its fingerprints of the
+  // first test (kept in the cache) and its floating-point reference. Timing it gives the cost of
+  // one test (optimize's budget plan: driver/optimize.cpp). Returns the tests the target needs
+  // against itself, an estimate of what a candidate needs. A verifier limit (a program too deep
+  // for the test) is left for check() to report.
+  int prepare() const;
   const Graph& target() const { return target_; }
   const FingerprintCache& cache() const { return *cache_; }
 
@@ -61,6 +67,7 @@ class EquivalenceChecker {
   VerifyResult run_tests(const Graph& candidate, VerifyResult r) const;
 
   const FloatReference& float_ref() const;
+  uint64_t test_seed(int test, int attempt) const;
 
   Graph target_;
   VerifyOptions options_;
