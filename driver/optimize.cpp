@@ -447,6 +447,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       c.verification.detail = "identical to the input program";
     } else if (cached != run.checkpoint.verified.end()) {
       c.verification = cached->second;
+      ++result.verdicts_reused;
     } else if (out_of_time()) {
       result.verification_stopped = true;
       ++result.unverified;

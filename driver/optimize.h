@@ -56,6 +56,7 @@ struct OptimizeResult {
   // All zero without a time budget.
   double search_budget_s = 0, verify_reserve_s = 0, test_s = 0;
   bool verification_stopped = false;
+  int64_t verdicts_reused = 0;  // verdicts taken from the checkpoint, not verified again
   bool oracle_complete = true;
   // Iterative deepening (search/kernel_search.cpp): kernel-graph sizes reached, and ended early
   // by their share of the time budget or by convergence.

@@ -225,7 +225,8 @@ nlohmann::json optimize_timing_json(const OptimizeResult& r) {
       {"one_test_s", r.test_s},
       {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
       {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
-      {"resumed_from_checkpoint", r.resumed}};
+      {"resumed_from_checkpoint", r.resumed},
+      {"verdicts_reused_from_checkpoint", r.verdicts_reused}};
   // When the run found the best verified µGraph (null: none), and when the fastest candidate,
   // verified or not, last improved. Timing-dependent, so they are here and not in the
   // byte-stable summary.json.
