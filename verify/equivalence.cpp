@@ -125,7 +125,7 @@ VerifyResult EquivalenceChecker::check(const Graph& candidate) const {
   check_signatures(target_, candidate);
   VerifyResult r;
   r.per_test_bound = per_test_bound(degree_stats(target_), degree_stats(candidate));
-  r.tests_needed = tests_needed(r.per_test_bound, options_.target_error);
+  r.tests_needed = weft::tests_needed(r.per_test_bound, options_.target_error);
   if (uses_exp(target_) || uses_exp(candidate))
     r = run_tests<FieldPQ>(candidate, r);
   else
@@ -139,9 +139,18 @@ uint64_t EquivalenceChecker::test_seed(int test, int attempt) const {
   return ff::mix64(options_.seed, static_cast<uint64_t>(test), static_cast<uint64_t>(attempt));
 }
 
+int EquivalenceChecker::tests_needed(const Graph& candidate) const {
+  return weft::tests_needed(per_test_bound(degree_stats(target_), degree_stats(candidate)),
+                            options_.target_error);
+}
+
 int EquivalenceChecker::prepare() const {
-  const int tests = tests_needed(per_test_bound(degree_stats(target_), degree_stats(target_)),
-                                 options_.target_error);
+  int tests = 1;
+  try {
+    tests = tests_needed(target_);
+  } catch (const UserError&) {
+    return tests;  // too large for the test: every check() reports the limit at once
+  }
   auto first_test = [&](auto value) {
     using V = decltype(value);
     FieldDomain<V> domain(FieldTestParams::draw(test_seed(0, 0), options_.threads));

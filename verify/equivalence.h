@@ -55,10 +55,13 @@ class EquivalenceChecker {
   VerifyResult check(const Graph& candidate) const;
   // Does the target's share of the first candidate's work ahead of time: its fingerprints of the
   // first test (kept in the cache) and its floating-point reference. Timing it gives the cost of
-  // one test (optimize's budget plan: driver/optimize.cpp). Returns the tests the target needs
-  // against itself, an estimate of what a candidate needs. A verifier limit (a program too deep
-  // for the test) is left for check() to report.
+  // one test (optimize's budget plan: driver/optimize.cpp). Returns tests_needed(target), an
+  // estimate of what a candidate needs. A verifier limit (a program too deep for the test) is
+  // left for check() to report.
   int prepare() const;
+  // The finite-field tests check() runs on `candidate` when they all pass (a degree bound: cheap).
+  // A UserError when the programs are too large for the test (check() reports it as a limit).
+  int tests_needed(const Graph& candidate) const;
   const Graph& target() const { return target_; }
   const FingerprintCache& cache() const { return *cache_; }
 
