@@ -64,7 +64,15 @@ class Ticker {
   std::thread thread_;
 };
 
-VerifiedRecord verify_candidate(EquivalenceChecker& checker, const Graph& candidate) {
+VerifyOptions verify_options(const SearchConfig& config) {
+  VerifyOptions v;
+  v.target_error = config.target_error;
+  v.seed = config.seed;
+  v.threads = config.threads > 0 ? config.threads : hardware_threads();
+  return v;
+}
+
+VerifiedRecord verify_candidate(const EquivalenceChecker& checker, const Graph& candidate) {
   VerifiedRecord rec;
   VerifyResult v;
   try {
@@ -163,6 +171,7 @@ class CandidatePool {
 // What the search steps share.
 struct Run {
   const Graph& program;
+  // The configuration searched with: the user's, with time_budget_s the search's share of it.
   const SearchConfig& config;
   const OptimizeOptions& options;
   const Target& target;
@@ -176,6 +185,8 @@ struct Run {
   // the program was searched in parts).
   BlockMemo& memo;
   std::unique_ptr<AbsExprOracle>& oracle;
+  const EquivalenceChecker& checker;
+  double deadline_s;  // the whole run's time budget, verification included (0: none)
 };
 
 void save_checkpoint_verdicts(const Run& run) {
@@ -402,20 +413,37 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
 }
 
 // Verifies the ranked candidates in order until the top-k are proven equivalent and numerically
-// acceptable.
+// acceptable, or until the time budget: once one candidate is in the top, a candidate whose
+// verification would end past the budget is not verified (its tests, known from degree bounds,
+// times the time per test so far: candidates differ by 3x in tests on gqa), so a cheaper one
+// ranked below may still be. Verdicts known already (the checkpoint's, the input program's) cost
+// nothing and are always taken. The input program is a baseline candidate, so the run never
+// ends with nothing verified.
 void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   const SearchConfig& config = run.config;
   OptimizeResult& result = run.result;
   auto verify_start = std::chrono::steady_clock::now();
-  VerifyOptions vopt;
-  vopt.target_error = config.target_error;
-  vopt.seed = config.seed;
-  vopt.threads = run.threads;
-  EquivalenceChecker checker(run.program, vopt);
   OptimizeProgress verify_progress = pool_progress(run, nullptr);
   verify_progress.phase = OptimizeProgress::Phase::verify;
   verify_progress.search_done = true;
+  verify_progress.wanted = config.top_k;
   const std::string& checkpoint_path = run.options.checkpoint_path;
+  // Seconds per finite-field test: the budget plan's estimate until verifications are timed.
+  double tested_s = 0;
+  int64_t tests_timed = 0;
+  auto out_of_time = [&](const Graph& candidate) {
+    if (run.deadline_s <= 0 || result.top.empty()) return false;
+    const double now = run.stop.elapsed_s();
+    if (now >= run.deadline_s) return true;
+    const double per_test_s =
+        tests_timed > 0 ? tested_s / static_cast<double>(tests_timed) : 2 * result.test_s;
+    int tests = 0;  // a verifier limit: reported at once, without a test
+    try {
+      tests = run.checker.tests_needed(candidate);
+    } catch (const UserError&) {
+    }
+    return now + per_test_s * tests > run.deadline_s;
+  };
   for (RankedCandidate& c : found) {
     if (static_cast<int>(result.top.size()) >= config.top_k) {
       ++result.unverified;
@@ -430,8 +458,16 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       c.verification.detail = "identical to the input program";
     } else if (cached != run.checkpoint.verified.end()) {
       c.verification = cached->second;
+      ++result.verdicts_reused;
+    } else if (out_of_time(c.graph)) {
+      result.verification_stopped = true;
+      ++result.unverified;
+      continue;
     } else {
-      c.verification = verify_candidate(checker, c.graph);
+      const double started_s = run.stop.elapsed_s();
+      c.verification = verify_candidate(run.checker, c.graph);
+      tested_s += run.stop.elapsed_s() - started_s;
+      tests_timed += std::max(c.verification.tests, 1);
       run.checkpoint.verified[c.text] = c.verification;
       if (!checkpoint_path.empty()) save_checkpoint_verdicts(run);
     }
@@ -453,8 +489,32 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       run.options.on_progress(verify_progress);
     }
   }
+  if (run.options.on_progress && result.verification_stopped) {
+    verify_progress.verify_stopped = true;
+    verify_progress.elapsed_s = run.stop.elapsed_s();
+    run.options.on_progress(verify_progress);
+  }
   result.verify_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
+}
+
+// How the time budget is split (docs/search.md, "Time budget"): one finite-field test of the
+// input program is timed (its results are kept for the first candidate, so nothing is wasted) and
+// each of the top-k is expected to cost twice that per test it needs (the candidate evaluated like
+// the target, and the target itself the first time a test seed is used; the candidate's f32 and
+// f64 float check against the one f64 reference run), the target's own test count standing for
+// the candidate's. The search gets the rest, never less than half the budget: the estimate is
+// rough, and verification is also cut at the budget itself.
+void plan_budget(const SearchConfig& config, const EquivalenceChecker& checker,
+                 const StopSignal& clock, OptimizeResult& result, SearchConfig& search_config) {
+  if (config.time_budget_s <= 0) return;
+  const double started_s = clock.elapsed_s();
+  const int tests = checker.prepare();
+  result.test_s = clock.elapsed_s() - started_s;
+  const double wanted_s = config.top_k * 2.0 * std::max(tests, 1) * result.test_s;
+  result.verify_reserve_s = std::min(config.time_budget_s / 2, wanted_s);
+  result.search_budget_s = std::max(config.time_budget_s - result.verify_reserve_s, 1e-3);
+  search_config.time_budget_s = result.search_budget_s;
 }
 
 }  // namespace
@@ -470,6 +530,9 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.program_predicted_s = predict(program, target).total_s;
   result.roofline_s = roofline_floor(program, target);
 
+  const VerifyOptions vopt = verify_options(config);
+  EquivalenceChecker checker(program, vopt);
+  SearchConfig search_config = config;
   StopSignal stop(config.time_budget_s);
   result.memory_budget_bytes = std::min(config.memory_budget_mb, int64_t{1} << 40) << 20;
   MemoryAccount memory(result.memory_budget_bytes, stop);
@@ -477,10 +540,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   CheckpointData checkpoint;
   BlockMemo memo;
   std::unique_ptr<AbsExprOracle> oracle;
-  Run run{
-      program, config, options, target, config.threads > 0 ? config.threads : hardware_threads(),
-      stop,    memory, pool,    result, checkpoint,
-      memo,    oracle};
+  Run run{program, search_config, options,    target, vopt.threads, stop,    memory,
+          pool,    result,        checkpoint, memo,   oracle,       checker, config.time_budget_s};
 
   // Step 1: the baselines seed the candidates, so the run has an answer from the start.
   FuseOptions fuse;
@@ -493,7 +554,11 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
     ++result.baselines;
   }
 
-  // Step 2: the search, of the whole program or of its parts (partition.h).
+  // Step 2: the time left for verification.
+  plan_budget(config, checker, stop, result, search_config);
+  stop.set_time_budget(search_config.time_budget_s);
+
+  // Step 3: the search, of the whole program or of its parts (partition.h).
   std::vector<SubProgram> parts = partition_program(program, config);
   if (parts.size() == 1)
     search_whole(run);
@@ -509,7 +574,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.best_found_s = pool.improved_s();
   result.peak_rss_bytes = peak_resident_bytes();
 
-  // Step 3: rank by predicted time, verify in that order.
+  // Step 4: rank by predicted time, verify in that order.
   rank_and_verify(run, pool.take_ranked());
   result.wall_s = result.search_s + result.verify_s;
   return result;
@@ -525,11 +590,7 @@ VerifiedRecord verify_result(const Graph& program, const Graph& candidate,
     same.detail = "identical to the input program";
     return same;
   }
-  VerifyOptions vopt;
-  vopt.target_error = config.target_error;
-  vopt.seed = config.seed;
-  vopt.threads = config.threads > 0 ? config.threads : hardware_threads();
-  EquivalenceChecker checker(expanded, vopt);
+  EquivalenceChecker checker(expanded, verify_options(config));
   return verify_candidate(checker, candidate);
 }
 

@@ -1,8 +1,9 @@
 // The optimize pipeline as a library call: search µGraphs equivalent (by abstract expression) to a
 // program, keep the valid ones, rank them with the cost model, verify the best in order (finite
-// fields, then floating point) until the top-k are proven, with budgets, checkpoints, progress
-// reported to a callback and a cancellation hook. It prints nothing: the CLI (tools/weft) and
-// bindings present the progress and the result; driver/optimize_report writes the result files.
+// fields, then floating point) until the top-k are proven, with budgets (the time budget covers
+// search and verification), checkpoints, progress reported to a callback and a cancellation hook.
+// It prints nothing: the CLI (tools/weft) and bindings present the progress and the result;
+// driver/optimize_report writes the result files.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,16 @@ struct OptimizeResult {
   int64_t rejected = 0;          // failed them (not equivalent / outside Lax)
   int64_t numerically_rejected = 0;
   int64_t tests = 0;       // finite-field tests run
-  int64_t unverified = 0;  // ranked below the top-k, never needed verification
+  int64_t unverified = 0;  // ranked below the top-k or past the time budget: never verified
+  // The time budget (config.time_budget_s) covers the whole run. Before the search, one
+  // finite-field test of the input program is timed (`test_s`; the verifier keeps its results)
+  // and the search gets the budget less a reserve for verifying the top-k (`search_budget_s`);
+  // verification then stops at the budget once one candidate is verified
+  // (`verification_stopped`: fewer than top_k in `top` although more candidates were left).
+  // All zero without a time budget.
+  double search_budget_s = 0, verify_reserve_s = 0, test_s = 0;
+  bool verification_stopped = false;
+  int64_t verdicts_reused = 0;  // verdicts taken from the checkpoint, not verified again
   bool oracle_complete = true;
   // Iterative deepening (search/kernel_search.cpp): kernel-graph sizes reached, and ended early
   // by their share of the time budget or by convergence.
@@ -96,9 +106,13 @@ struct OptimizeProgress {
   double best_predicted_s = 0;      // the fastest of them; 0: none yet
   int64_t memory_held_bytes = 0;    // accounted (search/memory_account.h)
   int64_t memory_budget_bytes = 0;  // 0: unlimited
-  // Verification (phase verify): candidates checked so far and how many of them made the top-k.
+  // Verification (phase verify): candidates checked so far and how many of them made the top-k
+  // (of `wanted`, the configuration's top_k); `verify_stopped` in the last report when the time
+  // budget ended verification before the top-k were verified.
   int64_t checked = 0;
   int64_t kept = 0;
+  int64_t wanted = 0;
+  bool verify_stopped = false;
   // A partitioned program (search/partition.h): which part is being searched (1-based; 0: the
   // whole program), of how many.
   int part = 0, parts = 0;
@@ -114,7 +128,8 @@ struct OptimizeOptions {
   double progress_interval_s = 1.0;
   // Polled about every 50 ms during the search (from the helper thread); when it returns true the
   // search stops with reason `interrupted` and the candidates found so far are ranked and verified
-  // as after any budget stop, so the result holds what was found. Verification is not cut short.
+  // as after any budget stop, so the result holds what was found. Verification is not cut short
+  // by it (only by the time budget).
   std::function<bool()> should_stop;
 };
 

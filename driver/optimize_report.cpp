@@ -98,20 +98,31 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
       megabytes(r.peak_rss_bytes));
   s += fmt::format(
       "  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
-      "on {}, {} verified, {} rejected, {} not needed for the top {}\n",
+      "on {}, {} verified, {} rejected, {} {} the top {}\n",
       r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
-      r.unverified, config.top_k);
+      r.unverified,
+      r.verification_stopped ? "left unverified at the time budget, short of" : "not needed for",
+      config.top_k);
   s += fmt::format("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
                    r.program_predicted_s * 1e6, r.roofline_s * 1e6);
   for (const auto& [why, n] : r.rejections) s += fmt::format("  rejected {}x: {}\n", n, why);
+  if (r.search_budget_s > 0)
+    s += fmt::format(
+        "  time budget: {:.1f} s for the search, {:.1f} s kept for verification (one test of the "
+        "input program: {:.2f} s); verification took {:.1f} s{}\n",
+        r.search_budget_s, r.verify_reserve_s, r.test_s, r.verify_s,
+        r.verification_stopped ? fmt::format(", stopped at the time budget: {} of top {} verified",
+                                             r.top.size(), config.top_k)
+                               : std::string());
   if (r.top.empty()) return s + "  no verified µGraph found within the budget\n";
   const RankedCandidate& best = r.top[0];
   s += fmt::format(
       "  best µGraph: {:.2f} us predicted ({} kernel op{}, from {}), {:.2f}x the input program; "
       "error bound {} after {} tests, f32 error {:.1e}\n",
       best.predicted_s * 1e6, best.graph.ops.size(), best.graph.ops.size() == 1 ? "" : "s",
-      best.origin, r.program_predicted_s / best.predicted_s, error_bound_text(best.verification.bound),
-      best.verification.tests, best.verification.f32_error);
+      best.origin, r.program_predicted_s / best.predicted_s,
+      error_bound_text(best.verification.bound), best.verification.tests,
+      best.verification.f32_error);
   s += fmt::format("  wrote {}/best.weft, top-1..{}.weft, summary.json, timing.json\n", out_dir,
                    r.top.size());
   s += fmt::format("  picture: weft dot {}/best.weft -o {}/best.svg\n", out_dir, out_dir);
@@ -119,9 +130,14 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
 }
 
 std::string optimize_progress_line(const OptimizeProgress& p) {
+  if (p.phase == OptimizeProgress::Phase::verify)
+    return fmt::format("[{:6.1f}s] verify: {} of top {} verified, {} candidates checked{}",
+                       p.elapsed_s, p.kept, p.wanted, p.checked,
+                       p.verify_stopped ? "; verification stopped at the time budget" : "");
   return fmt::format(
       "[{:6.1f}s]{} states {} ({}/s) pruned {} block graphs {} candidates {} best {} mem {}/{} GB",
-      p.elapsed_s, p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(), si(static_cast<double>(p.states)),
+      p.elapsed_s, p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(),
+      si(static_cast<double>(p.states)),
       si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
       si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)), p.candidates,
       p.best_predicted_s > 0 ? fmt::format("{:.1f} us", p.best_predicted_s * 1e6)
@@ -168,6 +184,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"rejected", r.rejected},
                             {"numerically_rejected", r.numerically_rejected},
                             {"unverified_below_top_k", r.unverified},
+                            {"verification_stopped_at_time_budget", r.verification_stopped},
                             {"finite_field_tests", r.tests},
                             {"oracle_complete", r.oracle_complete},
                             {"input_predicted_us", microseconds(r.program_predicted_s)},
@@ -203,9 +220,13 @@ nlohmann::json optimize_timing_json(const OptimizeResult& r) {
       {"partition", parts},
       {"verify_s", r.verify_s},
       {"wall_s", r.wall_s},
+      {"search_budget_s", r.search_budget_s},
+      {"verify_reserve_s", r.verify_reserve_s},
+      {"one_test_s", r.test_s},
       {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
       {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
-      {"resumed_from_checkpoint", r.resumed}};
+      {"resumed_from_checkpoint", r.resumed},
+      {"verdicts_reused_from_checkpoint", r.verdicts_reused}};
   // When the run found the best verified µGraph (null: none), and when the fastest candidate,
   // verified or not, last improved. Timing-dependent, so they are here and not in the
   // byte-stable summary.json.

@@ -25,8 +25,10 @@ std::string candidate_file_text(const RankedCandidate& candidate, int rank,
 std::string optimize_summary_text(const OptimizeResult& result, const std::string& name,
                                   const std::string& out_dir);
 
-// One progress report of the search phase as a line (no line end): elapsed time, states and
-// their rate, pruned, block graphs, candidates, the best prediction so far, accounted memory.
+// One progress report as a line (no line end). Search phase: elapsed time, states and their
+// rate, pruned, block graphs, candidates, the best prediction so far, accounted memory.
+// Verification phase: how many of the top-k are verified, candidates checked, and whether the
+// time budget stopped verification.
 std::string optimize_progress_line(const OptimizeProgress& progress);
 
 // `input_file`: the program's file as given; the summary records its file name only.

@@ -55,6 +55,9 @@ class StopSignal {
  public:
   explicit StopSignal(double time_budget_s)
       : start_(std::chrono::steady_clock::now()), budget_s_(time_budget_s) {}
+  // Sets the budget before the search starts (optimize gives the search its share of the run's
+  // budget once it has timed a verification test: driver/optimize.cpp).
+  void set_time_budget(double time_budget_s) { budget_s_ = time_budget_s; }
   // Reads the clock: the block search calls this every 1024 states and `stopped()` otherwise.
   bool should_stop() {
     if (stopped()) return true;

@@ -1,7 +1,7 @@
 // Tests of optimize as a general tool: on random valid programs it always returns a verified
 // µGraph no slower than its input (baselines), partitioned programs are searched in parts and
-// stitched, and the anytime search ends by itself ("complete", "converged") after reaching every
-// kernel-graph size.
+// stitched, the anytime search ends by itself ("complete", "converged") after reaching every
+// kernel-graph size, and the time budget covers verification too.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include "driver/optimize.h"
 #include "driver/optimize_report.h"
 #include "ir/expand_composites.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "search/baselines.h"
 #include "testing/random_graph.h"
@@ -187,6 +188,112 @@ TEST(OptimizeAnytime, APartitionedRunCheckpointsEachPartAndResumes) {
   ASSERT_FALSE(first.top.empty());
   ASSERT_FALSE(second.top.empty());
   EXPECT_EQ(print_graph(second.top[0].graph, false), print_graph(first.top[0].graph, false));
+  std::filesystem::remove_all(dir);
+}
+
+// RMSNorm + Linear large enough that one candidate's verification (finite-field matmuls of
+// 16x512x768 and the float check's) takes far longer than a millisecond on any machine.
+Graph mid_rms_norm_linear() {
+  return parse_graph(
+      "program rms_norm_linear_mid\ninput X: f16[16, 512]\ninput W: f16[512, 768]\n"
+      "N = rms_norm(X, eps=1e-6)\nO = matmul(N, W)\noutput O\n",
+      "<mid>");
+}
+
+// No search to speak of (no operators, one state; not partitioned, so verdicts are checkpointed):
+// the candidates are the baselines, the same every run, so which candidates a run verifies does
+// not depend on how far a search got.
+SearchConfig baselines_only(double time_budget_s) {
+  SearchConfig c;
+  c.threads = 1;
+  c.kernel_ops.clear();
+  c.block_ops.clear();
+  c.state_budget = 1;
+  c.partition = false;
+  c.time_budget_s = time_budget_s;
+  c.top_k = 5;
+  return c;
+}
+
+// Verified by a finite-field test, not taken for free as the input program itself.
+int tested_in_top(const OptimizeResult& r) {
+  int n = 0;
+  for (const RankedCandidate& c : r.top) n += c.verification.tests > 0;
+  return n;
+}
+
+// A budget far shorter than one verification: the run still returns a verified µGraph (the first
+// candidate that passes), then starts no other verification and says so.
+TEST(OptimizeTimeBudget, VerificationStopsAtTheBudgetOnceOneCandidateIsVerified) {
+  const SearchConfig config = baselines_only(1e-3);
+  std::vector<OptimizeProgress> reports;
+  OptimizeOptions options;
+  options.on_progress = [&](const OptimizeProgress& p) { reports.push_back(p); };
+  OptimizeResult r = optimize(mid_rms_norm_linear(), config, options);
+  ASSERT_GE(r.baselines, 3) << "enough candidates for a top 5 to be cut short";
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_TRUE(r.top[0].verification.numerically_ok);
+  EXPECT_LT(r.top[0].predicted_s, r.program_predicted_s) << "a fused baseline, not the input";
+  EXPECT_EQ(tested_in_top(r), 1);
+  EXPECT_EQ(r.rejected, 0);
+  EXPECT_TRUE(r.verification_stopped);
+  EXPECT_LT(static_cast<int>(r.top.size()), config.top_k);
+  EXPECT_EQ(r.verified + r.rejected + r.unverified, r.baselines);
+  // The budget plan: a timed test, the search's share and the reserve make up the budget.
+  EXPECT_GT(r.test_s, 0);
+  EXPECT_LE(r.verify_reserve_s, config.time_budget_s / 2);
+  EXPECT_NEAR(r.search_budget_s + r.verify_reserve_s, config.time_budget_s, 1e-3);
+  // Reported: the last verification report, the summary text and summary.json.
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.back().phase, OptimizeProgress::Phase::verify);
+  EXPECT_TRUE(reports.back().verify_stopped);
+  EXPECT_NE(optimize_progress_line(reports.back()).find("stopped at the time budget"),
+            std::string::npos);
+  EXPECT_NE(
+      optimize_summary_text(r, "mid", "out")
+          .find(fmt::format("stopped at the time budget: {} of top 5 verified", r.top.size())),
+      std::string::npos);
+  EXPECT_EQ(optimize_summary_json(r, "mid.weft")["verification_stopped_at_time_budget"], true);
+}
+
+// With time to spare the top-k are all verified, under the budget plan as without a budget.
+TEST(OptimizeTimeBudget, TheTopKAreVerifiedWhenThereIsTime) {
+  for (double budget : {0.0, 600.0}) {
+    const SearchConfig config = baselines_only(budget);
+    OptimizeResult r = optimize(mid_rms_norm_linear(), config);
+    EXPECT_FALSE(r.verification_stopped) << budget;
+    EXPECT_EQ(static_cast<int>(r.top.size()), config.top_k) << budget;
+    EXPECT_GE(tested_in_top(r), config.top_k - 1) << budget;
+    if (budget == 0) {
+      EXPECT_EQ(r.search_budget_s, 0);  // no plan: the run is as it was before budgets
+      EXPECT_EQ(r.test_s, 0);
+    } else {
+      EXPECT_GT(r.search_budget_s, budget / 2);
+      EXPECT_LT(r.wall_s, budget);
+    }
+  }
+}
+
+// A run verification stopped at the budget saved its verdicts in the checkpoint: the resumed
+// run (any budget: the fingerprint leaves budgets out) takes them without testing again.
+TEST(OptimizeTimeBudget, VerdictsOfAStoppedVerificationAreReusedOnResume) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("weft_budget_ckpt_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  OptimizeOptions options;
+  options.checkpoint_path = (dir / "run.ckpt").string();
+  const Graph g = mid_rms_norm_linear();
+  OptimizeResult first = optimize(g, baselines_only(1e-3), options);
+  ASSERT_TRUE(first.verification_stopped);
+  ASSERT_EQ(tested_in_top(first), 1);
+  OptimizeResult second = optimize(g, baselines_only(600), options);
+  EXPECT_TRUE(second.resumed);
+  EXPECT_EQ(second.verdicts_reused, 1);
+  EXPECT_FALSE(second.verification_stopped);
+  ASSERT_EQ(static_cast<int>(second.top.size()), 5);
+  EXPECT_EQ(second.top[0].text, first.top[0].text);
+  EXPECT_EQ(second.top[0].verification.tests, first.top[0].verification.tests);
   std::filesystem::remove_all(dir);
 }
 

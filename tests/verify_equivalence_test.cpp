@@ -194,6 +194,57 @@ TEST(Verify, DeterministicForASeedAndTheCacheIsShared) {
   EXPECT_EQ(checker.cache().misses(), before);
 }
 
+TEST(FingerprintCache, KeptEntriesEvictIntermediatesWhenFull) {
+  auto tensor = [](int64_t n, uint64_t fill) {
+    return std::make_shared<const Tensor<FieldP>>(Shape{n}, FieldP{fill});
+  };
+  FingerprintCache cache(/*capacity_bytes=*/4 * 8 * 8);  // four tensors of 8 residues
+  for (uint64_t h = 0; h < 4; ++h) cache.insert<FieldP>(1, h, tensor(8, h));
+  EXPECT_EQ(cache.bytes(), 4 * 8 * 8);
+  // Full: an intermediate is not cached, ...
+  cache.insert<FieldP>(1, 10, tensor(8, 10));
+  EXPECT_EQ(cache.find<FieldP>(1, 10), nullptr);
+  // ... a kept entry takes the place of intermediates, and kept entries are never evicted.
+  cache.insert<FieldP>(1, 11, tensor(16, 11), /*keep=*/true);
+  ASSERT_NE(cache.find<FieldP>(1, 11), nullptr);
+  EXPECT_EQ(cache.find<FieldP>(1, 11)->data[3].p, 11u);
+  int left = 0;
+  for (uint64_t h = 0; h < 4; ++h) left += cache.find<FieldP>(1, h) != nullptr;
+  EXPECT_EQ(left, 2);
+  cache.insert<FieldP>(1, 12, tensor(32, 12), /*keep=*/true);
+  EXPECT_EQ(cache.find<FieldP>(1, 12), nullptr);  // would need evicting a kept one
+  EXPECT_NE(cache.find<FieldP>(1, 11), nullptr);
+  EXPECT_LE(cache.bytes(), 4 * 8 * 8);
+}
+
+// A cache with room for one test's worth of the target: later tests' inputs and target outputs
+// evict earlier intermediates, so after the check the target's outputs of every test are still
+// cached and comparing the target with itself evaluates nothing (before, the first test's
+// intermediates filled the cache and the target was evaluated again for every later candidate).
+TEST(Verify, TargetOutputsOutliveItsIntermediatesInASmallCache) {
+  Graph a = parse(
+      "input X: f32[256, 1]\ninput Y: f32[1, 256]\nP = mul(X, Y)\nQ = scale(P, factor=1/2)\n"
+      "S = sum(Q, dim=1)\noutput S\n");
+  Graph b = parse(
+      "input X: f32[256, 1]\ninput Y: f32[1, 256]\nT = sum(Y, dim=1)\nU = mul(X, T)\n"
+      "S = scale(U, factor=1/2)\noutput S\n");
+  VerifyOptions o;
+  o.float_check = false;
+  o.threads = 1;
+  o.target_error = std::ldexp(1.0, -300);  // several tests
+  int64_t one_test = 0;
+  for (const Value& v : a.values) one_test += numel(v.type.shape) * int64_t{sizeof(FieldP)};
+  auto cache = std::make_shared<FingerprintCache>(one_test);
+  EquivalenceChecker checker(a, o, cache);
+  VerifyResult first = checker.check(b);
+  ASSERT_EQ(first.verdict, Verdict::equivalent);
+  ASSERT_GE(first.tests_run, 3);
+  const int64_t misses = cache->misses();
+  EXPECT_EQ(checker.check(a).verdict, Verdict::equivalent);
+  EXPECT_EQ(cache->misses(), misses);
+  EXPECT_LE(cache->bytes(), one_test);
+}
+
 int run_cli(const std::string& args, std::string* out) {
   int rc = 0;
   std::tie(rc, *out) = test::run_weft(args);

@@ -67,13 +67,11 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
   int attempt = 0;
   for (int t = 0; t < r.tests_needed; ++t) {
     for (;;) {
-      const uint64_t test_seed =
-          ff::mix64(options_.seed, static_cast<uint64_t>(t), static_cast<uint64_t>(attempt));
-      FieldDomain<V> domain(FieldTestParams::draw(test_seed, options_.threads));
+      FieldDomain<V> domain(FieldTestParams::draw(test_seed(t, attempt), options_.threads));
       std::vector<Tensor<V>> fa, fb;
       const Graph* current = &target_;
       try {
-        fa = field_fingerprints<V>(target_, domain, cache_.get());
+        fa = field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
         current = &candidate;
         fb = field_fingerprints<V>(candidate, domain, cache_.get());
       } catch (const ZeroDivisorError&) {
@@ -127,14 +125,58 @@ VerifyResult EquivalenceChecker::check(const Graph& candidate) const {
   check_signatures(target_, candidate);
   VerifyResult r;
   r.per_test_bound = per_test_bound(degree_stats(target_), degree_stats(candidate));
-  r.tests_needed = tests_needed(r.per_test_bound, options_.target_error);
+  r.tests_needed = weft::tests_needed(r.per_test_bound, options_.target_error);
   if (uses_exp(target_) || uses_exp(candidate))
     r = run_tests<FieldPQ>(candidate, r);
   else
     r = run_tests<FieldP>(candidate, r);
   if (options_.float_check && r.verdict != Verdict::error)
-    r.floats = float_check(target_, candidate, ff::mix64(options_.seed, 0x666c6f6174ULL));
+    r.floats = float_check(float_ref(), candidate);
   return r;
+}
+
+uint64_t EquivalenceChecker::test_seed(int test, int attempt) const {
+  return ff::mix64(options_.seed, static_cast<uint64_t>(test), static_cast<uint64_t>(attempt));
+}
+
+int EquivalenceChecker::tests_needed(const Graph& candidate) const {
+  return weft::tests_needed(per_test_bound(degree_stats(target_), degree_stats(candidate)),
+                            options_.target_error);
+}
+
+int EquivalenceChecker::prepare() const {
+  int tests = 1;
+  try {
+    tests = tests_needed(target_);
+  } catch (const UserError&) {
+    return tests;  // too large for the test: every check() reports the limit at once
+  }
+  auto first_test = [&](auto value) {
+    using V = decltype(value);
+    FieldDomain<V> domain(FieldTestParams::draw(test_seed(0, 0), options_.threads));
+    field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
+  };
+  try {
+    if (uses_exp(target_))
+      first_test(FieldPQ{});
+    else
+      first_test(FieldP{});
+  } catch (const ZeroDivisorError&) {
+  } catch (const OutsideLaxError&) {
+  } catch (const UserError&) {
+  }
+  try {
+    if (options_.float_check) float_ref();
+  } catch (const UserError&) {
+  }
+  return tests;
+}
+
+const FloatReference& EquivalenceChecker::float_ref() const {
+  std::call_once(float_ref_->once, [&] {
+    float_ref_->value = float_reference(target_, ff::mix64(options_.seed, 0x666c6f6174ULL));
+  });
+  return float_ref_->value;
 }
 
 VerifyResult verify_equivalent(const Graph& a, const Graph& b, const VerifyOptions& options) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,12 +46,22 @@ struct VerifyResult {
 void check_signatures(const Graph& a, const Graph& b);
 
 // Compares many candidates against one target: the target's fingerprints (and the inputs, and any
-// kernel-level prefix a candidate shares with it) are computed once per test seed and cached.
+// kernel-level prefix a candidate shares with it) are computed once per test seed and cached, and
+// the target's floating-point reference once. Thread-safe.
 class EquivalenceChecker {
  public:
   EquivalenceChecker(Graph target, VerifyOptions options,
                      std::shared_ptr<FingerprintCache> cache = nullptr);
   VerifyResult check(const Graph& candidate) const;
+  // Does the target's share of the first candidate's work ahead of time: its fingerprints of the
+  // first test (kept in the cache) and its floating-point reference. Timing it gives the cost of
+  // one test (optimize's budget plan: driver/optimize.cpp). Returns tests_needed(target), an
+  // estimate of what a candidate needs. A verifier limit (a program too deep for the test) is
+  // left for check() to report.
+  int prepare() const;
+  // The finite-field tests check() runs on `candidate` when they all pass (a degree bound: cheap).
+  // A UserError when the programs are too large for the test (check() reports it as a limit).
+  int tests_needed(const Graph& candidate) const;
   const Graph& target() const { return target_; }
   const FingerprintCache& cache() const { return *cache_; }
 
@@ -58,9 +69,17 @@ class EquivalenceChecker {
   template <class V>
   VerifyResult run_tests(const Graph& candidate, VerifyResult r) const;
 
+  const FloatReference& float_ref() const;
+  uint64_t test_seed(int test, int attempt) const;
+
   Graph target_;
   VerifyOptions options_;
   std::shared_ptr<FingerprintCache> cache_;
+  struct LazyFloatReference {
+    std::once_flag once;
+    FloatReference value;
+  };
+  std::shared_ptr<LazyFloatReference> float_ref_ = std::make_shared<LazyFloatReference>();
 };
 
 // One-shot form: EquivalenceChecker(a, options).check(b).

@@ -64,7 +64,7 @@ Tensor<V> field_random_input(const Shape& shape, uint64_t test_seed, uint64_t in
 
 template <class V>
 std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>& domain,
-                                          FingerprintCache* cache) {
+                                          FingerprintCache* cache, bool keep_outputs) {
   WEFT_CHECK(g0.level == Level::kernel, "fingerprints of a {} graph", level_name(g0.level));
   const Graph g = expand_composites(g0);
   const uint64_t seed = domain.params().seed;
@@ -76,16 +76,33 @@ std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>&
     if (!env[v]) {
       env[v] = std::make_shared<const Tensor<V>>(
           field_random_input<V>(g.type(v).shape, seed, i, domain.params().threads));
-      if (cache) cache->insert<V>(seed, hashes[v], env[v]);
+      if (cache) cache->insert<V>(seed, hashes[v], env[v], /*keep=*/true);
     }
   }
-  for (const Op& op : g.ops) {
-    bool all_cached = cache != nullptr;
+  std::vector<bool> is_output(g.values.size(), false);
+  if (keep_outputs)
+    for (ValueId v : g.outputs) is_output[v] = true;
+  // Demand-driven, from the outputs back: an op whose results are all cached is not evaluated and
+  // its operands are not needed for it (the kept outputs of a target make its intermediates
+  // unnecessary, whether or not the cache still holds them).
+  std::vector<bool> needed(g.values.size(), false), evaluate(g.ops.size(), false);
+  for (ValueId v : g.outputs) needed[v] = true;
+  for (size_t i = g.ops.size(); i-- > 0;) {
+    const Op& op = g.ops[i];
+    bool wanted = false, all_cached = cache != nullptr;
+    for (ValueId v : op.outputs) wanted = wanted || needed[v];
+    if (!wanted) continue;
     for (ValueId v : op.outputs) {
       if (cache) env[v] = cache->find<V>(seed, hashes[v]);
       all_cached = all_cached && env[v];
     }
     if (all_cached) continue;
+    evaluate[i] = true;
+    for (ValueId v : op.inputs) needed[v] = true;
+  }
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    if (!evaluate[i]) continue;
+    const Op& op = g.ops[i];
     const Graph single = single_op_graph(g, op);
     std::vector<const Tensor<V>*> in;
     std::map<ValueId, bool> seen;
@@ -99,7 +116,7 @@ std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>&
     for (size_t r = 0; r < out.size(); ++r) {
       ValueId v = op.outputs[r];
       env[v] = std::make_shared<const Tensor<V>>(std::move(out[r]));
-      if (cache) cache->insert<V>(seed, hashes[v], env[v]);
+      if (cache) cache->insert<V>(seed, hashes[v], env[v], is_output[v]);
     }
   }
   std::vector<Tensor<V>> result;
@@ -121,9 +138,9 @@ template Tensor<FieldP> field_random_input<FieldP>(const Shape&, uint64_t, uint6
 template Tensor<FieldPQ> field_random_input<FieldPQ>(const Shape&, uint64_t, uint64_t, int);
 template std::vector<Tensor<FieldP>> field_fingerprints<FieldP>(const Graph&,
                                                                 const FieldDomain<FieldP>&,
-                                                                FingerprintCache*);
+                                                                FingerprintCache*, bool);
 template std::vector<Tensor<FieldPQ>> field_fingerprints<FieldPQ>(const Graph&,
                                                                   const FieldDomain<FieldPQ>&,
-                                                                  FingerprintCache*);
+                                                                  FingerprintCache*, bool);
 
 }  // namespace weft

@@ -17,7 +17,12 @@
 namespace weft {
 
 // Keyed by (test seed, structural hash of a kernel-level value's cone). Thread-safe. Entries are
-// kept until the byte budget is reached; beyond it new tensors are simply not cached.
+// kept until the byte budget is reached; beyond it new tensors are not cached, except the ones
+// inserted with `keep` (a test's inputs and the target's outputs: every later candidate reads
+// them, whereas an intermediate is read only by a candidate sharing that prefix), which evict
+// intermediates to make room. Without that, a large target's intermediates of the first few
+// tests fill the budget and the target is evaluated again for every later test of every
+// candidate.
 class FingerprintCache {
  public:
   explicit FingerprintCache(int64_t capacity_bytes = int64_t{1} << 30)
@@ -33,14 +38,24 @@ class FingerprintCache {
       return nullptr;
     }
     ++hits_;
-    return it->second;
+    return it->second.tensor;
   }
   template <class V>
-  void insert(uint64_t test_seed, uint64_t hash, std::shared_ptr<const Tensor<V>> t) {
+  void insert(uint64_t test_seed, uint64_t hash, std::shared_ptr<const Tensor<V>> t,
+              bool keep = false) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto bytes = static_cast<int64_t>(t->data.size() * sizeof(V));
+    const int64_t bytes = bytes_of(*t);
+    if (bytes_ + bytes > capacity_bytes_ && keep) {
+      evict_intermediates(p_, bytes);
+      evict_intermediates(pq_, bytes);
+    }
     if (bytes_ + bytes > capacity_bytes_) return;
-    if (table<V>().emplace(std::make_pair(test_seed, hash), std::move(t)).second) bytes_ += bytes;
+    auto [it, inserted] =
+        table<V>().emplace(std::make_pair(test_seed, hash), Entry<V>{std::move(t), keep});
+    if (inserted)
+      bytes_ += bytes;
+    else
+      it->second.keep = it->second.keep || keep;
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -54,7 +69,29 @@ class FingerprintCache {
 
  private:
   template <class V>
-  using Table = std::map<std::pair<uint64_t, uint64_t>, std::shared_ptr<const Tensor<V>>>;
+  struct Entry {
+    std::shared_ptr<const Tensor<V>> tensor;
+    bool keep = false;
+  };
+  template <class V>
+  using Table = std::map<std::pair<uint64_t, uint64_t>, Entry<V>>;
+
+  template <class V>
+  static int64_t bytes_of(const Tensor<V>& t) {
+    return static_cast<int64_t>(t.data.size() * sizeof(V));
+  }
+  // Drops entries not marked `keep` until `needed` more bytes fit (or none is left).
+  template <class V>
+  void evict_intermediates(Table<V>& m, int64_t needed) {
+    for (auto it = m.begin(); it != m.end() && bytes_ + needed > capacity_bytes_;) {
+      if (it->second.keep) {
+        ++it;
+        continue;
+      }
+      bytes_ -= bytes_of(*it->second.tensor);
+      it = m.erase(it);
+    }
+  }
   template <class V>
   Table<V>& table() {
     if constexpr (std::is_same_v<V, FieldP>)
@@ -84,10 +121,12 @@ template <class V>
 Tensor<V> field_random_input(const Shape& shape, uint64_t test_seed, uint64_t index, int threads);
 
 // Evaluates kernel graph `g` over the field domain of one test, kernel-level op by op, reusing and
-// filling `cache` (may be null). Throws ZeroDivisorError / OutsideLaxError from the domain.
+// filling `cache` (may be null); the inputs, and the outputs when `keep_outputs` (the target's,
+// which every candidate is compared with), are cached with `keep`. Throws ZeroDivisorError /
+// OutsideLaxError from the domain.
 template <class V>
 std::vector<Tensor<V>> field_fingerprints(const Graph& g, const FieldDomain<V>& domain,
-                                          FingerprintCache* cache);
+                                          FingerprintCache* cache, bool keep_outputs = false);
 
 // Whether `g` (nested bodies and composites included) applies exp anywhere.
 bool uses_exp(const Graph& g);

@@ -8,11 +8,21 @@
 
 namespace weft {
 
+FloatReference float_reference(const Graph& reference, uint64_t seed) {
+  FloatReference r;
+  r.inputs = random_inputs(reference, seed);
+  r.outputs = evaluate_real(reference, r.inputs, /*f32=*/false);
+  return r;
+}
+
 FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t seed) {
-  const std::vector<Tensor<double>> inputs = random_inputs(reference, seed);
-  const auto ref = evaluate_real(reference, inputs, /*f32=*/false);
-  const auto got64 = evaluate_real(candidate, inputs, /*f32=*/false);
-  const auto got32 = evaluate_real(candidate, inputs, /*f32=*/true);
+  return float_check(float_reference(reference, seed), candidate);
+}
+
+FloatCheck float_check(const FloatReference& reference, const Graph& candidate) {
+  const auto& ref = reference.outputs;
+  const auto got64 = evaluate_real(candidate, reference.inputs, /*f32=*/false);
+  const auto got32 = evaluate_real(candidate, reference.inputs, /*f32=*/true);
   FloatCheck fc;
   fc.acceptable = fc.equal_in_f64 = true;
   for (size_t o = 0; o < ref.size(); ++o) {

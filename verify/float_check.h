@@ -24,7 +24,16 @@ struct FloatCheck {
   double worst_f32_error() const;
 };
 
+// The reference side of the check, computed once for many candidates: the random inputs and the
+// reference program's outputs in f64.
+struct FloatReference {
+  std::vector<Tensor<double>> inputs;
+  std::vector<Tensor<double>> outputs;
+};
+FloatReference float_reference(const Graph& reference, uint64_t seed);
+
 // `reference` and `candidate` must have matching signatures (checked by the caller).
+FloatCheck float_check(const FloatReference& reference, const Graph& candidate);
 FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t seed);
 
 }  // namespace weft

@@ -19,11 +19,13 @@ namespace {
 // Exit status of a run the user interrupted (128 + SIGINT); its results are written all the same.
 constexpr int kInterruptedExit = 130;
 
-// The search's progress line: redrawn in place on a terminal, one line per report otherwise.
+// The progress line: redrawn in place on a terminal, one line per report otherwise. The search's
+// last report and each verification report end their line on a terminal too (verification
+// reports are seconds apart, and the summary follows the last one).
 void print_progress(const OptimizeProgress& p, bool tty) {
-  if (p.phase != OptimizeProgress::Phase::search) return;
-  std::cerr << (tty ? "\r" : "") << optimize_progress_line(p) << (tty ? "" : "\n")
-            << (p.search_done && tty ? "\n" : "") << std::flush;
+  const bool last = p.search_done || p.phase == OptimizeProgress::Phase::verify;
+  std::cerr << (tty ? "\r" : "") << optimize_progress_line(p) << (tty && !last ? "" : "\n")
+            << std::flush;
 }
 
 // SIGINT while a search runs: the first sets the flag (and restores the default action, so a
