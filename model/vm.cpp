@@ -448,6 +448,21 @@ struct FrameStorage {
 
 }  // namespace
 
+std::optional<UGraphExecutor> ugraph_executor_by_name(std::string_view name) {
+  if (name == "interp") return UGraphExecutor::interpreter;
+  std::optional<Backend> backend = backend_by_name(name);
+  if (!backend) return std::nullopt;
+  switch (*backend) {
+    case Backend::cpu:
+      return UGraphExecutor::cpu;
+    case Backend::cuda:
+      return UGraphExecutor::cuda;
+    case Backend::cuda_emulation:
+      return UGraphExecutor::cuda_emulation;
+  }
+  return std::nullopt;
+}
+
 void Vm::compile_ugraphs() {
   if (options_.ugraph_executor == UGraphExecutor::interpreter) return;
   for (const UGraphDef& u : module_.ugraphs) ugraph_program(*u.graph);

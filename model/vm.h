@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -82,6 +83,8 @@ struct VmFunction {
 // target), cuda (generated CUDA on the GPU) or cuda_emulation (the same CUDA as host code),
 // the last two lowered for `VmOptions::gpu_target`.
 enum class UGraphExecutor : uint8_t { interpreter, cpu, cuda, cuda_emulation };
+// "interp", or a backend's name (runtime/program.h: "cpu", "cuda", "cuda-emulation").
+std::optional<UGraphExecutor> ugraph_executor_by_name(std::string_view name);
 
 struct VmOptions {
   UGraphExecutor ugraph_executor = UGraphExecutor::interpreter;

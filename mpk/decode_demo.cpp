@@ -131,11 +131,6 @@ class DecodeSession {
           fmt::format("{}: COS and SIN must hold dh values, dh even (the head size)", plan_.name));
   }
 
-  bool is_weight(const std::string& n) const {
-    return !(n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
-             n.rfind("Vc", 0) == 0);
-  }
-
   // Seeded draws in a fixed order (the host embedding table, then the weights in input order).
   void fill_weights() {
     const bool normal =
@@ -150,7 +145,7 @@ class DecodeSession {
     }
     for (size_t i = 0; i < plan_.inputs.size(); ++i) {
       const std::string& name = plan_.inputs[i];
-      if (!is_weight(name)) continue;
+      if (is_decode_state_input(name)) continue;
       const Shape& s = tensor(name).shape;
       std::vector<float> w(static_cast<size_t>(numel(s)));
       if (normal) {
@@ -196,6 +191,11 @@ class DecodeSession {
 };
 
 }  // namespace
+
+bool is_decode_state_input(const std::string& n) {
+  return n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
+         n.rfind("Vc", 0) == 0;
+}
 
 DecodeResult decode_on_host(const ProgramPlan& plan, const CpuProgram& program,
                             const DeviceGraph& graph, const DecodeOptions& options,

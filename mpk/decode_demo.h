@@ -24,6 +24,10 @@ namespace weft {
 // convention) and EMB [D, V] (the embedding table, transposed: also the tied LM head; X is its
 // column of the token). Every other input is a weight, seeded; without EMB the embedding table
 // [V, D] is held on the host. Throws UserError when the plan does not follow it.
+// Whether a step input is part of the decode state the loop rewrites each step (X, M, COS, SIN
+// and the caches Kc*, Vc*) rather than a weight.
+bool is_decode_state_input(const std::string& name);
+
 enum class WeightInit {
   automatic,  // normal when the program has EMB (Qwen3-shaped), else uniform
   uniform,    // uniform in [-1, 1] scaled by 1/sqrt(rows): the tiny decoder's

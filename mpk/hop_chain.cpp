@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
@@ -62,12 +61,11 @@ HopFigures chain_hops(const std::vector<TaskSpan>& trace, uint32_t tasks, uint64
     }
   HopFigures f;
   f.hops = static_cast<int64_t>(hops.size());
-  std::sort(hops.begin(), hops.end());
-  f.min_ns = hops.front();
-  f.max_ns = hops.back();
-  f.median_ns = hops.size() % 2 ? hops[hops.size() / 2]
-                                : (hops[hops.size() / 2 - 1] + hops[hops.size() / 2]) / 2;
   f.mean_ns = std::accumulate(hops.begin(), hops.end(), 0.0) / static_cast<double>(hops.size());
+  const Timing t = summarize_times(std::move(hops));  // in ns here
+  f.median_ns = t.median_s;
+  f.min_ns = t.min_s;
+  f.max_ns = t.max_s;
   return f;
 }
 

@@ -2,6 +2,7 @@
 #include "mpk/megakernel_bench.h"
 
 #include "core/error.h"
+#include "mpk/decode_demo.h"
 #include "runtime/cuda_runtime.h"
 
 namespace weft {
@@ -13,13 +14,9 @@ std::optional<double> MegakernelBench::floor_s() const {
 
 int64_t step_weight_bytes(const ProgramPlan& plan) {
   const bool decode = plan.find_tensor("LOGITS") && plan.find_tensor("M");
-  auto state = [](const std::string& n) {
-    return n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
-           n.rfind("Vc", 0) == 0;
-  };
   int64_t bytes = 0;
   for (const std::string& name : plan.inputs)
-    if (!decode || !state(name)) bytes += plan.find_tensor(name)->bytes();
+    if (!decode || !is_decode_state_input(name)) bytes += plan.find_tensor(name)->bytes();
   return bytes;
 }
 

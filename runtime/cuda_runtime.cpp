@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -158,6 +159,22 @@ namespace {
 
 void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) cuda_failed(e, what);
+}
+
+// `reps` runs of `launch` on `stream`, each between the two events (`what` names a run in errors).
+Timing time_between_events(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop, int reps,
+                           const std::function<void()>& launch, const std::string& what) {
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    launch();
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), what);
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms * 1e-3);
+  }
+  return summarize_times(std::move(times));
 }
 
 CudaDevice query_device() {
@@ -310,17 +327,9 @@ Timing CudaProgram::time_checked(const std::vector<std::vector<float>>& inputs, 
   DeviceState& s = *state_;
   for (int i = 0; i < warmup; ++i) launch();
   check(cudaStreamSynchronize(s.stream), fmt::format("warm-up runs of {}", plan().name));
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(s.start, s.stream), "cudaEventRecord");
-    launch();
-    check(cudaEventRecord(s.stop, s.stream), "cudaEventRecord");
-    check(cudaEventSynchronize(s.stop), fmt::format("timed run of {}", plan().name));
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, s.start, s.stop), "cudaEventElapsedTime");
-    times.push_back(ms * 1e-3);
-  }
-  return summarize_times(std::move(times));
+  return time_between_events(
+      s.stream, s.start, s.stop, reps, [&] { launch(); },
+      fmt::format("timed run of {}", plan().name));
 }
 
 Timing time_cuda_graph(const Program& program, const std::vector<std::vector<float>>& inputs,
@@ -357,18 +366,10 @@ Timing time_cuda_graph(const Program& program, const std::vector<std::vector<flo
   for (int i = 0; i < warmup; ++i) check(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch");
   check(cudaStreamSynchronize(s.stream),
         fmt::format("warm-up graph launches of {}", cuda->plan().name));
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(s.start, s.stream), "cudaEventRecord");
-    check(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch");
-    check(cudaEventRecord(s.stop, s.stream), "cudaEventRecord");
-    check(cudaEventSynchronize(s.stop),
-          fmt::format("a timed graph launch of {}", cuda->plan().name));
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, s.start, s.stop), "cudaEventElapsedTime");
-    times.push_back(ms * 1e-3);
-  }
-  return summarize_times(std::move(times));
+  return time_between_events(
+      s.stream, s.start, s.stop, reps,
+      [&] { check(cudaGraphLaunch(g.exec, s.stream), "cudaGraphLaunch"); },
+      fmt::format("a timed graph launch of {}", cuda->plan().name));
 }
 
 double measure_copy_bandwidth(int64_t bytes, int reps) {
@@ -392,17 +393,13 @@ double measure_copy_bandwidth(int64_t bytes, int reps) {
   check(cudaEventCreate(&m.start), "cudaEventCreate");
   check(cudaEventCreate(&m.stop), "cudaEventCreate");
   check(cudaMemcpy(m.b, m.a, n, cudaMemcpyDeviceToDevice), "cudaMemcpy (warm-up)");
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    check(cudaEventRecord(m.start, nullptr), "cudaEventRecord");
-    check(cudaMemcpyAsync(m.b, m.a, n, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
-    check(cudaEventRecord(m.stop, nullptr), "cudaEventRecord");
-    check(cudaEventSynchronize(m.stop), "the bandwidth probe");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, m.start, m.stop), "cudaEventElapsedTime");
-    times.push_back(ms * 1e-3);
-  }
-  return 2.0 * static_cast<double>(bytes) / summarize_times(std::move(times)).median_s;
+  const Timing t = time_between_events(
+      nullptr, m.start, m.stop, reps,
+      [&] {
+        check(cudaMemcpyAsync(m.b, m.a, n, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+      },
+      "the bandwidth probe");
+  return 2.0 * static_cast<double>(bytes) / t.median_s;
 }
 
 #else  // no CUDA toolkit at build time

@@ -78,6 +78,14 @@ ProgramPlan gpu_plan(const char* path) {
   return lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
 }
 
+// Every input of `plan` filled with `value`.
+std::vector<std::vector<float>> constant_inputs(const ProgramPlan& plan, float value) {
+  std::vector<std::vector<float>> inputs;
+  for (const std::string& name : plan.inputs)
+    inputs.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)), value);
+  return inputs;
+}
+
 TEST(MpkBench, EmulatedBenchTimesEveryPathOnTheSameInputs) {
   ProgramPlan plan = gpu_plan("tests/golden/mpk/fork.weft");
   MegakernelProgramOptions o;
@@ -85,9 +93,7 @@ TEST(MpkBench, EmulatedBenchTimesEveryPathOnTheSameInputs) {
   o.kernel.watchdog_s = 60;
   MegakernelProgram mk(plan, o);
   auto per_kernel = load_program(plan, Backend::cuda_emulation);
-  std::vector<std::vector<float>> inputs;
-  for (const std::string& name : plan.inputs)
-    inputs.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)), 0.5f);
+  const std::vector<std::vector<float>> inputs = constant_inputs(plan, 0.5f);
   MegakernelBenchOptions bo;
   bo.warmup = 0;
   bo.reps = 2;
@@ -123,9 +129,7 @@ TEST(MpkBench, StepWeightBytesLeaveOutTheDecodeState) {
 TEST(MpkBench, CudaGraphTimingTakesOnlyCudaPrograms) {
   ProgramPlan plan = gpu_plan("tests/golden/mpk/fork.weft");
   auto emulated = load_program(plan, Backend::cuda_emulation);
-  std::vector<std::vector<float>> inputs;
-  for (const std::string& name : plan.inputs)
-    inputs.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)), 1.0f);
+  const std::vector<std::vector<float>> inputs = constant_inputs(plan, 1.0f);
   try {
     time_cuda_graph(*emulated, inputs, 0, 1);
     FAIL() << "a cuda-emulation program ran as a CUDA graph";
@@ -146,18 +150,16 @@ TEST(MpkBenchGpu, HopsAndTheDecodeStepBenchRunOnTheDevice) {
   h.arch = target_for_device(require_cuda_device()).arch;
   HopBench hops = bench_hops(h);
   EXPECT_EQ(hops.hops.hops, 2 * 199);
-  ProgramPlan plan = lower_graph(
-      test::load_graph_file(test::source_path("examples/tiny_decoder_step.weft")),
-      target_for_device(require_cuda_device()));
+  ProgramPlan plan =
+      lower_graph(test::load_graph_file(test::source_path("examples/tiny_decoder_step.weft")),
+                  target_for_device(require_cuda_device()));
   MegakernelProgramOptions o;
   o.mpk.assign = {8, Dispatch::hybrid};
   o.emulated = false;
   o.arch = h.arch;
   MegakernelProgram mk(plan, o);
   auto per_kernel = load_program(plan, Backend::cuda);
-  std::vector<std::vector<float>> inputs;
-  for (const std::string& name : plan.inputs)
-    inputs.emplace_back(static_cast<size_t>(numel(plan.find_tensor(name)->shape)), 0.25f);
+  const std::vector<std::vector<float>> inputs = constant_inputs(plan, 0.25f);
   const auto want = per_kernel->run(inputs);
   MegakernelBenchOptions bo;
   bo.reps = 3;

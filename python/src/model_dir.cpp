@@ -69,14 +69,8 @@ class CompiledDirCore {
   nb::dict run(const std::string& function, const std::vector<std::string>& names,
                const std::vector<InputF64>& arrays, const std::vector<bool>& integral, bool f32,
                const std::string& backend) {
-    UGraphExecutor executor = UGraphExecutor::cpu;
-    if (backend == "interp")
-      executor = UGraphExecutor::interpreter;
-    else if (backend == "cuda")
-      executor = UGraphExecutor::cuda;
-    else if (backend == "cuda-emulation")
-      executor = UGraphExecutor::cuda_emulation;
-    else if (backend != "cpu")
+    const std::optional<UGraphExecutor> executor = ugraph_executor_by_name(backend);
+    if (!executor)
       throw UserError(fmt::format(
           "CompiledModelDir.run: backend must be 'cpu', 'cuda', 'cuda-emulation' or 'interp', "
           "not '{}'",
@@ -89,7 +83,7 @@ class CompiledDirCore {
     {
       nb::gil_scoped_release release;
       std::lock_guard lock(mutex_);
-      outputs = dir_->run(function, inputs, "the inputs", executor);
+      outputs = dir_->run(function, inputs, "the inputs", *executor);
     }
     nb::dict out;
     for (const auto& [name, t] : outputs) out[nb::str(name.c_str())] = tensor_array(t, f32);

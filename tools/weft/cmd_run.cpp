@@ -73,12 +73,9 @@ static Register reg(
           if (inputs->empty() || outputs->empty())
             throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
           CompiledModelDir dir(*file);
-          UGraphExecutor executor = UGraphExecutor::cpu;
-          if (backend_option->count() > 0) {
-            if (*backend == "interp") executor = UGraphExecutor::interpreter;
-            if (*backend == "cuda") executor = UGraphExecutor::cuda;
-            if (*backend == "cuda-emulation") executor = UGraphExecutor::cuda_emulation;
-          }
+          const UGraphExecutor executor = backend_option->count() > 0
+                                              ? *ugraph_executor_by_name(*backend)
+                                              : UGraphExecutor::cpu;
           auto arrays = dir.run(*function, read_npz(*inputs), *inputs, executor);
           write_npz(*outputs, arrays, dir.output_elements(*function));
           for (const auto& [name, t] : arrays)
