@@ -702,6 +702,37 @@ VmValue results_value(std::vector<Tensor<double>> outs) {
 
 }  // namespace
 
+VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
+                             const SymBinding& heap) {
+  const Call& c = b.call;
+  if (c.kind == CallKind::op) {
+    if (const ModelOpImpl* impl = model_impl(*op_by_name(c.callee))) {
+      WEFT_CHECK(impl->eval, "composite {} reached the VM unexpanded", c.callee);
+      Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
+      try {
+        return tensor_value(impl->eval(tensors, attrs));
+      } catch (const UserError& e) {
+        throw UserError(c.loc, e.message());
+      }
+    }
+    // A one-operator µGraph at the actual shapes: the table's shape rule checks them again.
+    GraphBuilder gb(Level::kernel, b.var);
+    std::vector<ValueId> ids;
+    std::vector<Tensor<double>> inputs;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      ids.push_back(
+          gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, tensors[i]->shape}, c.loc));
+      inputs.push_back(*tensors[i]);
+    }
+    auto outs =
+        gb.add_op(*op_by_name(c.callee), ids, evaluate_attrs(c.attrs, heap, c.loc), {}, c.loc);
+    for (ValueId o : outs) gb.add_output(o);
+    return results_value(evaluate_real(std::move(gb).finish(), inputs, true));
+  }
+  WEFT_CHECK(c.kind == CallKind::lib, "{} is not an operator call", call_kind_name(c.kind));
+  return tensor_value(lib_function_by_name(c.callee)->eval(tensors, {}));
+}
+
 VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
                     int depth) {
   const Call& c = b.call;
@@ -712,36 +743,10 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
       if (!tensors[i]) throw UserError(c.loc, fmt::format("operand {} is not a tensor", i + 1));
   };
   switch (c.kind) {
-    case CallKind::op: {
+    case CallKind::op:
+    case CallKind::lib:
       require_tensors();
-      if (const ModelOpImpl* impl = model_impl(*op_by_name(c.callee))) {
-        WEFT_CHECK(impl->eval, "composite {} reached the VM unexpanded", c.callee);
-        Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
-        try {
-          return tensor_value(impl->eval(tensors, attrs));
-        } catch (const UserError& e) {
-          throw UserError(c.loc, e.message());
-        }
-      }
-      // A one-operator µGraph at the actual shapes: the table's shape rule checks them again.
-      GraphBuilder gb(Level::kernel, b.var);
-      std::vector<ValueId> ids;
-      std::vector<Tensor<double>> inputs;
-      for (size_t i = 0; i < tensors.size(); ++i) {
-        ids.push_back(
-            gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, tensors[i]->shape}, c.loc));
-        inputs.push_back(*tensors[i]);
-      }
-      auto outs =
-          gb.add_op(*op_by_name(c.callee), ids, evaluate_attrs(c.attrs, heap, c.loc), {}, c.loc);
-      for (ValueId o : outs) gb.add_output(o);
-      return results_value(evaluate_real(std::move(gb).finish(), inputs, true));
-    }
-    case CallKind::lib: {
-      require_tensors();
-      const LibFunction* lib = lib_function_by_name(c.callee);
-      return tensor_value(lib->eval(tensors, {}));
-    }
+      return run_operator_on_host(b, tensors, heap);
     case CallKind::ugraph: {
       require_tensors();
       const Graph& g = *module_.find_ugraph(c.callee)->graph;

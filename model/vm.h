@@ -133,6 +133,8 @@ class Vm {
   const VmFunction& compiled(const std::string& name) const;
   const VmStats& stats() const { return stats_; }
   const ModulePlan& plan() const { return plan_; }
+  // The module the VM runs (the caller's, composites expanded): compiled code points into it.
+  const Module& module() const { return module_; }
   // "  0: bind_params\n  1: call h = rms_norm(x)...": the register program, for `model print --vm`.
   std::string disassemble(const std::string& name) const;
 
@@ -158,6 +160,12 @@ class Vm {
   int64_t storage_bytes_ = 0;  // planned storage held by frames
   int64_t naive_bytes_ = 0;    // every tensor produced by the live frames
 };
+
+// A table or model operator (CallKind::op) or a library call (CallKind::lib) computed on the host
+// as the VM computes it (model operators and libraries in f64, table operators by the
+// interpreter in f32), not yet stored in the result's dtype. UserError at the call for bad data.
+VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
+                             const SymBinding& heap);
 
 // A binding's model attributes as the table's: symbolic values evaluated at `heap`. Throws
 // UserError at `loc` when one cannot be.

@@ -289,8 +289,12 @@ void CudaProgram::upload(const std::vector<std::vector<float>>& inputs) const {
 
 void CudaProgram::launch() const {
   DeviceState& s = *state_;
-  int rc =
-      reinterpret_cast<LaunchFn>(launch_)(s.inputs.data(), s.outputs.data(), s.workspace, s.stream);
+  launch_raw_checked(s.inputs.data(), s.outputs.data(), s.workspace, s.stream);
+}
+
+void CudaProgram::launch_raw_checked(void* const* inputs, void* const* outputs, void* workspace,
+                                     void* stream) const {
+  int rc = reinterpret_cast<LaunchFn>(launch_)(inputs, outputs, workspace, stream);
   if (rc != 0)
     cuda_failed(static_cast<cudaError_t>(rc), fmt::format("weft_cuda_launch of {}", plan().name));
   check(cudaGetLastError(), fmt::format("launching {}", plan().name));
@@ -402,7 +406,92 @@ double measure_copy_bandwidth(int64_t bytes, int reps) {
   return 2.0 * static_cast<double>(bytes) / t.median_s;
 }
 
+namespace {
+
+struct CudaGraph final : CapturedGraph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~CudaGraph() override {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+class CudaDeviceImpl final : public Device {
+ public:
+  explicit CudaDeviceImpl(const BuildOptions& options) : Device(Backend::cuda, options) {
+    require_cuda_device();
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    load_kernels();
+  }
+  ~CudaDeviceImpl() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+  void* allocate(int64_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, 1))),
+          fmt::format("cudaMalloc of {} bytes", bytes));
+    return p;
+  }
+  // cudaFree waits for the device to finish with the buffer.
+  void deallocate(void* p) override { cudaFree(p); }
+  void upload(void* dst, const void* src, int64_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_),
+          "copying to the device");
+    // The source is pageable host memory the caller may free at once.
+    check(cudaStreamSynchronize(stream_), "copying to the device");
+  }
+  void download(void* dst, const void* src, int64_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+          "copying to the host");
+    check(cudaStreamSynchronize(stream_), "copying to the host");
+  }
+  void copy(void* dst, const void* src, int64_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream_),
+          "a copy on the device");
+  }
+  void* stream() const override { return stream_; }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "running on the device"); }
+  bool captures_graphs() const override { return true; }
+  void begin_capture() override {
+    // Relaxed: buffers are allocated while a run is captured (they then live with the graph).
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  }
+  std::unique_ptr<CapturedGraph> end_capture() override {
+    auto g = std::make_unique<CudaGraph>();
+    check(cudaStreamEndCapture(stream_, &g->graph), "capturing the model's launches");
+    check(cudaGraphInstantiate(&g->exec, g->graph, 0), "cudaGraphInstantiate");
+    return g;
+  }
+  void abort_capture() override {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(stream_, &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+  }
+  void replay(const CapturedGraph& graph) override {
+    check(cudaGraphLaunch(static_cast<const CudaGraph&>(graph).exec, stream_), "cudaGraphLaunch");
+  }
+
+ private:
+  void check_launch(int rc, const std::string& what) const override {
+    if (rc != 0) cuda_failed(static_cast<cudaError_t>(rc), what);
+    check(cudaGetLastError(), what);
+  }
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> open_cuda_device(const BuildOptions& options) {
+  return std::make_unique<CudaDeviceImpl>(options);
+}
+
 #else  // no CUDA toolkit at build time
+
+std::unique_ptr<Device> open_cuda_device(const BuildOptions&) {
+  throw UserError(kNoToolkit);
+}
 
 const CudaDevice& require_cuda_device() {
   throw UserError(kNoToolkit);
@@ -417,6 +506,9 @@ void CudaProgram::upload(const std::vector<std::vector<float>>&) const {
   throw UserError(kNoToolkit);
 }
 void CudaProgram::launch() const {
+  throw UserError(kNoToolkit);
+}
+void CudaProgram::launch_raw_checked(void* const*, void* const*, void*, void*) const {
   throw UserError(kNoToolkit);
 }
 std::vector<std::vector<float>> CudaProgram::run_checked(
@@ -447,6 +539,26 @@ std::string CudaProgram::plan_name() const {
   return name_ ? reinterpret_cast<NameFn>(name_)() : "";
 }
 
+CacheResult build_cuda_library(const std::string& source, const std::string& arch,
+                               const BuildOptions& options) {
+  if (!cuda_runtime_built()) throw UserError(kNoToolkit);
+  const CudaBuildOptions& o = options.cuda;
+  std::string nvcc = find_nvcc(o);
+  std::string libdir = toolkit_library_dir(nvcc);
+  std::string flags = fmt::format("{} -arch={}", o.flags, arch);
+  std::string libs = o.libraries;
+  if (!libdir.empty()) libs += fmt::format(" -Xlinker -rpath,{}", libdir);
+  CacheBuild build;
+  build.configured_dir = options.cache_dir;
+  build.key_material = fmt::format("nvcc {}\n{}\n{}\n{}", nvcc, flags, libs, nvcc_version(nvcc));
+  build.source = source;
+  build.source_extension = ".cu";
+  build.command = [&](const std::string& src, const std::string& out) {
+    return fmt::format("'{}' {} -o '{}' '{}' {}", nvcc, flags, out, src, libs);
+  };
+  return build_cached(build);
+}
+
 std::unique_ptr<CudaProgram> build_cuda_program(const ProgramPlan& plan, const std::string& source,
                                                 const BuildOptions& options) {
   if (!cuda_runtime_built()) throw UserError(kNoToolkit);
@@ -461,22 +573,8 @@ std::unique_ptr<CudaProgram> build_cuda_program(const ProgramPlan& plan, const s
           plan.name, plan.target));
     arch = t.arch;
   }
-  std::string nvcc = find_nvcc(o);
-  std::string libdir = toolkit_library_dir(nvcc);
-  std::string flags = fmt::format("{} -arch={}", o.flags, arch);
-  std::string libs = o.libraries;
-  if (!libdir.empty()) libs += fmt::format(" -Xlinker -rpath,{}", libdir);
-
   std::unique_ptr<CudaProgram> prog(new CudaProgram(plan, source));
-  CacheBuild build;
-  build.configured_dir = options.cache_dir;
-  build.key_material = fmt::format("nvcc {}\n{}\n{}\n{}", nvcc, flags, libs, nvcc_version(nvcc));
-  build.source = source;
-  build.source_extension = ".cu";
-  build.command = [&](const std::string& src, const std::string& out) {
-    return fmt::format("'{}' {} -o '{}' '{}' {}", nvcc, flags, out, src, libs);
-  };
-  CacheResult built = build_cached(build);
+  CacheResult built = build_cuda_library(source, arch, options);
   if (built.failed)
     throw UserError(fmt::format("nvcc failed to build {} (source kept at {}):\n$ {}\n{}", plan.name,
                                 built.kept_source, built.command, built.log));

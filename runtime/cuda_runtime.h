@@ -9,6 +9,7 @@
 
 #include "core/target.h"
 #include "lower/plan.h"
+#include "runtime/device.h"
 #include "runtime/program.h"
 
 namespace weft {
@@ -54,6 +55,8 @@ class CudaProgram final : public Program {
   DeviceState& device_state() const;  // allocates buffers and checks limits on first use
   void upload(const std::vector<std::vector<float>>& inputs) const;
   void launch() const;
+  void launch_raw_checked(void* const* inputs, void* const* outputs, void* workspace,
+                          void* stream) const override;
   std::vector<std::vector<float>> run_checked(
       const std::vector<std::vector<float>>& inputs) const override;
   // Uploads `inputs` once, then `warmup` untimed and `reps` timed launches, each between two
@@ -80,6 +83,17 @@ Timing time_cuda_graph(const Program& program, const std::vector<std::vector<flo
 // timed between CUDA events (median of `reps`), counting every byte read and written.
 // UserError when there is no device.
 double measure_copy_bandwidth(int64_t bytes = int64_t{1} << 30, int reps = 5);
+
+// The GPU as a Device (runtime/device.h): cudaMalloc'd buffers, one non-blocking stream, the
+// model kernels built for the device's architecture, stream capture into CUDA graphs. UserError
+// without a usable device or toolkit.
+std::unique_ptr<Device> open_cuda_device(const BuildOptions& options = {});
+
+// Builds a .cu unit into a shared library for `arch` (sm_90a, ...) with nvcc (options.cuda), or
+// finds it in the cache (the result says whether the compiler failed, with its log). UserError
+// when nvcc is missing or weft was built without CUDA.
+CacheResult build_cuda_library(const std::string& source, const std::string& arch,
+                               const BuildOptions& options = {});
 
 // Builds `source` (a .cu with the weft_cuda_launch ABI, docs/cuda-backend.md) for `plan` with
 // nvcc (options.cuda), or finds it in the cache, and loads it. No device is needed. Throws

@@ -37,8 +37,12 @@ EmulatedProgram::Buffers EmulatedProgram::buffers(
 }
 
 void EmulatedProgram::launch(Buffers& b) const {
-  int rc = reinterpret_cast<LaunchFn>(entry_)(b.in_ptrs.data(), b.out_ptrs.data(),
-                                              b.workspace.data(), nullptr);
+  launch_raw_checked(b.in_ptrs.data(), b.out_ptrs.data(), b.workspace.data(), nullptr);
+}
+
+void EmulatedProgram::launch_raw_checked(void* const* inputs, void* const* outputs, void* workspace,
+                                         void*) const {
+  int rc = reinterpret_cast<LaunchFn>(entry_)(inputs, outputs, workspace, nullptr);
   WEFT_CHECK(rc == 0, "emulated weft_cuda_launch of {} returned {}", plan().name, rc);
 }
 
@@ -62,10 +66,7 @@ Timing EmulatedProgram::time_checked(const std::vector<std::vector<float>>& inpu
   return time_runs([&] { launch(b); }, warmup, reps);
 }
 
-std::unique_ptr<EmulatedProgram> build_emulated_program(const ProgramPlan& plan,
-                                                        const std::string& source,
-                                                        const BuildOptions& options) {
-  std::unique_ptr<EmulatedProgram> prog(new EmulatedProgram(plan, source));
+CacheResult build_emulated_library(const std::string& source, const BuildOptions& options) {
   const EmulationBuildOptions& o = options.emulation;
   CacheBuild build;
   build.configured_dir = options.cache_dir;
@@ -75,7 +76,14 @@ std::unique_ptr<EmulatedProgram> build_emulated_program(const ProgramPlan& plan,
   build.command = [&](const std::string& src, const std::string& out) {
     return fmt::format("{} {} -o '{}' '{}'", o.compiler, o.flags, out, src);
   };
-  CacheResult r = build_cached(build);
+  return build_cached(build);
+}
+
+std::unique_ptr<EmulatedProgram> build_emulated_program(const ProgramPlan& plan,
+                                                        const std::string& source,
+                                                        const BuildOptions& options) {
+  std::unique_ptr<EmulatedProgram> prog(new EmulatedProgram(plan, source));
+  CacheResult r = build_emulated_library(source, options);
   WEFT_CHECK(!r.failed,
              "the generated CUDA did not compile for host emulation ({}; source kept "
              "at {}):\n{}",

@@ -27,6 +27,8 @@ class EmulatedProgram final : public Program {
       const std::vector<std::vector<float>>& inputs) const override;
   Timing time_checked(const std::vector<std::vector<float>>& inputs, int warmup,
                       int reps) const override;
+  void launch_raw_checked(void* const* inputs, void* const* outputs, void* workspace,
+                          void* stream) const override;
 
   void* entry_ = nullptr;
 };
@@ -38,5 +40,8 @@ class EmulatedProgram final : public Program {
 std::unique_ptr<EmulatedProgram> build_emulated_program(const ProgramPlan& plan,
                                                         const std::string& source,
                                                         const BuildOptions& options = {});
+// Compiles a .cu unit as host C++ (options.emulation), cached; the result says whether the
+// compiler failed.
+CacheResult build_emulated_library(const std::string& source, const BuildOptions& options = {});
 
 }  // namespace weft

@@ -94,6 +94,16 @@ Timing Program::time(const std::vector<std::vector<float>>& inputs, int warmup, 
   return time_checked(inputs, warmup, reps);
 }
 
+void Program::launch_raw(void* const* inputs, void* const* outputs, void* workspace,
+                         void* stream) const {
+  launch_raw_checked(inputs, outputs, workspace, stream);
+}
+
+void Program::launch_raw_checked(void* const*, void* const*, void*, void*) const {
+  throw UserError(fmt::format("{} runs on the {} backend, which has no device launch", plan_.name,
+                              backend_name(backend_)));
+}
+
 std::string generate_source(const ProgramPlan& plan, Backend backend) {
   switch (backend) {
     case Backend::cpu:

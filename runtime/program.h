@@ -82,6 +82,12 @@ class Program {
   // between two CUDA events on device-resident buffers, cuda-emulation the emulated launch (host
   // time, no measure of GPU speed). Same errors as run; reps >= 1 and warmup >= 0.
   Timing time(const std::vector<std::vector<float>>& inputs, int warmup, int reps) const;
+  // The raw ABI (docs/cuda-backend.md), for callers that keep tensors on the device (the model
+  // executor, model/device_vm.h): one launch of weft_cuda_launch on caller-owned buffers (device
+  // pointers in plan order, each in its plan dtype; `workspace` of plan().workspace_bytes) on
+  // `stream` (a cudaStream_t; ignored in emulation), with no copy and no synchronization. A
+  // failed launch is reported as run reports it. UserError on the cpu backend.
+  void launch_raw(void* const* inputs, void* const* outputs, void* workspace, void* stream) const;
 
  protected:
   Program(Backend backend, const ProgramPlan& plan, std::string source);
@@ -97,6 +103,8 @@ class Program {
   virtual Timing time_checked(const std::vector<std::vector<float>>& inputs, int warmup,
                               int reps) const = 0;
   void check_inputs(const std::vector<std::vector<float>>& inputs) const;
+  virtual void launch_raw_checked(void* const* inputs, void* const* outputs, void* workspace,
+                                  void* stream) const;
 
   Backend backend_;
   ProgramPlan plan_;

@@ -144,6 +144,31 @@ std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& f
                                                             const std::string& where,
                                                             UGraphExecutor executor) {
   std::vector<VmValue> args = arguments(function, inputs, where);
+  if (executor == UGraphExecutor::cuda || executor == UGraphExecutor::cuda_emulation) {
+    Backend backend = executor == UGraphExecutor::cuda ? Backend::cuda : Backend::cuda_emulation;
+    if (!device_vm_ || device_vm_->backend() != backend) {
+      DeviceVmOptions o;
+      o.build = compiled_options().build;
+      if (target_by_name(target_).kind == TargetKind::gpu) o.gpu_target = target_;
+      resident_weights_.clear();
+      device_vm_.reset();
+      device_vm_ = std::make_unique<DeviceVm>(compiled_, backend, o);
+    }
+    const Function& fn = function_to_run(device_vm_->vm().module(), function, SourceLoc{dir_});
+    std::vector<DeviceValue> dev;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Param& p = fn.params[i];
+      if (!weights_.count(p.name)) {
+        dev.push_back(device_vm_->upload(args[i], p.type));
+        continue;
+      }
+      auto it = resident_weights_.find(p.name);
+      if (it == resident_weights_.end())
+        it = resident_weights_.emplace(p.name, device_vm_->upload(args[i], p.type)).first;
+      dev.push_back(it->second);
+    }
+    return named_results(device_vm_->download(device_vm_->run(function, dev)));
+  }
   if (!vm_ || vm_executor_ != executor) {
     VmOptions o = compiled_options();
     o.ugraph_executor = executor;

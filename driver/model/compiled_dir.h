@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device_vm.h"
 #include "model/npz.h"
 #include "model/vm.h"
 #include "runtime/timing.h"
@@ -50,14 +51,21 @@ class CompiledModelDir {
   // <f2, bf16 and f32 as <f4), by the names named_results gives.
   std::map<std::string, NpyElement> output_elements(const std::string& function) const;
 
+  // The device executor's counters (launches, host fallbacks, graphs); null before a run with
+  // the cuda or cuda_emulation executor.
+  const DeviceVmStats* device_stats() const { return device_vm_ ? &device_vm_->stats() : nullptr; }
+
   // The target the directory was compiled for (summary.json).
   const std::string& target() const { return target_; }
 
   // Runs `function` of the compiled module, its µGraphs through `executor`: compiled CPU
-  // programs by default; cuda or cuda_emulation run generated CUDA (on the device, or as host
-  // code) lowered for the directory's target when it is a GPU's (else VmOptions::gpu_target's
-  // default), every other operator on the CPU. Programs are built
-  // at the first run with an executor and kept. One run at a time.
+  // programs by default, through the host VM. cuda or cuda_emulation run the whole function
+  // device-resident (model/device_vm.h: on the GPU, or the same CUDA as host code): µGraphs as
+  // their generated CUDA lowered for the directory's target when it is a GPU's (else h100, or the
+  // device's), other operators as device kernels; the directory's weights are uploaded at the
+  // first run and stay on the device, the caller's inputs are uploaded and the results
+  // downloaded per run. Programs are built at the first run with an executor and kept. One run
+  // at a time.
   std::map<std::string, Tensor<double>> run(const std::string& function, const NpzArrays& inputs,
                                             const std::string& where,
                                             UGraphExecutor executor = UGraphExecutor::cpu);
@@ -72,6 +80,8 @@ class CompiledModelDir {
   std::string target_;
   std::unique_ptr<Vm> vm_;
   UGraphExecutor vm_executor_ = UGraphExecutor::cpu;
+  std::unique_ptr<DeviceVm> device_vm_;
+  std::map<std::string, DeviceValue> resident_weights_;  // by parameter name, on device_vm_
 };
 
 // One input's times (medians) of `weft bench DIR`: the uncompiled module through the

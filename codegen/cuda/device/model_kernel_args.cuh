@@ -1,0 +1,55 @@
+// The argument structs of the model executor's device kernels (model_kernels.cuh), shared by the
+// kernels and the host code that fills them (runtime/device_kernels.cpp): plain C++, no device
+// code, so the host includes it as it is. Pointers are device pointers; dtypes 0 f32, 1 f16, 2 bf16.
+#pragma once
+
+#include <stdint.h>
+
+#define WEFT_DK_MAX_RANK 8
+#define WEFT_DK_MAX_OPERANDS 3
+
+struct weft_dk_map_args {
+  const void* in;
+  void* out;
+  int in_dtype, out_dtype, rank;
+  int64_t numel, in_offset, out_offset;
+  float fill;
+  int64_t dims[WEFT_DK_MAX_RANK], out_stride[WEFT_DK_MAX_RANK], div[WEFT_DK_MAX_RANK],
+      step[WEFT_DK_MAX_RANK], start[WEFT_DK_MAX_RANK], bound[WEFT_DK_MAX_RANK],
+      mod[WEFT_DK_MAX_RANK], in_stride[WEFT_DK_MAX_RANK];
+};
+
+struct weft_dk_elementwise_args {
+  const void* in[WEFT_DK_MAX_OPERANDS];
+  void* out;
+  int in_dtype[WEFT_DK_MAX_OPERANDS], out_dtype, operands, rank, op;
+  float k;
+  int64_t numel;
+  int64_t dims[WEFT_DK_MAX_RANK], stride[WEFT_DK_MAX_OPERANDS][WEFT_DK_MAX_RANK];
+};
+
+struct weft_dk_rows_args {
+  const void* in;
+  void* out;
+  int in_dtype, out_dtype, kind;
+  int64_t outer, n, inner, to;
+  float k;
+};
+
+struct weft_dk_gather_args {
+  const void* x;
+  const void* ids;
+  void* out;
+  int x_dtype, ids_dtype, out_dtype;
+  int64_t outer, extent, inner, count;
+};
+
+struct weft_dk_matmul_args {
+  const void* a;
+  const void* b;
+  void* out;
+  int a_dtype, b_dtype, out_dtype, batch_rank;
+  int64_t batch, m, n, k;
+  // The result's batch dims and each operand's element stride per batch dim (0: broadcast).
+  int64_t batch_dims[WEFT_DK_MAX_RANK], a_stride[WEFT_DK_MAX_RANK], b_stride[WEFT_DK_MAX_RANK];
+};

@@ -1,0 +1,163 @@
+// The device kernels of the model executor (model/device_vm.h): the operators a compiled model
+// runs outside its µGraphs, as grid-stride kernels over raw device pointers in their dtypes
+// (0 f32, 1 f16, 2 bf16, as weft_gemm), with extern "C" entry points taking one argument struct
+// and a stream. Pasted after the prelude; the unit defines weft_dk_scalar (the table's scalar
+// forms, codegen/cuda/emit_model_kernels.cpp) after it. One source for the GPU and emulation.
+#pragma once
+
+#include "codegen/cuda/device/prelude.cuh"
+#include "codegen/cuda/device/model_kernel_args.cuh"
+
+#if defined(__CUDACC__) && !defined(WEFT_HOST_EMULATION)
+#define WEFT_DK_THREADS 256
+#define WEFT_DK_MAX_BLOCKS 1024
+#else
+// Emulation runs every thread of a block as a std::thread: few threads, one block, same code.
+#define WEFT_DK_THREADS 4
+#define WEFT_DK_MAX_BLOCKS 1
+#endif
+
+// The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constant k.
+WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k);
+
+WEFT_DEV float weft_dk_ld(const void* p, int dtype, int64_t i) {
+  if (dtype == 1) return weft_ld(static_cast<const weft_f16*>(p) + i);
+  if (dtype == 2) return weft_ld(static_cast<const weft_bf16*>(p) + i);
+  return weft_ld(static_cast<const float*>(p) + i);
+}
+WEFT_DEV void weft_dk_st(void* p, int dtype, int64_t i, float v) {
+  if (dtype == 1)
+    weft_st(static_cast<weft_f16*>(p) + i, v);
+  else if (dtype == 2)
+    weft_st(static_cast<weft_bf16*>(p) + i, v);
+  else
+    weft_st(static_cast<float*>(p) + i, v);
+}
+
+// Index mapping (every data-movement operator): output element o of `rank` dims `dims` at
+// coordinates c_d; per dim the source coordinate s = (c_d / div_d) * step_d + start_d, outside
+// [0, bound_d) the element is `fill` (pad), else s % mod_d (tile, repeat) times in_stride_d
+// (0: broadcast) added to in_offset. The output is written at out_offset + sum c_d out_stride_d
+// (a region of a larger tensor: concat).
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_map(weft_dk_map_args a) {
+  for (int64_t o = weft_gtid(); o < a.numel; o += weft_gthreads()) {
+    int64_t rest = o, src = a.in_offset, dst = a.out_offset;
+    bool inside = true;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const int64_t c = rest % a.dims[d];
+      rest /= a.dims[d];
+      dst += c * a.out_stride[d];
+      int64_t s = (c / a.div[d]) * a.step[d] + a.start[d];
+      if (s < 0 || s >= a.bound[d]) inside = false;
+      src += (s % a.mod[d]) * a.in_stride[d];
+    }
+    weft_dk_st(a.out, a.out_dtype, dst, inside ? weft_dk_ld(a.in, a.in_dtype, src) : a.fill);
+  }
+}
+
+// Elementwise with broadcasting: out[o] = weft_dk_scalar(op, x0, x1, x2, k), operand j read at
+// sum c_d stride[j][d] (0 on broadcast dims).
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_elementwise(weft_dk_elementwise_args a) {
+  for (int64_t o = weft_gtid(); o < a.numel; o += weft_gthreads()) {
+    float x[WEFT_DK_MAX_OPERANDS] = {0.0f, 0.0f, 0.0f};
+    for (int j = 0; j < a.operands; ++j) {
+      int64_t rest = o, at = 0;
+      for (int d = a.rank - 1; d >= 0; --d) {
+        at += (rest % a.dims[d]) * a.stride[j][d];
+        rest /= a.dims[d];
+      }
+      x[j] = weft_dk_ld(a.in[j], a.in_dtype[j], at);
+    }
+    weft_dk_st(a.out, a.out_dtype, o, weft_dk_scalar(a.op, x[0], x[1], x[2], a.k));
+  }
+}
+
+// Row kernels over [outer, n, inner] views (one thread per (outer, inner) pair, f32 partials):
+// kind 0 sum, 1 mean, 2 max over n to size `to` (element g combines g, g + to, ...); 3 softmax
+// over n (max subtracted); 4 layer norm over n (inner = 1; eps in k).
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
+  const int64_t groups = a.kind <= 2 ? a.to : 1;
+  for (int64_t t = weft_gtid(); t < a.outer * a.inner * groups; t += weft_gthreads()) {
+    const int64_t g = t % groups, q = t / groups, i = q % a.inner, o = q / a.inner;
+    const int64_t base = o * a.n * a.inner + i;
+    if (a.kind <= 2) {
+      float acc = a.kind == 2 ? -INFINITY : 0.0f;
+      int64_t count = 0;
+      for (int64_t j = g; j < a.n; j += a.to, ++count) {
+        const float v = weft_dk_ld(a.in, a.in_dtype, base + j * a.inner);
+        acc = a.kind == 2 ? fmaxf(acc, v) : acc + v;
+      }
+      if (a.kind == 1) acc /= static_cast<float>(count);
+      weft_dk_st(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
+    } else if (a.kind == 3) {
+      float m = -INFINITY, sum = 0.0f;
+      for (int64_t j = 0; j < a.n; ++j) m = fmaxf(m, weft_dk_ld(a.in, a.in_dtype, base + j * a.inner));
+      for (int64_t j = 0; j < a.n; ++j) sum += expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m);
+      for (int64_t j = 0; j < a.n; ++j)
+        weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
+                   expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m) / sum);
+    } else {
+      float mean = 0.0f, var = 0.0f;
+      for (int64_t j = 0; j < a.n; ++j) mean += weft_dk_ld(a.in, a.in_dtype, base + j * a.inner);
+      mean /= static_cast<float>(a.n);
+      for (int64_t j = 0; j < a.n; ++j) {
+        const float d = weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - mean;
+        var += d * d;
+      }
+      const float inv = 1.0f / sqrtf(var / static_cast<float>(a.n) + a.k);
+      for (int64_t j = 0; j < a.n; ++j)
+        weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
+                   (weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - mean) * inv);
+    }
+  }
+}
+
+// Gather along an axis: x viewed as [outer, extent, inner], out as [outer, ids, inner]; an index
+// that is not an integer in [-extent, extent) gives NaN (a kernel cannot throw; the host path
+// names it).
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_gather(weft_dk_gather_args a) {
+  for (int64_t t = weft_gtid(); t < a.outer * a.count * a.inner; t += weft_gthreads()) {
+    const int64_t i = t % a.inner, r = (t / a.inner) % a.count, o = t / (a.inner * a.count);
+    const float v = weft_dk_ld(a.ids, a.ids_dtype, r);
+    float value = NAN;
+    if (v >= -static_cast<float>(a.extent) && v < static_cast<float>(a.extent) && v == floorf(v)) {
+      int64_t row = static_cast<int64_t>(v);
+      if (row < 0) row += a.extent;
+      value = weft_dk_ld(a.x, a.x_dtype, (o * a.extent + row) * a.inner + i);
+    }
+    weft_dk_st(a.out, a.out_dtype, t, value);
+  }
+}
+
+// Batched matmul [.., m, k] x [.., k, n] with broadcast batch dims, one thread per output
+// element, f32 accumulation in k order (the simple, correct path; µGraph matmuls use cuBLAS).
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
+  for (int64_t t = weft_gtid(); t < a.batch * a.m * a.n; t += weft_gthreads()) {
+    const int64_t j = t % a.n, i = (t / a.n) % a.m, p = t / (a.n * a.m);
+    int64_t oa = 0, ob = 0, rest = p;
+    for (int d = a.batch_rank - 1; d >= 0; --d) {
+      oa += (rest % a.batch_dims[d]) * a.a_stride[d];
+      ob += (rest % a.batch_dims[d]) * a.b_stride[d];
+      rest /= a.batch_dims[d];
+    }
+    float acc = 0.0f;
+    for (int64_t q = 0; q < a.k; ++q)
+      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) * weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
+    weft_dk_st(a.out, a.out_dtype, t, acc);
+  }
+}
+
+#define WEFT_DK_ENTRY(name, args_type, work)                                                 \
+  extern "C" int name##_launch(const args_type* args, void* stream) {                         \
+    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                         \
+    if (blocks < 1) blocks = 1;                                                                \
+    if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                              \
+    (void)stream;                                                                              \
+    WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args);       \
+    return 0;                                                                                  \
+  }
+WEFT_DK_ENTRY(weft_dk_map, weft_dk_map_args, args->numel)
+WEFT_DK_ENTRY(weft_dk_elementwise, weft_dk_elementwise_args, args->numel)
+WEFT_DK_ENTRY(weft_dk_rows, weft_dk_rows_args, args->outer * args->inner * args->to)
+WEFT_DK_ENTRY(weft_dk_gather, weft_dk_gather_args, args->outer * args->count * args->inner)
+WEFT_DK_ENTRY(weft_dk_matmul, weft_dk_matmul_args, args->batch * args->m * args->n)

@@ -1,0 +1,663 @@
+// The device-resident model executor: the VM's instructions over device values, operators
+// dispatched to the model kernel library by kind, host fallbacks counted, CUDA graphs per binding.
+#include "model/device_vm.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "codegen/cuda/device/model_kernel_args.cuh"
+#include "codegen/cuda/emit_model_kernels.h"
+#include "driver/run.h"
+#include "interp/interpreter.h"
+#include "runtime/dtype_convert.h"
+
+namespace weft {
+
+void* DeviceTensor::data() const {
+  return static_cast<uint8_t*>(buffer->data) + offset * dtype_bytes(dtype);
+}
+
+const DeviceTuple* DeviceValue::tuple() const {
+  auto* p = std::get_if<std::shared_ptr<const DeviceTuple>>(&v);
+  return p ? p->get() : nullptr;
+}
+
+namespace {
+
+constexpr int kMaxCallDepth = 256;
+constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
+
+// A host fallback met while a run is being captured: the run is not capturable.
+struct NotCapturable {};
+
+int dtype_code(DType d) {
+  switch (d) {
+    case DType::f32:
+      return 0;
+    case DType::f16:
+      return 1;
+    case DType::bf16:
+      return 2;
+  }
+  return 0;
+}
+
+std::vector<int64_t> row_major_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i)
+    st[static_cast<size_t>(i)] = st[static_cast<size_t>(i) + 1] * s[static_cast<size_t>(i) + 1];
+  return st;
+}
+
+// A map that copies `in` element for element into a tensor of `out_shape` (same numel for
+// reshape-like copies; callers edit the per-dim fields for the other movements).
+weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype,
+                              const Shape& out_shape) {
+  weft_dk_map_args a{};
+  a.in = in.data();
+  a.out = out;
+  a.in_dtype = dtype_code(in.dtype);
+  a.out_dtype = dtype_code(out_dtype);
+  a.rank = static_cast<int>(out_shape.size());
+  a.numel = numel(out_shape);
+  auto os = row_major_strides(out_shape);
+  auto is = row_major_strides(in.shape);
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    a.dims[d] = out_shape[d];
+    a.out_stride[d] = os[d];
+    a.div[d] = 1;
+    a.step[d] = 1;
+    a.start[d] = 0;
+    a.bound[d] = kHuge;
+    a.mod[d] = kHuge;
+    a.in_stride[d] = d < is.size() && in.shape.size() == out_shape.size() ? is[d] : 0;
+  }
+  return a;
+}
+
+// Broadcast strides of `s` against `out` (right-aligned; 0 where s has 1 or no dim).
+std::vector<int64_t> broadcast_strides_of(const Shape& s, const Shape& out) {
+  std::vector<int64_t> st(out.size(), 0);
+  auto own = row_major_strides(s);
+  size_t lead = out.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d)
+    if (s[d] != 1) st[lead + d] = own[d];
+  return st;
+}
+
+int64_t normalized(int64_t dim, size_t rank) {
+  return dim < 0 ? dim + static_cast<int64_t>(rank) : dim;
+}
+
+}  // namespace
+
+DeviceVm::DeviceVm(const Module& module, Backend backend, DeviceVmOptions options)
+    : vm_(module,
+          [] {
+            VmOptions o;
+            o.plan = false;
+            return o;
+          }()),
+      options_(std::move(options)),
+      device_(open_device(backend, options_.build)) {}
+
+DeviceVm::~DeviceVm() {
+  captured_.clear();
+  workspaces_.clear();
+  programs_.clear();
+}
+
+DeviceTensor DeviceVm::allocate(DType dtype, const Shape& shape) {
+  DeviceTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.buffer = std::make_shared<DeviceBuffer>(*device_, numel(shape) * dtype_bytes(dtype));
+  return t;
+}
+
+void DeviceVm::launch(const char* kernel, const void* args) {
+  device_->launch(kernel, args);
+  ++stats_.kernel_launches;
+}
+
+DeviceTensor DeviceVm::converted(const DeviceTensor& t, DType dtype) {
+  if (t.dtype == dtype) return t;
+  DeviceTensor out = allocate(dtype, t.shape);
+  weft_dk_map_args a = identity_map(t, out.data(), dtype, t.shape);
+  launch("weft_dk_map_launch", &a);
+  return out;
+}
+
+DeviceValue DeviceVm::upload(const VmValue& value, const MType& type) {
+  if (const VmTuple* tu = value.tuple()) {
+    auto out = std::make_shared<DeviceTuple>();
+    for (size_t i = 0; i < tu->size(); ++i)
+      out->push_back(upload((*tu)[i], i < type.fields.size() ? type.fields[i] : MType{}));
+    return DeviceValue{std::shared_ptr<const DeviceTuple>(std::move(out))};
+  }
+  if (auto* i = std::get_if<int64_t>(&value.v)) return DeviceValue{*i};
+  const Tensor<double>* t = value.tensor();
+  WEFT_CHECK(t != nullptr, "uploading a value that is no tensor, tuple or integer");
+  std::vector<float> f(t->data.begin(), t->data.end());
+  DeviceTensor d = allocate(type.is_tensor() ? type.dtype : DType::f32, t->shape);
+  std::vector<uint8_t> bytes = encode_as(f.data(), f.size(), d.dtype);
+  device_->upload(d.data(), bytes.data(), static_cast<int64_t>(bytes.size()));
+  stats_.uploaded_bytes += static_cast<int64_t>(bytes.size());
+  return DeviceValue{d};
+}
+
+VmValue DeviceVm::download(const DeviceValue& value) {
+  if (const DeviceTuple* tu = value.tuple()) {
+    auto out = std::make_shared<VmTuple>();
+    for (const DeviceValue& x : *tu) out->push_back(download(x));
+    return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+  }
+  if (auto* i = std::get_if<int64_t>(&value.v)) return VmValue{*i};
+  const DeviceTensor* t = value.tensor();
+  WEFT_CHECK(t != nullptr, "downloading an empty value");
+  std::vector<uint8_t> bytes(static_cast<size_t>(numel(t->shape) * dtype_bytes(t->dtype)));
+  device_->download(bytes.data(), t->data(), static_cast<int64_t>(bytes.size()));
+  stats_.downloaded_bytes += static_cast<int64_t>(bytes.size());
+  std::vector<float> f(static_cast<size_t>(numel(t->shape)));
+  decode_from(bytes.data(), f.size(), t->dtype, f.data());
+  return VmValue{
+      std::make_shared<const Tensor<double>>(t->shape, std::vector<double>(f.begin(), f.end()))};
+}
+
+VmValue DeviceVm::run_host(const std::string& name, const std::vector<VmValue>& args) {
+  const Function& fn = *vm_.compiled(name).fn;
+  if (args.size() != fn.params.size())
+    throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,
+                                        fn.params.size(), args.size()));
+  std::vector<DeviceValue> dev;
+  for (size_t i = 0; i < args.size(); ++i) dev.push_back(upload(args[i], fn.params[i].type));
+  return download(run(name, dev));
+}
+
+namespace {
+// The key of a run's binding: the function and every argument's shape (integers by value).
+void append_key(const DeviceValue& v, std::string& key) {
+  if (const DeviceTensor* t = v.tensor())
+    key += shape_str(t->shape);
+  else if (const DeviceTuple* tu = v.tuple()) {
+    key += "(";
+    for (const DeviceValue& x : *tu) append_key(x, key);
+    key += ")";
+  } else if (auto* i = std::get_if<int64_t>(&v.v))
+    key += fmt::format("{};", *i);
+}
+// Copies `from`'s tensors into `into`'s buffers where they differ (a captured run's arguments).
+void refill(Device& device, const DeviceValue& into, const DeviceValue& from) {
+  if (const DeviceTensor* t = into.tensor()) {
+    const DeviceTensor* f = from.tensor();
+    WEFT_CHECK(f && f->shape == t->shape, "a captured run's argument changed shape");
+    if (f->data() != t->data() || f->dtype != t->dtype)
+      device.copy(t->data(), f->data(), numel(t->shape) * dtype_bytes(t->dtype));
+  } else if (const DeviceTuple* tu = into.tuple()) {
+    for (size_t i = 0; i < tu->size(); ++i) refill(device, (*tu)[i], (*from.tuple())[i]);
+  }
+}
+}  // namespace
+
+DeviceValue DeviceVm::run(const std::string& name, const std::vector<DeviceValue>& args) {
+  const VmFunction& f = vm_.compiled(name);
+  ++stats_.runs;
+  if (!device_->captures_graphs() || !options_.graphs) return call_function(f, args, 0);
+  std::string key = name + ":";
+  for (const DeviceValue& a : args) append_key(a, key);
+  auto it = captured_.find(key);
+  if (it != captured_.end()) {
+    Captured& c = it->second;
+    if (!c.graph) return call_function(f, args, 0);  // not capturable: launched each time
+    for (size_t i = 0; i < args.size(); ++i) refill(*device_, c.args[i], args[i]);
+    device_->replay(*c.graph);
+    ++stats_.graph_replays;
+    return c.result;
+  }
+  // The first run at a binding runs directly (lazily made handles such as cuBLAS's exist
+  // before a capture); the second is captured, the later ones replay it.
+  Captured& c = captured_[key];
+  DeviceValue first = call_function(f, args, 0);
+  c.args = args;
+  capturing_ = true;
+  device_->begin_capture();
+  try {
+    c.result = call_function(f, args, 0);
+    capturing_ = false;
+    c.graph = device_->end_capture();
+    ++stats_.graph_captures;
+    device_->replay(*c.graph);
+    return c.result;
+  } catch (const NotCapturable&) {
+    capturing_ = false;
+    device_->abort_capture();
+    c.args.clear();
+    return first;
+  } catch (...) {
+    capturing_ = false;
+    device_->abort_capture();
+    captured_.erase(key);
+    throw;
+  }
+}
+
+DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,
+                                    int depth) {
+  const Function& fn = *f.fn;
+  if (depth > kMaxCallDepth)
+    throw UserError(fn.loc, fmt::format("calls nest deeper than {}", kMaxCallDepth));
+  if (args.size() != fn.params.size())
+    throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,
+                                        fn.params.size(), args.size()));
+  std::vector<DeviceValue> regs(static_cast<size_t>(f.num_registers));
+  SymBinding heap;
+  // vm_match checks shapes only: a placeholder host value of the device value's shape.
+  auto shape_of = [](const DeviceValue& v) {
+    std::function<VmValue(const DeviceValue&)> go = [&](const DeviceValue& x) -> VmValue {
+      if (const DeviceTensor* t = x.tensor()) return VmValue{VmSlot{nullptr, 0, t->shape}};
+      if (const DeviceTuple* tu = x.tuple()) {
+        auto out = std::make_shared<VmTuple>();
+        for (const DeviceValue& y : *tu) out->push_back(go(y));
+        return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+      }
+      if (auto* i = std::get_if<int64_t>(&x.v)) return VmValue{*i};
+      return VmValue{};
+    };
+    return go(v);
+  };
+  for (size_t pc = 0; pc < f.code.size();) {
+    const VmInstr& in = f.code[pc++];
+    switch (in.op) {
+      case VmOpcode::bind_params:
+        for (size_t i = 0; i < args.size(); ++i) {
+          vm_match(fn.params[i].type, shape_of(args[i]), heap,
+                   fmt::format("parameter '{}' of '{}'", fn.params[i].name, fn.name),
+                   fn.params[i].loc);
+          regs[i] = args[i];
+        }
+        break;
+      case VmOpcode::check:
+        for (const SymCondition& c : in.binding->runtime_checks)
+          if (!c.holds(heap))
+            throw UserError(in.binding->call.loc,
+                            fmt::format("run-time check failed: {} does not hold at {}", c.str(),
+                                        binding_str(heap)));
+        break;
+      case VmOpcode::alloc:
+      case VmOpcode::release:
+        WEFT_FAIL("the device executor runs without a memory plan");
+      case VmOpcode::match_cast: {
+        const DeviceValue& x = regs[static_cast<size_t>(in.args[0])];
+        vm_match(in.binding->call.cast_type, shape_of(x), heap,
+                 fmt::format("match_cast of '{}' to {}", in.binding->call.args[0],
+                             in.binding->call.cast_type.str()),
+                 in.binding->call.loc);
+        regs[static_cast<size_t>(in.reg)] = x;
+        break;
+      }
+      case VmOpcode::call: {
+        std::vector<const DeviceValue*> operands;
+        for (int a : in.args) operands.push_back(&regs[static_cast<size_t>(a)]);
+        regs[static_cast<size_t>(in.reg)] = execute(*in.binding, operands, heap, depth);
+        break;
+      }
+      case VmOpcode::free:
+        regs[static_cast<size_t>(in.reg)] = DeviceValue{};
+        break;
+      case VmOpcode::branch: {
+        const SymCondition& c = in.binding->call.cond;
+        bool holds = false;
+        try {
+          holds = c.holds(heap);
+        } catch (const UserError& e) {
+          throw UserError(in.binding->call.loc, fmt::format("if {}: {}", c.str(), e.message()));
+        }
+        if (!holds) pc = static_cast<size_t>(in.index);
+        break;
+      }
+      case VmOpcode::jump:
+        pc = static_cast<size_t>(in.index);
+        break;
+      case VmOpcode::move:
+        regs[static_cast<size_t>(in.reg)] = regs[static_cast<size_t>(in.args[0])];
+        break;
+      case VmOpcode::ret: {
+        DeviceValue result = regs[static_cast<size_t>(in.reg)];
+        vm_match(fn.ret, shape_of(result), heap, fmt::format("the result of '{}'", fn.name),
+                 fn.result_loc);
+        return result;
+      }
+    }
+  }
+  WEFT_FAIL("function {} has no ret", fn.name);
+}
+
+DeviceValue DeviceVm::execute(const Binding& b, const std::vector<const DeviceValue*>& in,
+                              const SymBinding& heap, int depth) {
+  const Call& c = b.call;
+  std::vector<const DeviceTensor*> tensors;
+  auto require_tensors = [&] {
+    for (size_t i = 0; i < in.size(); ++i) {
+      tensors.push_back(in[i]->tensor());
+      if (!tensors.back()) throw UserError(c.loc, fmt::format("operand {} is not a tensor", i + 1));
+    }
+  };
+  switch (c.kind) {
+    case CallKind::op:
+      require_tensors();
+      return run_op(b, tensors, heap);
+    case CallKind::lib:
+      require_tensors();
+      return host_fallback(b, tensors, heap);
+    case CallKind::ugraph:
+      require_tensors();
+      return run_ugraph(b, tensors);
+    case CallKind::func: {
+      std::vector<DeviceValue> args;
+      for (const DeviceValue* v : in) args.push_back(*v);
+      return call_function(vm_.compiled(c.callee), args, depth + 1);
+    }
+    case CallKind::tuple: {
+      auto tu = std::make_shared<DeviceTuple>();
+      for (const DeviceValue* v : in) tu->push_back(*v);
+      return DeviceValue{std::shared_ptr<const DeviceTuple>(std::move(tu))};
+    }
+    case CallKind::item: {
+      const DeviceTuple* tu = in[0]->tuple();
+      auto i = std::get<SymExpr>(c.attrs.at("index")).as_constant();
+      WEFT_CHECK(tu && i && *i >= 0 && static_cast<size_t>(*i) < tu->size(),
+                 "bad item at run time");
+      return (*tu)[static_cast<size_t>(*i)];
+    }
+    case CallKind::match_cast:
+    case CallKind::if_:
+      break;
+  }
+  WEFT_FAIL("{} reached execute", call_kind_name(c.kind));
+}
+
+const Program& DeviceVm::ugraph_program(const Graph& g) {
+  auto& program = programs_[&g];
+  if (!program)
+    program = compile_program(g, backend_target(backend(), options_.gpu_target), backend(),
+                              options_.build);
+  return *program;
+}
+
+DeviceValue DeviceVm::run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in) {
+  const Call& c = b.call;
+  const Graph& g = *vm_.module().find_ugraph(c.callee)->graph;
+  std::vector<Shape> shapes;
+  for (const DeviceTensor* t : in) shapes.push_back(t->shape);
+  try {
+    check_input_shapes(g, shapes);
+  } catch (const UserError& e) {
+    throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
+  }
+  const Program& p = ugraph_program(g);
+  const ProgramPlan& plan = p.plan();
+  // Operands in the plan's input dtypes (a copy only where the model's dtype differs).
+  std::vector<DeviceTensor> inputs;
+  std::vector<void*> in_ptrs, out_ptrs;
+  for (size_t i = 0; i < in.size(); ++i) {
+    inputs.push_back(converted(*in[i], plan.find_tensor(plan.inputs[i])->dtype));
+    in_ptrs.push_back(inputs.back().data());
+  }
+  std::vector<DeviceTensor> outs;
+  for (const std::string& name : plan.outputs) {
+    const PlanBuffer* t = plan.find_tensor(name);
+    outs.push_back(allocate(t->dtype, t->shape));
+    out_ptrs.push_back(outs.back().data());
+  }
+  auto& ws = workspaces_[&p];
+  if (!ws && plan.workspace_bytes > 0)
+    ws = std::make_shared<DeviceBuffer>(*device_, plan.workspace_bytes);
+  p.launch_raw(in_ptrs.data(), out_ptrs.data(), ws ? ws->data : nullptr, device_->stream());
+  ++stats_.ugraph_launches;
+  // Each output in the dtype the module gives it.
+  std::vector<DType> want;
+  if (b.type.kind == MTypeKind::tuple)
+    for (const MType& f : b.type.fields) want.push_back(f.dtype);
+  else
+    want.push_back(b.type.dtype);
+  for (size_t i = 0; i < outs.size() && i < want.size(); ++i) outs[i] = converted(outs[i], want[i]);
+  if (outs.size() == 1) return DeviceValue{outs[0]};
+  auto tu = std::make_shared<DeviceTuple>();
+  for (DeviceTensor& t : outs) tu->push_back(DeviceValue{std::move(t)});
+  return DeviceValue{std::shared_ptr<const DeviceTuple>(std::move(tu))};
+}
+
+DeviceValue DeviceVm::host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
+                                    const SymBinding& heap) {
+  if (capturing_) throw NotCapturable{};
+  ++stats_.host_fallbacks;
+  ++stats_.host_fallback_ops[b.call.callee];
+  std::vector<VmValue> host;
+  std::vector<const Tensor<double>*> tensors;
+  for (const DeviceTensor* t : in) host.push_back(download(DeviceValue{*t}));
+  for (const VmValue& v : host) tensors.push_back(v.tensor());
+  return upload(run_operator_on_host(b, tensors, heap), b.type);
+}
+
+DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTensor*>& in,
+                             const SymBinding& heap) {
+  const Call& c = b.call;
+  const OpKind kind = *op_by_name(c.callee);
+  Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
+  // The result's shape and dtype, from the deduced type at this frame's variables.
+  Shape out_shape;
+  bool known = b.type.is_tensor() && b.type.dims.has_value();
+  if (known)
+    for (const SymExpr& d : *b.type.dims) {
+      SymEvalResult r = try_evaluate(d, heap);
+      if (!r.value) {
+        known = false;
+        break;
+      }
+      out_shape.push_back(*r.value);
+    }
+  for (const DeviceTensor* t : in)
+    if (t->shape.size() > WEFT_DK_MAX_RANK) known = false;
+  if (!known || out_shape.size() > WEFT_DK_MAX_RANK) return host_fallback(b, in, heap);
+  const DType dtype = b.type.dtype;
+  const DeviceTensor& x = *in[0];
+  auto fresh = [&] { return allocate(dtype, out_shape); };
+  auto rows = [&](int kind_code, int64_t dim, int64_t to, float k) {
+    DeviceTensor out = fresh();
+    weft_dk_rows_args a{};
+    a.in = x.data();
+    a.out = out.data();
+    a.in_dtype = dtype_code(x.dtype);
+    a.out_dtype = dtype_code(dtype);
+    a.kind = kind_code;
+    a.n = x.shape[static_cast<size_t>(dim)];
+    a.inner = 1;
+    for (size_t d = static_cast<size_t>(dim) + 1; d < x.shape.size(); ++d) a.inner *= x.shape[d];
+    a.outer = numel(x.shape) / std::max<int64_t>(a.n * a.inner, 1);
+    a.to = to;
+    a.k = k;
+    launch("weft_dk_rows_launch", &a);
+    return DeviceValue{out};
+  };
+  auto map = [&](const std::function<void(weft_dk_map_args&)>& edit) {
+    DeviceTensor out = fresh();
+    weft_dk_map_args a = identity_map(x, out.data(), dtype, out_shape);
+    edit(a);
+    launch("weft_dk_map_launch", &a);
+    return DeviceValue{out};
+  };
+  auto in_strides = row_major_strides(x.shape);
+  switch (kind) {
+    WEFT_CASES_UNARY
+    WEFT_CASES_BINARY
+    case OpKind::where:
+    case OpKind::pow:
+    case OpKind::abs:
+    case OpKind::reciprocal:
+    case OpKind::log:
+    case OpKind::gelu_tanh: {
+      WEFT_CHECK(device_scalar_form(kind) != nullptr, "{} has no device scalar form", c.callee);
+      DeviceTensor out = fresh();
+      weft_dk_elementwise_args a{};
+      a.out = out.data();
+      a.out_dtype = dtype_code(dtype);
+      a.operands = static_cast<int>(in.size());
+      a.rank = static_cast<int>(out_shape.size());
+      a.op = static_cast<int>(kind);
+      a.numel = numel(out_shape);
+      const AttrSpec* k = rational_attr(op_info(kind));
+      a.k = k ? static_cast<float>(attrs.get_rational(k->name).to_double()) : 0.0f;
+      for (size_t d = 0; d < out_shape.size(); ++d) a.dims[d] = out_shape[d];
+      for (size_t j = 0; j < in.size(); ++j) {
+        a.in[j] = in[j]->data();
+        a.in_dtype[j] = dtype_code(in[j]->dtype);
+        auto st = broadcast_strides_of(in[j]->shape, out_shape);
+        for (size_t d = 0; d < st.size(); ++d) a.stride[j][d] = st[d];
+      }
+      launch("weft_dk_elementwise_launch", &a);
+      return DeviceValue{out};
+    }
+      WEFT_CASES_MATMUL {
+        const DeviceTensor& y = *in[1];
+        DeviceTensor out = fresh();
+        weft_dk_matmul_args a{};
+        a.a = x.data();
+        a.b = y.data();
+        a.out = out.data();
+        a.a_dtype = dtype_code(x.dtype);
+        a.b_dtype = dtype_code(y.dtype);
+        a.out_dtype = dtype_code(dtype);
+        const size_t r = out_shape.size();
+        a.m = out_shape[r - 2];
+        a.n = out_shape[r - 1];
+        a.k = x.shape.back();
+        a.batch_rank = static_cast<int>(r - 2);
+        a.batch = 1;
+        Shape batch(out_shape.begin(), out_shape.end() - 2);
+        Shape xb(x.shape.begin(), x.shape.end() - 2), yb(y.shape.begin(), y.shape.end() - 2);
+        auto sx = broadcast_strides_of(xb, batch), sy = broadcast_strides_of(yb, batch);
+        for (size_t d = 0; d < batch.size(); ++d) {
+          a.batch_dims[d] = batch[d];
+          a.a_stride[d] = sx[d] * a.m * a.k;
+          a.b_stride[d] = sy[d] * a.k * a.n;
+          a.batch *= batch[d];
+        }
+        launch("weft_dk_matmul_launch", &a);
+        return DeviceValue{out};
+      }
+    case OpKind::sum:
+    case OpKind::mean:
+    case OpKind::max:
+      return rows(kind == OpKind::sum    ? 0
+                  : kind == OpKind::mean ? 1
+                                         : 2,
+                  normalized(attrs.get_int("dim"), x.shape.size()), attrs.get_int("to"), 0.0f);
+    case OpKind::softmax_safe:
+      return rows(3, normalized(attrs.get_int("dim"), x.shape.size()), 1, 0.0f);
+    case OpKind::layer_norm:
+      return rows(4, static_cast<int64_t>(x.shape.size()) - 1, 1,
+                  static_cast<float>(attrs.get_rational("eps").to_double()));
+    case OpKind::reshape: {
+      // Same elements in the same order: the buffer, seen with the new shape.
+      DeviceTensor out = converted(x, dtype);
+      out.shape = out_shape;
+      return DeviceValue{out};
+    }
+    case OpKind::permute: {
+      const auto& perm = attrs.get_list("perm");
+      return map([&](weft_dk_map_args& a) {
+        for (size_t d = 0; d < out_shape.size(); ++d)
+          a.in_stride[d] = in_strides[static_cast<size_t>(normalized(perm[d], x.shape.size()))];
+      });
+    }
+    case OpKind::slice: {
+      auto dim = static_cast<size_t>(normalized(attrs.get_int("dim"), x.shape.size()));
+      int64_t start = attrs.get_int("start"), size = attrs.get_int("size");
+      if (start < 0 || size < 0 || start > x.shape[dim] - size)
+        throw UserError(c.loc, fmt::format("slice [{}, {}) of dim {} is outside its extent {}",
+                                           start, start + size, dim, x.shape[dim]));
+      return map([&](weft_dk_map_args& a) {
+        for (size_t d = 0; d < out_shape.size(); ++d) a.in_stride[d] = in_strides[d];
+        a.start[dim] = start;
+      });
+    }
+    case OpKind::expand:
+      return map([&](weft_dk_map_args& a) {
+        auto st = broadcast_strides_of(x.shape, out_shape);
+        for (size_t d = 0; d < out_shape.size(); ++d) a.in_stride[d] = st[d];
+      });
+    case OpKind::repeat: {
+      auto dim = static_cast<size_t>(normalized(attrs.get_int("dim"), x.shape.size()));
+      return map([&](weft_dk_map_args& a) {
+        for (size_t d = 0; d < out_shape.size(); ++d) a.in_stride[d] = in_strides[d];
+        a.mod[dim] = x.shape[dim];
+      });
+    }
+    case OpKind::concat: {
+      auto dim = static_cast<size_t>(normalized(attrs.get_int("dim"), x.shape.size()));
+      DeviceTensor out = fresh();
+      auto os = row_major_strides(out_shape);
+      int64_t at = 0;
+      for (const DeviceTensor* t : in) {
+        weft_dk_map_args a = identity_map(*t, out.data(), dtype, t->shape);
+        for (size_t d = 0; d < os.size(); ++d) a.out_stride[d] = os[d];
+        a.out_offset = at * os[dim];
+        at += t->shape[dim];
+        if (a.numel > 0) launch("weft_dk_map_launch", &a);
+      }
+      return DeviceValue{out};
+    }
+    case OpKind::gather:
+    case OpKind::embedding: {
+      const DeviceTensor& ids = *in[1];
+      DeviceTensor out = fresh();
+      weft_dk_gather_args a{};
+      a.x = x.data();
+      a.ids = ids.data();
+      a.out = out.data();
+      a.x_dtype = dtype_code(x.dtype);
+      a.ids_dtype = dtype_code(ids.dtype);
+      a.out_dtype = dtype_code(dtype);
+      auto axis = static_cast<size_t>(
+          kind == OpKind::gather ? normalized(attrs.get_int("axis"), x.shape.size()) : 0);
+      a.extent = x.shape[axis];
+      a.count = numel(ids.shape);
+      a.outer = 1;
+      a.inner = 1;
+      for (size_t d = 0; d < axis; ++d) a.outer *= x.shape[d];
+      for (size_t d = axis + 1; d < x.shape.size(); ++d) a.inner *= x.shape[d];
+      launch("weft_dk_gather_launch", &a);
+      return DeviceValue{out};
+    }
+    // No device kernel yet: run on the host, counted (DeviceVmStats::host_fallbacks).
+    case OpKind::split:
+    case OpKind::rope:
+    case OpKind::causal_mask:
+    case OpKind::conv:
+    case OpKind::max_pool:
+    case OpKind::avg_pool:
+    case OpKind::max_pool_indices:
+    case OpKind::global_avg_pool:
+    case OpKind::global_max_pool:
+    case OpKind::lrn:
+    case OpKind::slice_steps:
+    case OpKind::fill:
+    case OpKind::dims_tensor:
+    case OpKind::cast:
+    case OpKind::clip:
+    case OpKind::range:
+    case OpKind::tile:
+    case OpKind::pad:
+      return host_fallback(b, in, heap);
+      // Expanded before the VM compiles a function, or never in a model function.
+      WEFT_CASES_COMPOSITE
+      WEFT_CASES_STRUCTURE
+      WEFT_CASES_HIERARCHY
+    case OpKind::attention:
+      break;
+  }
+  WEFT_FAIL("{} reached the device executor", c.callee);
+}
+
+}  // namespace weft

@@ -1,0 +1,113 @@
+// The device-resident model executor: runs the VM's register programs (model/vm.h) with every
+// tensor in a device buffer in its dtype (runtime/device.h: cudaMalloc on cuda, host memory on
+// cuda-emulation). Arguments are uploaded once, only results come back; call_ugraph launches the
+// µGraph's generated unit on the operands' buffers through the raw ABI, and table and model
+// operators run as the model kernel library's kernels, chosen by an exhaustive switch over the
+// operator kind. An operator without a device kernel runs on the host (operands downloaded,
+// result uploaded) and is counted, never silently wrong. On cuda, a run at a shape binding is
+// captured once as a CUDA graph and replayed by later runs at the same binding.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "model/vm.h"
+#include "runtime/device.h"
+
+namespace weft {
+
+// A tensor on the device: its buffer (shared: reshape, tuples and casts alias it), dtype and shape.
+struct DeviceTensor {
+  std::shared_ptr<DeviceBuffer> buffer;
+  int64_t offset = 0;  // elements into the buffer
+  DType dtype = DType::f32;
+  Shape shape;
+  void* data() const;  // the first element's address
+};
+
+struct DeviceValue;
+using DeviceTuple = std::vector<DeviceValue>;
+struct DeviceValue {
+  std::variant<std::monostate, DeviceTensor, std::shared_ptr<const DeviceTuple>, int64_t> v;
+  const DeviceTensor* tensor() const { return std::get_if<DeviceTensor>(&v); }
+  const DeviceTuple* tuple() const;
+};
+
+struct DeviceVmStats {
+  int64_t runs = 0;
+  int64_t kernel_launches = 0;  // model-kernel launches (including those run at capture)
+  int64_t ugraph_launches = 0;  // µGraph units launched through the raw ABI
+  int64_t host_fallbacks = 0;   // operators run on the host (download, run, upload)
+  std::map<std::string, int64_t> host_fallback_ops;  // by operator name
+  int64_t graph_captures = 0;                        // runs captured as a CUDA graph (cuda only)
+  int64_t graph_replays = 0;                         // runs served by replaying one
+  int64_t uploaded_bytes = 0, downloaded_bytes = 0;
+};
+
+struct DeviceVmOptions {
+  BuildOptions build;
+  std::string gpu_target;  // the target µGraphs are lowered for; empty: the device's, or h100
+  // On cuda: capture each binding's run as a CUDA graph and replay it (false: launch each time).
+  bool graphs = true;
+};
+
+class DeviceVm {
+ public:
+  // Compiles `module` as Vm does and opens `backend`'s device (cuda or cuda_emulation).
+  DeviceVm(const Module& module, Backend backend, DeviceVmOptions options = {});
+  ~DeviceVm();
+  DeviceVm(const DeviceVm&) = delete;
+  DeviceVm& operator=(const DeviceVm&) = delete;
+
+  Backend backend() const { return device_->backend(); }
+  Device& device() { return *device_; }
+  // A host value on the device (tensors stored in `type`'s dtypes, rounding to nearest even).
+  DeviceValue upload(const VmValue& value, const MType& type);
+  // A device value on the host (f64 arrays holding the dtype's values).
+  VmValue download(const DeviceValue& value);
+  // Runs function `name` on device arguments; the result stays on the device. Same errors as
+  // Vm::run.
+  DeviceValue run(const std::string& name, const std::vector<DeviceValue>& args);
+  // Uploads the arguments, runs, downloads the result.
+  VmValue run_host(const std::string& name, const std::vector<VmValue>& args);
+  const DeviceVmStats& stats() const { return stats_; }
+  const Vm& vm() const { return vm_; }
+
+ private:
+  struct Frame;
+  DeviceValue call_function(const VmFunction& f, const std::vector<DeviceValue>& args, int depth);
+  DeviceValue execute(const Binding& b, const std::vector<const DeviceValue*>& in,
+                      const SymBinding& heap, int depth);
+  DeviceValue run_op(const Binding& b, const std::vector<const DeviceTensor*>& in,
+                     const SymBinding& heap);
+  DeviceValue host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
+                            const SymBinding& heap);
+  DeviceValue run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in);
+  const Program& ugraph_program(const Graph& g);
+  DeviceTensor allocate(DType dtype, const Shape& shape);
+  // `t` in `dtype` (a copy through the map kernel when it differs).
+  DeviceTensor converted(const DeviceTensor& t, DType dtype);
+  void launch(const char* kernel, const void* args);
+
+  Vm vm_;  // the register programs (no memory plan: each device tensor has its own buffer)
+  DeviceVmOptions options_;
+  std::unique_ptr<Device> device_;
+  std::map<const Graph*, std::unique_ptr<Program>> programs_;
+  std::map<const Program*, std::shared_ptr<DeviceBuffer>> workspaces_;
+  // cuda: per function and binding of its parameters' variables, the captured run: the graph,
+  // the argument buffers it reads (arguments are copied into them) and its result.
+  struct Captured {
+    std::unique_ptr<CapturedGraph> graph;
+    std::vector<DeviceValue> args;
+    DeviceValue result;
+  };
+  std::map<std::string, Captured> captured_;
+  bool capturing_ = false;
+  DeviceVmStats stats_;
+};
+
+}  // namespace weft

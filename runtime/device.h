@@ -1,0 +1,86 @@
+// A device the model executor keeps its tensors on (model/device_vm.h), behind one small
+// interface: memory, one stream, copies, the model kernel library (codegen/cuda/
+// emit_model_kernels.h) built and loaded for it, and CUDA-graph capture. Two implementations:
+// cuda (cudaMalloc, a CUDA stream and graphs; needs a GPU) and cuda_emulation (host memory, the
+// kernels built as host C++, launches run at once and nothing is captured).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/program.h"
+
+namespace weft {
+
+// A captured launch sequence (cuda only), replayed on the device's stream.
+class CapturedGraph {
+ public:
+  virtual ~CapturedGraph();
+};
+
+class Device {
+ public:
+  virtual ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  Backend backend() const { return backend_; }
+
+  // `bytes` of device memory (at least 1), 256-byte aligned; UserError when it runs out.
+  virtual void* allocate(int64_t bytes) = 0;
+  virtual void deallocate(void* p) = 0;
+  // Copies on the device's stream; download waits for the stream to finish first.
+  virtual void upload(void* dst, const void* src, int64_t bytes) = 0;
+  virtual void download(void* dst, const void* src, int64_t bytes) = 0;
+  // A device-to-device copy on the stream (no wait).
+  virtual void copy(void* dst, const void* src, int64_t bytes) = 0;
+  virtual void* stream() const = 0;
+  virtual void synchronize() = 0;
+
+  // The address of a launch entry of the model kernel library (weft_dk_map_launch, ...); an
+  // internal error when it is missing. Each takes (const ARGS*, stream) and returns 0 or a
+  // cudaError_t.
+  void* kernel(const char* name) const;
+  // Calls kernel `name` on `args`; an error code from it is reported (UserError for the
+  // environment's errors, else internal).
+  void launch(const char* name, const void* args) const;
+
+  // Whether launches can be captured as a graph (cuda) or run only directly (emulation).
+  virtual bool captures_graphs() const { return false; }
+  // Begins capturing the stream's launches; end_capture returns the instantiated graph.
+  virtual void begin_capture();
+  virtual std::unique_ptr<CapturedGraph> end_capture();
+  // Abandons a capture after an error (no graph).
+  virtual void abort_capture();
+  virtual void replay(const CapturedGraph& graph);
+
+ protected:
+  Device(Backend backend, const BuildOptions& options);
+  // Builds model_kernels_source() for the backend (cached) and loads it; called by the
+  // implementations' constructors.
+  void load_kernels();
+  // Throws the right error for `rc` (a cudaError_t) from `what`.
+  virtual void check_launch(int rc, const std::string& what) const = 0;
+  BuildOptions options_;
+
+ private:
+  Backend backend_;
+  void* library_ = nullptr;
+};
+
+// The device of `backend` (cuda or cuda_emulation; UserError for cpu, or for cuda without a
+// usable GPU or toolkit).
+std::unique_ptr<Device> open_device(Backend backend, const BuildOptions& options = {});
+
+// A buffer on a device, freed when the last owner drops it.
+struct DeviceBuffer {
+  Device* device = nullptr;
+  void* data = nullptr;
+  int64_t bytes = 0;
+  DeviceBuffer(Device& d, int64_t n) : device(&d), data(d.allocate(n)), bytes(n) {}
+  ~DeviceBuffer() { device->deallocate(data); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+}  // namespace weft

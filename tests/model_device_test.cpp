@@ -1,0 +1,261 @@
+// The device-resident model executor (model/device_vm.h) in host emulation: every device kernel
+// against the host VM's operator on non-trivial inputs (f32 and bf16 storage), host fallbacks
+// counted and correct, and the committed transformer models compiled at two shapes run on the
+// device path like the CPU path with no operator on the host.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <unistd.h>
+
+#include "driver/model/compile_to_dir.h"
+#include "driver/model/compiled_dir.h"
+#include "driver/model/model_file.h"
+#include "model/device_vm.h"
+#include "model/parser.h"
+#include "onnx/import.h"
+#include "tests/test_util.h"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Random values of `t`'s shape: uniform in [lo, hi), or integers in [0, ints) when ints > 0.
+VmValue random_tensor(const Shape& shape, std::mt19937_64& rng, double lo = -2, double hi = 2,
+                      int ints = 0) {
+  Tensor<double> t(shape, 0.0);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::uniform_int_distribution<int> k(0, std::max(ints - 1, 0));
+  for (double& x : t.data) x = ints > 0 ? k(rng) : u(rng);
+  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+}
+
+// The largest |a - b| over the largest |b| (every leaf of a tuple).
+double scaled_error(const VmValue& a, const VmValue& b) {
+  if (const VmTuple* ta = a.tuple()) {
+    double e = 0;
+    for (size_t i = 0; i < ta->size(); ++i)
+      e = std::max(e, scaled_error((*ta)[i], (*b.tuple())[i]));
+    return e;
+  }
+  const Tensor<double>&x = *a.tensor(), &y = *b.tensor();
+  EXPECT_EQ(x.shape, y.shape);
+  double diff = 0, mag = 1e-30;
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    diff = std::max(diff, std::abs(x.data[i] - y.data[i]));
+    if (std::isnan(x.data[i]) != std::isnan(y.data[i])) diff = INFINITY;
+    mag = std::max(mag, std::abs(y.data[i]));
+  }
+  return diff / mag;
+}
+
+double spread(const VmValue& v) {
+  const Tensor<double>& t = *v.tensor();
+  auto [lo, hi] = std::minmax_element(t.data.begin(), t.data.end());
+  return *hi - *lo;
+}
+
+// One function per device kernel path, at fixed shapes; `DT` is replaced by the storage dtype.
+constexpr const char* kKernels = R"(module device_kernels
+fn unary(x: DT[2, 3, 5]) -> DT[2, 3, 5] {
+  dataflow {
+    a = exp(x)
+    b = tanh(a)
+    c = neg(b)
+    d = sigmoid(x)
+    e = erf(x)
+    f = scale(d, factor=0.75)
+    g = add(c, f)
+    h = add(g, e)
+    i = gelu_tanh(h)
+  }
+  return i
+}
+fn binary(x: DT[2, 3, 5], y: DT[1, 3, 1], z: DT[2, 1, 5]) -> DT[2, 3, 5] {
+  dataflow {
+    a = div(x, y)
+    b = sub(a, z)
+    c = mul(b, z)
+    d = where(y, c, x)
+    e = abs(d)
+    f = pow(e, z)
+  }
+  return f
+}
+fn contraction(x: DT[2, 1, 4, 6], y: DT[1, 3, 6, 5]) -> DT[2, 3, 4, 5] {
+  dataflow {
+    a = matmul(x, y)
+  }
+  return a
+}
+fn rows(x: DT[3, 8, 5]) -> tuple(DT[3, 1, 5], DT[3, 2, 5], DT[3, 4, 5], DT[3, 8, 5], DT[3, 8, 5]) {
+  dataflow {
+    a = sum(x, dim=1)
+    b = mean(x, dim=1, to=2)
+    c = max(x, dim=1, to=4)
+    d = softmax_safe(x, dim=1)
+    e = layer_norm(x, eps=1e-5)
+    t = tuple(a, b, c, d, e)
+  }
+  return t
+}
+fn movement(x: DT[2, 3, 4], y: DT[2, 3, 2]) -> tuple(DT[3, 2, 12], DT[2, 2, 4], DT[2, 3, 6], DT[2, 6, 4], DT[3, 2, 3, 4]) {
+  dataflow {
+    a = permute(x, perm=[1, 0, 2])
+    b = reshape(a, shape=[3, 2, 4])
+    c = concat(b, b, b, dim=2)
+    d = slice(x, dim=1, start=1, size=2)
+    e = concat(x, y, dim=2)
+    f = repeat(x, dim=1, times=2)
+    g = reshape(x, shape=[1, 2, 3, 4])
+    h = expand(g, shape=[3, 1, 1, 1])
+    t = tuple(c, d, e, f, h)
+  }
+  return t
+}
+fn gathers(table: DT[7, 4], ids: DT[2, 3], x: DT[3, 5, 2]) -> tuple(DT[2, 3, 4], DT[3, 2, 3, 2]) {
+  dataflow {
+    a = embedding(table, ids)
+    b = gather(x, ids, axis=1)
+    t = tuple(a, b)
+  }
+  return t
+}
+)";
+
+Module kernels_module(const std::string& dtype) {
+  std::string text = kKernels;
+  for (size_t at; (at = text.find("DT[")) != std::string::npos;) text.replace(at, 2, dtype);
+  SymProver prover;
+  return parse_module(text, "device_kernels.wmod", prover);
+}
+
+class DeviceKernels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceKernels, EveryKernelMatchesTheHostVm) {
+  Module m = kernels_module(GetParam());
+  Vm host(m);
+  DeviceVm device(m, Backend::cuda_emulation);
+  std::mt19937_64 rng(15);
+  // bf16 stores 8 bits of mantissa: both sides round each stored tensor, but not always alike.
+  const double tol = GetParam() == "f32" ? 2e-5 : 3e-2;
+  for (const Function& fn : m.functions) {
+    std::vector<VmValue> args;
+    for (const Param& p : fn.params) {
+      Shape s;
+      for (const SymExpr& d : *p.type.dims) s.push_back(*d.as_constant());
+      bool ids = p.name == "ids";
+      args.push_back(
+          random_tensor(s, rng, fn.name == "binary" && p.name != "y" ? 0.5 : -2, 2, ids ? 3 : 0));
+      ASSERT_GT(spread(args.back()), ids ? 1.5 : 0.5) << fn.name << " " << p.name;
+    }
+    VmValue want = host.run(fn.name, args);
+    int64_t before = device.stats().kernel_launches;
+    VmValue got = device.run_host(fn.name, args);
+    EXPECT_LE(scaled_error(got, want), tol) << fn.name << " in " << GetParam();
+    EXPECT_GT(device.stats().kernel_launches, before) << fn.name;
+  }
+  EXPECT_EQ(device.stats().host_fallbacks, 0);
+  EXPECT_EQ(device.stats().ugraph_launches, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DeviceKernels, ::testing::Values("f32", "bf16"));
+
+TEST(DeviceVm, AnOperatorWithoutADeviceKernelRunsOnTheHostAndIsCounted) {
+  SymProver prover;
+  Module m = parse_module(R"(module fallback
+fn main(x: f32[2, 6, 8]) -> f32[2, 6, 8] {
+  dataflow {
+    a = exp(x)
+    r = rope(a, offset=3)
+    c = causal_mask(r, offset=1)
+    s = softmax_safe(c, dim=2)
+  }
+  return s
+}
+)",
+                          "fallback.wmod", prover);
+  std::mt19937_64 rng(3);
+  std::vector<VmValue> args = {random_tensor({2, 6, 8}, rng)};
+  ASSERT_GT(spread(args[0]), 0.5);
+  VmValue want = Vm(m).run("main", args);
+  DeviceVm device(m, Backend::cuda_emulation);
+  VmValue got = device.run_host("main", args);
+  EXPECT_LE(scaled_error(got, want), 1e-5);
+  EXPECT_EQ(device.stats().host_fallbacks, 2);
+  EXPECT_EQ(device.stats().host_fallback_ops.at("rope"), 1);
+  EXPECT_EQ(device.stats().host_fallback_ops.at("causal_mask"), 1);
+}
+
+TEST(DeviceVm, TheCpuBackendHasNoDevice) {
+  SymProver prover;
+  Module m = parse_module(
+      "module m\nfn main(x: f32[2]) -> f32[2] {\n  dataflow {\n    a = exp(x)\n  }\n  return "
+      "a\n}\n",
+      "m.wmod", prover);
+  EXPECT_THROW(DeviceVm(m, Backend::cpu), UserError);
+}
+
+// Random ONNX inputs of `fn` at a binding: token ids below `vocab`, masks of 0/1 with padding.
+NpzArrays transformer_inputs(const std::vector<std::string>& names, int64_t batch, int64_t seq,
+                             uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  NpzArrays in;
+  for (const std::string& n : names) {
+    Tensor<double> t({batch, seq}, 1.0);
+    if (n == "input_ids") {
+      for (double& x : t.data) x = static_cast<double>(rng() % 200);
+    } else {
+      t.data.back() = t.data[t.data.size() - 2] = 0.0;  // padding at the end of the last row
+    }
+    in[n] = NpyArray{t, false};
+  }
+  return in;
+}
+
+TEST(DeviceVm, CompiledTransformersRunDeviceResidentLikeTheCpuPathAtTwoShapes) {
+  if (!onnx_supported()) GTEST_SKIP() << "built without ONNX support";
+  fs::path work = fs::temp_directory_path() / fmt::format("weft_device_vm_{}", getpid());
+  fs::remove_all(work);
+  for (const char* name : {"bert_tiny", "llama_tiny"}) {
+    SymProver prover;
+    OnnxImportOptions bounds;
+    bounds.bounds["seq"] = 64;
+    ModelFile model = load_model_file(test::source_path(fmt::format("examples/onnx/{}.onnx", name)),
+                                      prover, bounds);
+    ModelDirOptions options;
+    options.target = "h100";
+    options.bindings = {{{"batch", 1}, {"seq", 7}}, {{"batch", 2}, {"seq", 9}}};
+    options.time_budget_s = 2;
+    options.state_budget = 100;
+    options.no_build = true;
+    options.cache_dir = (work / "cache").string();
+    fs::path out = work / name;
+    compile_model_to_dir(model, prover, out.string(), options);
+    CompiledModelDir dir(out.string());
+    for (const SymBinding& at : options.bindings) {
+      NpzArrays in = transformer_inputs(dir.input_names("main"), at.at("batch"), at.at("seq"), 7);
+      auto want = dir.run("main", in, "inputs", UGraphExecutor::cpu);
+      auto got = dir.run("main", in, "inputs", UGraphExecutor::cuda_emulation);
+      ASSERT_EQ(got.size(), want.size());
+      for (const auto& [k, w] : want) {
+        VmValue a{std::make_shared<const Tensor<double>>(got.at(k))};
+        VmValue b{std::make_shared<const Tensor<double>>(w)};
+        ASSERT_GT(spread(b), 0.1) << name << " " << k << ": the reference must not be trivial";
+        EXPECT_LE(scaled_error(a, b), 1e-4) << name << " " << k << " at " << binding_str(at);
+      }
+    }
+    const DeviceVmStats* s = dir.device_stats();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->host_fallbacks, 0) << name;
+    EXPECT_GT(s->ugraph_launches, 0) << name;
+    EXPECT_GT(s->kernel_launches, 0) << name;
+  }
+  fs::remove_all(work);
+}
+
+}  // namespace
+}  // namespace weft
