@@ -10,12 +10,14 @@
 
 #include <unistd.h>
 
+#include "codegen/cuda/emit_model_kernels.h"
 #include "driver/model/compile_to_dir.h"
 #include "driver/model/compiled_dir.h"
 #include "driver/model/model_file.h"
 #include "model/device_vm.h"
 #include "model/parser.h"
 #include "onnx/import.h"
+#include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -188,6 +190,49 @@ fn main(x: f32[2, 6, 8]) -> f32[2, 6, 8] {
   EXPECT_EQ(device.stats().host_fallbacks, 2);
   EXPECT_EQ(device.stats().host_fallback_ops.at("rope"), 1);
   EXPECT_EQ(device.stats().host_fallback_ops.at("causal_mask"), 1);
+}
+
+TEST(DeviceVm, TheKernelLibraryCompilesWithNvccForSm80AndSm90a) {
+  try {
+    find_nvcc();
+  } catch (const UserError& e) {
+    GTEST_SKIP() << e.message();
+  }
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    CacheResult r = build_cuda_library(model_kernels_source(), arch);
+    EXPECT_FALSE(r.failed) << arch << ":\n" << r.log;
+  }
+}
+
+// Without a GPU the cuda device is refused with the reason; with one, a run at a binding is
+// captured once as a CUDA graph and replayed by the next run at that binding.
+TEST(DeviceVm, OnAGpuARunPerBindingIsCapturedOnceAndReplayed) {
+  SymProver prover;
+  Module m = parse_module(R"(module graphs
+sym n <= 64
+fn main(x: f32[n, 8]) -> f32[n, 8] {
+  dataflow {
+    a = exp(x)
+    s = softmax_safe(a, dim=1)
+  }
+  return s
+}
+)",
+                          "graphs.wmod", prover);
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) {
+    EXPECT_THROW(DeviceVm(m, Backend::cuda), UserError);
+    GTEST_SKIP() << why;
+  }
+  DeviceVm device(m, Backend::cuda);
+  std::mt19937_64 rng(5);
+  Vm host(m);
+  for (int64_t n : {3, 3, 5, 3, 3}) {
+    std::vector<VmValue> args = {random_tensor({n, 8}, rng)};
+    EXPECT_LE(scaled_error(device.run_host("main", args), host.run("main", args)), 1e-5);
+  }
+  // n = 3: run and capture, then three replays; n = 5: run and capture.
+  EXPECT_EQ(device.stats().graph_captures, 2);
+  EXPECT_EQ(device.stats().graph_replays, 3);
 }
 
 TEST(DeviceVm, TheCpuBackendHasNoDevice) {

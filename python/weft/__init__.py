@@ -675,9 +675,11 @@ class CompiledModelDir:
         NumPy arrays (``dtype`` 'f32' or 'f64'; the VM computes in f64) by output name: the ONNX
         graph's output names for an imported model, else ``result`` (``result.0``, ... for a
         tuple), as ``weft run DIR`` writes them. At a binding it was not compiled at, the
-        original body runs. ``backend`` runs the µGraphs as compiled CPU code ('cpu'), as the
-        generated CUDA on the GPU ('cuda') or on the host ('cuda-emulation'), lowered for the
-        directory's target when it is a GPU's, or through the interpreter ('interp')."""
+        original body runs. ``backend`` runs the µGraphs as compiled CPU code ('cpu') or through
+        the interpreter ('interp'), or the whole model device-resident ('cuda' on the GPU,
+        'cuda-emulation' the same CUDA on the host: µGraphs as their generated CUDA lowered for the
+        directory's target when it is a GPU's, other operators as device kernels, weights kept on
+        the device between runs; docs/model-compile.md)."""
         if dtype not in ("f32", "f64"):
             raise _user_error(f"CompiledModelDir.run: dtype must be 'f32' or 'f64', not {dtype!r}")
         args, given = _split_inputs(inputs if inputs is not None else {})
