@@ -56,6 +56,14 @@ int64_t BlockMemo::entry_bytes(const std::string& key, const BlockResults& r) {
   return n;
 }
 
+void BlockMemo::clear() {
+  std::map<std::string, std::shared_ptr<BlockResults>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(map_);
+  }
+}
+
 int64_t BlockMemo::bytes() const {
   int64_t n = 0;
   for (const auto& [key, results] : snapshot()) {
