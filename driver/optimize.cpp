@@ -74,6 +74,16 @@ VerifyOptions verify_options(const SearchConfig& config) {
   return v;
 }
 
+// The verdict of the input program itself: equivalent to itself with no test needed, and none
+// can fail (a program can be too deep for the finite-field test: docs/verification.md).
+VerifiedRecord identical_to_input() {
+  VerifiedRecord same;
+  same.equivalent = same.numerically_ok = true;
+  same.bound = 0;
+  same.detail = "identical to the input program";
+  return same;
+}
+
 // nullopt: abandoned at `give_up_at` (no verdict: nothing to record or checkpoint).
 std::optional<VerifiedRecord> verify_candidate(const EquivalenceChecker& checker,
                                                const Graph& candidate,
@@ -470,11 +480,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
     }
     auto cached = run.checkpoint.verified.find(c.text);
     if (c.graph == run.program) {
-      // The input program itself is equivalent to itself: no test needed, and none can fail
-      // (a program can be too deep for the finite-field test: docs/verification.md).
-      c.verification.equivalent = c.verification.numerically_ok = true;
-      c.verification.bound = 0;
-      c.verification.detail = "identical to the input program";
+      c.verification = identical_to_input();
     } else if (cached != run.checkpoint.verified.end()) {
       c.verification = cached->second;
       ++result.verdicts_reused;
@@ -625,13 +631,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
 VerifiedRecord verify_result(const Graph& program, const Graph& candidate,
                              const SearchConfig& config) {
   const Graph expanded = expand_composites(program);
-  if (candidate == expanded || candidate == program) {
-    VerifiedRecord same;
-    same.equivalent = same.numerically_ok = true;
-    same.bound = 0;
-    same.detail = "identical to the input program";
-    return same;
-  }
+  if (candidate == expanded || candidate == program) return identical_to_input();
   EquivalenceChecker checker(expanded, verify_options(config));
   std::optional<VerifiedRecord> verdict = verify_candidate(checker, candidate);
   WEFT_CHECK(verdict, "a verification without a time budget was abandoned");
