@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -72,11 +74,26 @@ VerifyOptions verify_options(const SearchConfig& config) {
   return v;
 }
 
-VerifiedRecord verify_candidate(const EquivalenceChecker& checker, const Graph& candidate) {
+// The verdict of the input program itself: equivalent to itself with no test needed, and none
+// can fail (a program can be too deep for the finite-field test: docs/verification.md).
+VerifiedRecord identical_to_input() {
+  VerifiedRecord same;
+  same.equivalent = same.numerically_ok = true;
+  same.bound = 0;
+  same.detail = "identical to the input program";
+  return same;
+}
+
+// nullopt: abandoned at `give_up_at` (no verdict: nothing to record or checkpoint).
+std::optional<VerifiedRecord> verify_candidate(const EquivalenceChecker& checker,
+                                               const Graph& candidate,
+                                               std::chrono::steady_clock::time_point give_up_at =
+                                                   std::chrono::steady_clock::time_point::max()) {
   VerifiedRecord rec;
   VerifyResult v;
   try {
-    v = checker.check(candidate);
+    v = checker.check(candidate, give_up_at);
+    if (v.verdict == Verdict::abandoned) return std::nullopt;
   } catch (const UserError& e) {
     // A limit of the verifier (e.g. a program too deep for the finite-field test), not a verdict
     // on the candidate: reported as such, and the candidate is not kept.
@@ -416,9 +433,10 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
 // acceptable, or until the time budget: once one candidate is in the top, a candidate whose
 // verification would end past the budget is not verified (its tests, known from degree bounds,
 // times the time per test so far: candidates differ by 3x in tests on gqa), so a cheaper one
-// ranked below may still be. Verdicts known already (the checkpoint's, the input program's) cost
-// nothing and are always taken. The input program is a baseline candidate, so the run never
-// ends with nothing verified.
+// ranked below may still be, and one in flight is cut at the deadline (docs/search.md, "Time
+// budget"). Verdicts known already (the checkpoint's, the input program's) cost nothing and are
+// always taken. The input program is a baseline candidate, so the run never ends with nothing
+// verified.
 void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   const SearchConfig& config = run.config;
   OptimizeResult& result = run.result;
@@ -432,8 +450,9 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   double tested_s = 0;
   int64_t tests_timed = 0;
   auto out_of_time = [&](const Graph& candidate) {
-    if (run.deadline_s <= 0 || result.top.empty()) return false;
+    if (run.deadline_s <= 0) return false;
     const double now = run.stop.elapsed_s();
+    if (result.top.empty()) return now >= result.config.time_budget_s;
     if (now >= run.deadline_s) return true;
     const double per_test_s =
         tests_timed > 0 ? tested_s / static_cast<double>(tests_timed) : 2 * result.test_s;
@@ -444,6 +463,16 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
     }
     return now + per_test_s * tests > run.deadline_s;
   };
+  // A verification in flight is abandoned at the plan's deadline once one candidate is in the
+  // top; before that, at the budget itself, after which only free verdicts (the input program,
+  // the checkpoint's) are taken: the run still ends with an answer, and on time.
+  auto give_up_at = [&](double now_s) {
+    using Clock = std::chrono::steady_clock;
+    if (run.deadline_s <= 0) return Clock::time_point::max();
+    const double until_s = result.top.empty() ? result.config.time_budget_s : run.deadline_s;
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(std::max(until_s - now_s, 0.0)));
+  };
   for (RankedCandidate& c : found) {
     if (static_cast<int>(result.top.size()) >= config.top_k) {
       ++result.unverified;
@@ -451,11 +480,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
     }
     auto cached = run.checkpoint.verified.find(c.text);
     if (c.graph == run.program) {
-      // The input program itself is equivalent to itself: no test needed, and none can fail
-      // (a program can be too deep for the finite-field test: docs/verification.md).
-      c.verification.equivalent = c.verification.numerically_ok = true;
-      c.verification.bound = 0;
-      c.verification.detail = "identical to the input program";
+      c.verification = identical_to_input();
     } else if (cached != run.checkpoint.verified.end()) {
       c.verification = cached->second;
       ++result.verdicts_reused;
@@ -465,7 +490,15 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       continue;
     } else {
       const double started_s = run.stop.elapsed_s();
-      c.verification = verify_candidate(run.checker, c.graph);
+      std::optional<VerifiedRecord> verdict =
+          verify_candidate(run.checker, c.graph, give_up_at(started_s));
+      if (!verdict) {
+        result.verification_stopped = true;
+        ++result.unverified;
+        ++result.abandoned;
+        continue;
+      }
+      c.verification = std::move(*verdict);
       tested_s += run.stop.elapsed_s() - started_s;
       tests_timed += std::max(c.verification.tests, 1);
       run.checkpoint.verified[c.text] = c.verification;
@@ -582,6 +615,12 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.search_s = stop.elapsed_s();
   result.best_found_s = pool.improved_s();
   result.peak_rss_bytes = peak_resident_bytes();
+  // With no checkpoint to save, the search's memo and oracle are dead: freed here, inside the
+  // timed run, not as optimize() returns (gqa's take half a second).
+  if (options.checkpoint_path.empty()) {
+    memo.clear();
+    oracle.reset();
+  }
 
   // Step 4: rank by predicted time, verify in that order.
   rank_and_verify(run, pool.take_ranked());
@@ -592,15 +631,11 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
 VerifiedRecord verify_result(const Graph& program, const Graph& candidate,
                              const SearchConfig& config) {
   const Graph expanded = expand_composites(program);
-  if (candidate == expanded || candidate == program) {
-    VerifiedRecord same;
-    same.equivalent = same.numerically_ok = true;
-    same.bound = 0;
-    same.detail = "identical to the input program";
-    return same;
-  }
+  if (candidate == expanded || candidate == program) return identical_to_input();
   EquivalenceChecker checker(expanded, verify_options(config));
-  return verify_candidate(checker, candidate);
+  std::optional<VerifiedRecord> verdict = verify_candidate(checker, candidate);
+  WEFT_CHECK(verdict, "a verification without a time budget was abandoned");
+  return *verdict;
 }
 
 }  // namespace weft

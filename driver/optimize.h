@@ -48,6 +48,7 @@ struct OptimizeResult {
   int64_t numerically_rejected = 0;
   int64_t tests = 0;       // finite-field tests run
   int64_t unverified = 0;  // ranked below the top-k or past the time budget: never verified
+  int64_t abandoned = 0;   // of those, verifications cut in flight at the time budget
   // The time budget (config.time_budget_s) covers the whole run. Before the search, one
   // finite-field test of the input program is timed (`test_s`; the verifier keeps its results)
   // and the search gets the budget less a reserve for verifying the top-k (`search_budget_s`);

@@ -111,9 +111,12 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
         "  time budget: {:.1f} s for the search, {:.1f} s kept for verification (one test of the "
         "input program: {:.2f} s); verification took {:.1f} s{}\n",
         r.search_budget_s, r.verify_reserve_s, r.test_s, r.verify_s,
-        r.verification_stopped ? fmt::format(", stopped at the time budget: {} of top {} verified",
-                                             r.top.size(), config.top_k)
-                               : std::string());
+        r.verification_stopped
+            ? fmt::format(
+                  ", stopped at the time budget: {} of top {} verified{}", r.top.size(),
+                  config.top_k,
+                  r.abandoned > 0 ? fmt::format(" ({} cut in flight)", r.abandoned) : std::string())
+            : std::string());
   if (r.top.empty()) return s + "  no verified µGraph found within the budget\n";
   const RankedCandidate& best = r.top[0];
   s += fmt::format(
@@ -185,6 +188,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"numerically_rejected", r.numerically_rejected},
                             {"unverified_below_top_k", r.unverified},
                             {"verification_stopped_at_time_budget", r.verification_stopped},
+                            {"verifications_cut_at_time_budget", r.abandoned},
                             {"finite_field_tests", r.tests},
                             {"oracle_complete", r.oracle_complete},
                             {"input_predicted_us", microseconds(r.program_predicted_s)},

@@ -125,7 +125,14 @@ ModelCompileResult compile_model(const Module& module, SymProver& prover,
       rep.stop = hit->stop;
       rep.search_s = hit->search_s;
       ++result.cache_hits;
-      found.emplace_back(i, std::move(hit->graph));
+      // An entry no faster than the region itself (a weft before this rule stored the expanded
+      // input program of a cut-short search) serves the region as it is.
+      if (predict(hit->graph, target).total_s < rep.predicted_before_s) {
+        found.emplace_back(i, std::move(hit->graph));
+      } else {
+        rep.origin = "input";
+        found.emplace_back(i, std::move(p.graph));
+      }
     } else {
       to_search.push_back(std::move(p));
     }
@@ -148,7 +155,10 @@ ModelCompileResult compile_model(const Module& module, SymProver& prover,
       OptimizeResult r = optimize(p.graph, config);
       best.stop = search_stop_name(r.stop);
       best.search_s = r.search_s + r.verify_s;
-      if (!r.top.empty()) {
+      // The search's answer only when predicted faster than the region as it is: with its
+      // composites expanded, the input program optimize falls back to (a run cut short by its
+      // budget) takes more launches than the region itself.
+      if (!r.top.empty() && r.top[0].predicted_s < rep.predicted_before_s) {
         best.graph = r.top[0].graph;
         best.origin = r.top[0].origin;
       }

@@ -56,6 +56,14 @@ int64_t BlockMemo::entry_bytes(const std::string& key, const BlockResults& r) {
   return n;
 }
 
+void BlockMemo::clear() {
+  std::map<std::string, std::shared_ptr<BlockResults>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(map_);
+  }
+}
+
 int64_t BlockMemo::bytes() const {
   int64_t n = 0;
   for (const auto& [key, results] : snapshot()) {
@@ -640,9 +648,13 @@ class KernelSearcher {
     std::vector<int> outputs;
     bool uses_last = false;
     for (size_t i = 0; i < output_types_.size(); ++i) {
+      // Each output its own value: an oracle whose saturation stopped at a limit calls every
+      // viable term equivalent (absexpr/oracle.h), so two outputs can match one value, and a
+      // graph cannot return one value twice (the verifier rejects any wrong match later).
       int found = -1;
       for (int v = static_cast<int>(vals_.size()) - 1; v >= 0 && found < 0; --v)
         if (vals_[v].type == output_types_[i] &&
+            std::find(outputs.begin(), outputs.end(), v) == outputs.end() &&
             ctx_.oracle.equivalent(vals_[v].term, static_cast<int>(i)))
           found = v;
       if (found < 0) return false;

@@ -51,6 +51,9 @@ class BlockMemo {
   int64_t bytes() const;
   // Estimated bytes of one entry (its key, its node and `r`, which the caller has locked or owns).
   static int64_t entry_bytes(const std::string& key, const BlockResults& r);
+  // Drops every entry: for a caller done with the search that saves no checkpoint, so the
+  // memory goes back while the run is still timed (optimize's budget) rather than after it.
+  void clear();
 
  private:
   mutable std::mutex mu_;

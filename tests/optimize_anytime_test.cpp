@@ -222,22 +222,21 @@ int tested_in_top(const OptimizeResult& r) {
   return n;
 }
 
-// A budget far shorter than one verification: the run still returns a verified µGraph (the first
-// candidate that passes), then starts no other verification and says so.
-TEST(OptimizeTimeBudget, VerificationStopsAtTheBudgetOnceOneCandidateIsVerified) {
+// A budget that is over before verification starts: the run still returns a verified µGraph, the
+// input program (its verdict costs no test), starts no verification and says so.
+TEST(OptimizeTimeBudget, VerificationNeverRunsPastTheBudget) {
   const SearchConfig config = baselines_only(1e-3);
   std::vector<OptimizeProgress> reports;
   OptimizeOptions options;
   options.on_progress = [&](const OptimizeProgress& p) { reports.push_back(p); };
   OptimizeResult r = optimize(mid_rms_norm_linear(), config, options);
   ASSERT_GE(r.baselines, 3) << "enough candidates for a top 5 to be cut short";
-  ASSERT_FALSE(r.top.empty());
-  EXPECT_TRUE(r.top[0].verification.numerically_ok);
-  EXPECT_LT(r.top[0].predicted_s, r.program_predicted_s) << "a fused baseline, not the input";
-  EXPECT_EQ(tested_in_top(r), 1);
-  EXPECT_EQ(r.rejected, 0);
+  ASSERT_EQ(r.top.size(), 1u);
+  EXPECT_EQ(r.top[0].graph, r.program);
+  EXPECT_EQ(r.top[0].verification.tests, 0);
+  EXPECT_EQ(r.tests, 0);
+  EXPECT_EQ(r.abandoned, 0) << "none started, so none was cut";
   EXPECT_TRUE(r.verification_stopped);
-  EXPECT_LT(static_cast<int>(r.top.size()), config.top_k);
   EXPECT_EQ(r.verified + r.rejected + r.unverified, r.baselines);
   // The budget plan: a timed test, the search's share and the reserve make up the budget.
   EXPECT_GT(r.test_s, 0);
@@ -249,11 +248,38 @@ TEST(OptimizeTimeBudget, VerificationStopsAtTheBudgetOnceOneCandidateIsVerified)
   EXPECT_TRUE(reports.back().verify_stopped);
   EXPECT_NE(optimize_progress_line(reports.back()).find("stopped at the time budget"),
             std::string::npos);
-  EXPECT_NE(
-      optimize_summary_text(r, "mid", "out")
-          .find(fmt::format("stopped at the time budget: {} of top 5 verified", r.top.size())),
-      std::string::npos);
-  EXPECT_EQ(optimize_summary_json(r, "mid.weft")["verification_stopped_at_time_budget"], true);
+  EXPECT_NE(optimize_summary_text(r, "mid", "out")
+                .find("stopped at the time budget: 1 of top 5 verified"),
+            std::string::npos);
+  const nlohmann::json summary = optimize_summary_json(r, "mid.weft");
+  EXPECT_EQ(summary["verification_stopped_at_time_budget"], true);
+  EXPECT_EQ(summary["verifications_cut_at_time_budget"], 0);
+}
+
+// Budgets from far too short to plenty: every run returns a verified, numerically acceptable
+// µGraph no slower than the input, and its counts add up; somewhere on the way a budget lets some
+// verifications happen but stops short of the top 5 (the regime the budget rules are for).
+// Returns that budget (0: none found).
+// Steps of 1.25x: the regime spans about the top-k's ratio of verification times (5x), so several
+// steps land in it however slow a loaded machine makes each test.
+double budget_that_stops_verification_short(const Graph& g) {
+  for (double budget = 0.005; budget < 10; budget *= 1.25) {
+    OptimizeResult r = optimize(g, baselines_only(budget));
+    EXPECT_FALSE(r.top.empty()) << budget;
+    if (r.top.empty()) continue;
+    EXPECT_TRUE(r.top[0].verification.numerically_ok) << budget;
+    EXPECT_LE(r.top[0].predicted_s, r.program_predicted_s) << budget;
+    EXPECT_EQ(r.verified + r.rejected + r.unverified, r.baselines) << budget;
+    EXPECT_LE(r.abandoned, r.unverified) << budget;
+    if (r.verification_stopped && tested_in_top(r) >= 1) return budget;
+    if (!r.verification_stopped) break;  // every verification fitted: larger budgets add nothing
+  }
+  return 0;
+}
+
+TEST(OptimizeTimeBudget, EveryBudgetEndsWithAVerifiedAnswer) {
+  EXPECT_GT(budget_that_stops_verification_short(mid_rms_norm_linear()), 0)
+      << "no budget verified some candidates but not the top 5";
 }
 
 // With time to spare the top-k are all verified, under the budget plan as without a budget.
@@ -284,16 +310,23 @@ TEST(OptimizeTimeBudget, VerdictsOfAStoppedVerificationAreReusedOnResume) {
   OptimizeOptions options;
   options.checkpoint_path = (dir / "run.ckpt").string();
   const Graph g = mid_rms_norm_linear();
-  OptimizeResult first = optimize(g, baselines_only(1e-3), options);
+  // The first budget whose run verified some candidates but stopped short of the top 5.
+  OptimizeResult first;
+  for (double budget = 0.005; budget < 10; budget *= 1.25) {
+    std::filesystem::remove(options.checkpoint_path);
+    first = optimize(g, baselines_only(budget), options);
+    if (first.verification_stopped && tested_in_top(first) >= 1) break;
+    if (!first.verification_stopped) break;
+  }
   ASSERT_TRUE(first.verification_stopped);
-  ASSERT_EQ(tested_in_top(first), 1);
+  const int tested = tested_in_top(first);
+  ASSERT_GE(tested, 1);
   OptimizeResult second = optimize(g, baselines_only(600), options);
   EXPECT_TRUE(second.resumed);
-  EXPECT_EQ(second.verdicts_reused, 1);
+  EXPECT_GE(second.verdicts_reused, tested);
   EXPECT_FALSE(second.verification_stopped);
   ASSERT_EQ(static_cast<int>(second.top.size()), 5);
-  EXPECT_EQ(second.top[0].text, first.top[0].text);
-  EXPECT_EQ(second.top[0].verification.tests, first.top[0].verification.tests);
+  EXPECT_LE(second.top[0].predicted_s, first.top[0].predicted_s);
   std::filesystem::remove_all(dir);
 }
 

@@ -7,9 +7,11 @@
 namespace weft::test {
 
 void search_candidates(const Graph& program, const SearchConfig& config,
-                       const std::function<bool(Graph&&)>& take, SearchStats& stats) {
+                       const std::function<bool(Graph&&)>& take, SearchStats& stats,
+                       ExprOracle* given_oracle) {
   const Target& target = target_by_name(config.target);
-  AbsExprOracle oracle(program);
+  AbsExprOracle own_oracle(program);
+  ExprOracle& oracle = given_oracle ? *given_oracle : own_oracle;
   StopSignal stop(120);  // a safety net: the candidates come within seconds
   SearchConstants constants = constants_of(program);
   DimClasses classes = analyze_dim_classes(program);

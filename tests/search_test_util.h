@@ -6,14 +6,17 @@
 
 #include "ir/graph.h"
 #include "search/config.h"
+#include "search/expr_oracle.h"
 #include "search/stats.h"
 
 namespace weft::test {
 
 // Runs the kernel search on `program` with `config`, passing each candidate to `take`, which
-// returns true to stop the search. A safety-net time limit of 120 s applies.
+// returns true to stop the search. A safety-net time limit of 120 s applies. `oracle`: the
+// abstract-expression oracle to search with (null: the program's AbsExprOracle).
 void search_candidates(const Graph& program, const SearchConfig& config,
-                       const std::function<bool(Graph&&)>& take, SearchStats& stats);
+                       const std::function<bool(Graph&&)>& take, SearchStats& stats,
+                       ExprOracle* oracle = nullptr);
 
 // Graph-defined kernels in `g`.
 int count_kernels(const Graph& g);

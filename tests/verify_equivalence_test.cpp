@@ -2,6 +2,7 @@
 // matching, the Lax check, zero divisors, the cache and the CLI.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,8 @@
 #include "ir/parser.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "verify/field_domain.h"
+#include "verify/fingerprint_cache.h"
 
 namespace weft {
 namespace {
@@ -192,6 +195,48 @@ TEST(Verify, DeterministicForASeedAndTheCacheIsShared) {
   const int64_t before = checker.cache().misses();
   EXPECT_EQ(checker.check(a).verdict, Verdict::equivalent);
   EXPECT_EQ(checker.cache().misses(), before);
+}
+
+// A give-up time that has passed: the check ends at once with no verdict, and a test cut inside
+// (at its first op) leaves the shared cache holding only whole, correct results.
+TEST(Verify, ACheckGivesUpAtItsGiveUpTimeAndLeavesTheCacheValid) {
+  using Clock = std::chrono::steady_clock;
+  Graph a = parse(reduced_text("rms_norm_linear.weft"));
+  Graph b = parse(reduced_text("rms_norm_linear.fused.weft"));
+  VerifyOptions o;
+  o.float_check = false;
+  EquivalenceChecker checker(a, o);
+  VerifyResult cut = checker.check(b, Clock::now());
+  EXPECT_EQ(cut.verdict, Verdict::abandoned);
+  EXPECT_EQ(cut.tests_run, 0);
+  EXPECT_FALSE(cut.floats.has_value());
+
+  auto cache = std::make_shared<FingerprintCache>();
+  const auto params = FieldTestParams::draw(7, 1);
+  FieldDomain<FieldP> late(params);
+  late.set_give_up_at(Clock::now() - std::chrono::seconds(1));
+  EXPECT_THROW(field_fingerprints<FieldP>(b, late, cache.get()), TestAbandoned);
+  std::vector<FieldP> dummy(4);
+  EXPECT_THROW(late.matmul(dummy.data(), dummy.data(), dummy.data(), 2, 2, 2), TestAbandoned);
+  FieldDomain<FieldP> on_time(params);
+  std::vector<Tensor<FieldP>> with_cache = field_fingerprints<FieldP>(b, on_time, cache.get());
+  std::vector<Tensor<FieldP>> fresh = field_fingerprints<FieldP>(b, on_time, nullptr);
+  ASSERT_EQ(with_cache.size(), fresh.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    ASSERT_EQ(with_cache[i].data.size(), fresh[i].data.size());
+    bool nontrivial = false;
+    for (size_t e = 0; e < fresh[i].data.size(); ++e) {
+      EXPECT_EQ(with_cache[i].data[e].p, fresh[i].data[e].p);
+      nontrivial = nontrivial || fresh[i].data[e].p != fresh[i].data[0].p;
+    }
+    EXPECT_TRUE(nontrivial) << "output " << i << " is constant: the comparison proves nothing";
+  }
+  // Abandoned checks leave no trace: the same verdict as a checker that never gave up.
+  VerifyResult after = checker.check(b);
+  VerifyResult reference = EquivalenceChecker(a, o).check(b);
+  EXPECT_EQ(after.verdict, Verdict::equivalent);
+  EXPECT_EQ(after.tests_run, reference.tests_run);
+  EXPECT_EQ(after.bound, reference.bound);
 }
 
 TEST(FingerprintCache, KeptEntriesEvictIntermediatesWhenFull) {

@@ -17,6 +17,8 @@ const char* verdict_name(Verdict v) {
       return "outside the Lax fragment";
     case Verdict::error:
       return "error";
+    case Verdict::abandoned:
+      return "abandoned at the time budget";
   }
   return "?";
 }
@@ -63,17 +65,29 @@ EquivalenceChecker::EquivalenceChecker(Graph target, VerifyOptions options,
       cache_(cache ? std::move(cache) : std::make_shared<FingerprintCache>()) {}
 
 template <class V>
-VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult r) const {
+VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult r,
+                                           std::chrono::steady_clock::time_point give_up_at) const {
+  using Clock = std::chrono::steady_clock;
   int attempt = 0;
+  Clock::duration last_test{0};  // tests of one candidate cost about the same
   for (int t = 0; t < r.tests_needed; ++t) {
     for (;;) {
+      const Clock::time_point started = Clock::now();
+      if (started >= give_up_at || give_up_at - started < last_test) {
+        r.verdict = Verdict::abandoned;
+        return r;
+      }
       FieldDomain<V> domain(FieldTestParams::draw(test_seed(t, attempt), options_.threads));
+      domain.set_give_up_at(give_up_at);
       std::vector<Tensor<V>> fa, fb;
       const Graph* current = &target_;
       try {
         fa = field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
         current = &candidate;
         fb = field_fingerprints<V>(candidate, domain, cache_.get());
+      } catch (const TestAbandoned&) {
+        r.verdict = Verdict::abandoned;
+        return r;
       } catch (const ZeroDivisorError&) {
         ++r.tests_discarded;
         ++attempt;
@@ -96,6 +110,7 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
         return r;
       }
       ++r.tests_run;
+      last_test = Clock::now() - started;
       for (size_t o = 0; o < fa.size(); ++o) {
         const auto& x = fa[o].data;
         const auto& y = fb[o].data;
@@ -121,16 +136,19 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
   return r;
 }
 
-VerifyResult EquivalenceChecker::check(const Graph& candidate) const {
+VerifyResult EquivalenceChecker::check(const Graph& candidate,
+                                       std::chrono::steady_clock::time_point give_up_at) const {
   check_signatures(target_, candidate);
   VerifyResult r;
   r.per_test_bound = per_test_bound(degree_stats(target_), degree_stats(candidate));
   r.tests_needed = weft::tests_needed(r.per_test_bound, options_.target_error);
   if (uses_exp(target_) || uses_exp(candidate))
-    r = run_tests<FieldPQ>(candidate, r);
+    r = run_tests<FieldPQ>(candidate, r, give_up_at);
   else
-    r = run_tests<FieldP>(candidate, r);
-  if (options_.float_check && r.verdict != Verdict::error)
+    r = run_tests<FieldP>(candidate, r, give_up_at);
+  if (r.verdict == Verdict::equivalent && std::chrono::steady_clock::now() >= give_up_at)
+    r.verdict = Verdict::abandoned;
+  if (options_.float_check && r.verdict != Verdict::error && r.verdict != Verdict::abandoned)
     r.floats = float_check(float_ref(), candidate);
   return r;
 }

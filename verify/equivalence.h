@@ -3,6 +3,7 @@
 // floating-point check of numerical acceptability.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -25,7 +26,8 @@ struct VerifyOptions {
   bool float_check = true;                     // also run the f32 / f64 comparison
 };
 
-enum class Verdict { equivalent, not_equivalent, outside_lax, error };
+// abandoned: the caller's give-up time came before a verdict (check's `give_up_at`).
+enum class Verdict { equivalent, not_equivalent, outside_lax, error, abandoned };
 const char* verdict_name(Verdict v);
 
 struct VerifyResult {
@@ -52,7 +54,12 @@ class EquivalenceChecker {
  public:
   EquivalenceChecker(Graph target, VerifyOptions options,
                      std::shared_ptr<FingerprintCache> cache = nullptr);
-  VerifyResult check(const Graph& candidate) const;
+  // `give_up_at`: a time budget's end. The check gives up (Verdict::abandoned, no bound) before a
+  // test the previous one says would end past it, at a matmul or kernel-level op of a test, or
+  // before the float check once it has passed; the default never gives up.
+  VerifyResult check(const Graph& candidate,
+                     std::chrono::steady_clock::time_point give_up_at =
+                         std::chrono::steady_clock::time_point::max()) const;
   // Does the target's share of the first candidate's work ahead of time: its fingerprints of the
   // first test (kept in the cache) and its floating-point reference. Timing it gives the cost of
   // one test (optimize's budget plan: driver/optimize.cpp). Returns tests_needed(target), an
@@ -67,7 +74,8 @@ class EquivalenceChecker {
 
  private:
   template <class V>
-  VerifyResult run_tests(const Graph& candidate, VerifyResult r) const;
+  VerifyResult run_tests(const Graph& candidate, VerifyResult r,
+                         std::chrono::steady_clock::time_point give_up_at) const;
 
   const FloatReference& float_ref() const;
   uint64_t test_seed(int test, int attempt) const;

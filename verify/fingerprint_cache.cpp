@@ -102,6 +102,7 @@ std::vector<Tensor<V>> field_fingerprints(const Graph& g0, const FieldDomain<V>&
   }
   for (size_t i = 0; i < g.ops.size(); ++i) {
     if (!evaluate[i]) continue;
+    domain.check_give_up();
     const Op& op = g.ops[i];
     const Graph single = single_op_graph(g, op);
     std::vector<const Tensor<V>*> in;

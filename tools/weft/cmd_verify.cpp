@@ -64,6 +64,9 @@ Register reg("verify", "check that two µGraphs compute the same function (finit
                      break;
                    case Verdict::error:
                      throw UserError(r.message);
+                   case Verdict::abandoned:  // only a check given a give-up time abandons
+                     WEFT_CHECK(false, "a verification without a time budget was abandoned");
+                     break;
                  }
                  if (r.floats) print_floats(gb, *r.floats);
                  return r.verdict == Verdict::equivalent ? 0 : 3;
