@@ -79,6 +79,12 @@ class DeviceVm {
 
  private:
   struct Frame;
+  DeviceValue run_unchecked(const std::string& name, const std::vector<DeviceValue>& args);
+  // The error flag's site number for an index check at `loc` (1-based; `what` is its message).
+  int64_t index_site(const SourceLoc& loc, const std::string& what);
+  // Reads the error flag back (a wait for the stream): an index out of range in the run just
+  // finished is a UserError at its operator; the flag is cleared.
+  void check_device_errors();
   DeviceValue call_function(const VmFunction& f, const std::vector<DeviceValue>& args, int depth);
   DeviceValue execute(const Binding& b, const std::vector<const DeviceValue*>& in,
                       const SymBinding& heap, int depth);
@@ -86,6 +92,9 @@ class DeviceVm {
                      const SymBinding& heap);
   DeviceValue host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
                             const SymBinding& heap);
+  // conv, the pools and lrn: the window kernel.
+  DeviceValue window_op(OpKind kind, const std::vector<const DeviceTensor*>& in, const Attrs& attrs,
+                        const Shape& out_shape, DType dtype, const SourceLoc& loc);
   DeviceValue run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in);
   const Program& ugraph_program(const Graph& g);
   DeviceTensor allocate(DType dtype, const Shape& shape);
@@ -107,6 +116,10 @@ class DeviceVm {
   };
   std::map<std::string, Captured> captured_;
   bool capturing_ = false;
+  // Set by a kernel that found an index out of range: site << 40 | element (model_kernel_args).
+  std::shared_ptr<DeviceBuffer> error_flag_;
+  std::map<std::pair<std::string, std::string>, int64_t> index_sites_;
+  std::vector<std::pair<SourceLoc, std::string>> site_messages_;
   DeviceVmStats stats_;
 };
 
