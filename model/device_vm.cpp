@@ -211,6 +211,11 @@ void append_key(const DeviceValue& v, std::string& key) {
   } else if (auto* i = std::get_if<int64_t>(&v.v))
     key += fmt::format("{};", *i);
 }
+std::string run_key(const std::string& name, const std::vector<DeviceValue>& args) {
+  std::string key = name + ":";
+  for (const DeviceValue& a : args) append_key(a, key);
+  return key;
+}
 // Copies `from`'s tensors into `into`'s buffers where they differ (a captured run's arguments).
 void refill(Device& device, const DeviceValue& into, const DeviceValue& from) {
   if (const DeviceTensor* t = into.tensor()) {
@@ -234,8 +239,7 @@ DeviceValue DeviceVm::run_unchecked(const std::string& name, const std::vector<D
   const VmFunction& f = vm_.compiled(name);
   ++stats_.runs;
   if (!device_->captures_graphs() || !options_.graphs) return call_function(f, args, 0);
-  std::string key = name + ":";
-  for (const DeviceValue& a : args) append_key(a, key);
+  const std::string key = run_key(name, args);
   auto it = captured_.find(key);
   if (it != captured_.end()) {
     Captured& c = it->second;
@@ -276,6 +280,30 @@ DeviceValue DeviceVm::run_unchecked(const std::string& name, const std::vector<D
     captured_.erase(key);
     throw;
   }
+}
+
+DeviceTiming DeviceVm::time(const std::string& name, const std::vector<DeviceValue>& args,
+                            int warmup, int reps, DeviceValue* result) {
+  if (reps < 1 || warmup < 0) throw UserError("--reps must be at least 1, --warmup at least 0");
+  DeviceValue out = run(name, args);
+  if (result) *result = out;
+  DeviceTiming t;
+  t.device_clock = device_->times_the_device();
+  const Captured* c = nullptr;
+  if (device_->captures_graphs() && options_.graphs) {
+    auto it = captured_.find(run_key(name, args));
+    if (it != captured_.end() && it->second.graph) c = &it->second;
+  }
+  if (c) {
+    // run() copied `args` into the graph's argument buffers: replays compute the same result.
+    t.graph_replays = true;
+    t.timing = device_->time_on_stream([&] { device_->replay(*c->graph); }, warmup, reps);
+    stats_.graph_replays += warmup + reps;
+    check_device_errors();
+  } else {
+    t.timing = device_->time_on_stream([&] { run(name, args); }, warmup, reps);
+  }
+  return t;
 }
 
 DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,

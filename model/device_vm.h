@@ -48,6 +48,14 @@ struct DeviceVmStats {
   int64_t uploaded_bytes = 0, downloaded_bytes = 0;
 };
 
+// Times of DeviceVm::time: on cuda replays of the binding's captured CUDA graph between CUDA
+// events; in emulation (or a run that could not be captured) whole runs.
+struct DeviceTiming {
+  Timing timing;
+  bool graph_replays = false;  // each timed run was one replay of the captured graph
+  bool device_clock = false;   // measured on the device (CUDA events), else the host's clock
+};
+
 struct DeviceVmOptions {
   BuildOptions build;
   std::string gpu_target;  // the target µGraphs are lowered for; empty: the device's, or h100
@@ -72,6 +80,11 @@ class DeviceVm {
   // Runs function `name` on device arguments; the result stays on the device. Same errors as
   // Vm::run.
   DeviceValue run(const std::string& name, const std::vector<DeviceValue>& args);
+  // Runs `name` on `args` once (capturing the binding on cuda), then `warmup` untimed and `reps`
+  // timed runs: graph replays between CUDA events where the run was captured, else whole runs
+  // (host clock in emulation). The result stays that of the runs (identical).
+  DeviceTiming time(const std::string& name, const std::vector<DeviceValue>& args, int warmup,
+                    int reps, DeviceValue* result = nullptr);
   // Uploads the arguments, runs, downloads the result.
   VmValue run_host(const std::string& name, const std::vector<VmValue>& args);
   const DeviceVmStats& stats() const { return stats_; }
