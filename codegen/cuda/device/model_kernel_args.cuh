@@ -1,6 +1,7 @@
 // The argument structs of the model executor's device kernels (model_kernels.cuh), shared by the
 // kernels and the host code that fills them (runtime/device_kernels.cpp): plain C++, no device
-// code, so the host includes it as it is. Pointers are device pointers; dtypes 0 f32, 1 f16, 2 bf16.
+// code, so the host includes it as it is. Pointers are device pointers; dtypes 0 f32, 1 f16, 2
+// bf16.
 #pragma once
 
 #include <stdint.h>

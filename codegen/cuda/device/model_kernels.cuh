@@ -5,8 +5,8 @@
 // forms, codegen/cuda/emit_model_kernels.cpp) after it. One source for the GPU and emulation.
 #pragma once
 
-#include "codegen/cuda/device/prelude.cuh"
 #include "codegen/cuda/device/model_kernel_args.cuh"
+#include "codegen/cuda/device/prelude.cuh"
 
 #if defined(__CUDACC__) && !defined(WEFT_HOST_EMULATION)
 #define WEFT_DK_THREADS 256
@@ -26,8 +26,8 @@ WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
   if (kind == 0.0f) return v;
   if (kind == 1.0f) return v != 0.0f ? 1.0f : 0.0f;
   if (v != v) return 0.0f;
-  const double t = fmin(fmax(trunc(static_cast<double>(v)), -9223372036854775808.0),
-                        9223372036854774784.0);
+  const double t =
+      fmin(fmax(trunc(static_cast<double>(v)), -9223372036854775808.0), 9223372036854774784.0);
   uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t));
   const int b = static_cast<int>(bits);
   if (b < 64) u &= (uint64_t{1} << b) - 1;
@@ -39,7 +39,8 @@ WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
 // Records an error code in *flag unless one is there (the first writer wins).
 WEFT_DEV void weft_dk_flag(int64_t* flag, int64_t code) {
 #if defined(__CUDACC__) && !defined(WEFT_HOST_EMULATION)
-  atomicCAS(reinterpret_cast<unsigned long long*>(flag), 0ull, static_cast<unsigned long long>(code));
+  atomicCAS(reinterpret_cast<unsigned long long*>(flag), 0ull,
+            static_cast<unsigned long long>(code));
 #else
   int64_t expected = 0;
   __atomic_compare_exchange_n(flag, &expected, code, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -117,8 +118,10 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
       weft_dk_st(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
     } else if (a.kind == 3) {
       float m = -INFINITY, sum = 0.0f;
-      for (int64_t j = 0; j < a.n; ++j) m = fmaxf(m, weft_dk_ld(a.in, a.in_dtype, base + j * a.inner));
-      for (int64_t j = 0; j < a.n; ++j) sum += expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m);
+      for (int64_t j = 0; j < a.n; ++j)
+        m = fmaxf(m, weft_dk_ld(a.in, a.in_dtype, base + j * a.inner));
+      for (int64_t j = 0; j < a.n; ++j)
+        sum += expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m);
       for (int64_t j = 0; j < a.n; ++j)
         weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
                    expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m) / sum);
@@ -170,7 +173,8 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
     }
     float acc = 0.0f;
     for (int64_t q = 0; q < a.k; ++q)
-      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) * weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
+      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) *
+             weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
     weft_dk_st(a.out, a.out_dtype, t, acc);
   }
 }
@@ -187,12 +191,14 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_position(weft_dk_position_args a) {
       const double angle = pos * pow(static_cast<double>(a.theta),
                                      -2.0 * static_cast<double>(j) / static_cast<double>(a.cols));
       const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
-      const float x0 = weft_dk_ld(a.in, a.in_dtype, at), x1 = weft_dk_ld(a.in, a.in_dtype, at + half);
+      const float x0 = weft_dk_ld(a.in, a.in_dtype, at),
+                  x1 = weft_dk_ld(a.in, a.in_dtype, at + half);
       weft_dk_st(a.out, a.out_dtype, at, x0 * c - x1 * s);
       weft_dk_st(a.out, a.out_dtype, at + half, x1 * c + x0 * s);
     } else {
       const int64_t j = t % a.cols, r = (t / a.cols) % a.rows;
-      weft_dk_st(a.out, a.out_dtype, t, j > r + a.offset ? -INFINITY : weft_dk_ld(a.in, a.in_dtype, t));
+      weft_dk_st(a.out, a.out_dtype, t,
+                 j > r + a.offset ? -INFINITY : weft_dk_ld(a.in, a.in_dtype, t));
     }
   }
 }
@@ -277,14 +283,14 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_window(weft_dk_window_args a) {
   }
 }
 
-#define WEFT_DK_ENTRY(name, args_type, work)                                                 \
-  extern "C" int name##_launch(const args_type* args, void* stream) {                         \
-    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                         \
-    if (blocks < 1) blocks = 1;                                                                \
-    if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                              \
-    (void)stream;                                                                              \
-    WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args);       \
-    return 0;                                                                                  \
+#define WEFT_DK_ENTRY(name, args_type, work)                                              \
+  extern "C" int name##_launch(const args_type* args, void* stream) {                     \
+    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                    \
+    if (blocks < 1) blocks = 1;                                                           \
+    if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                         \
+    (void)stream;                                                                         \
+    WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args); \
+    return 0;                                                                             \
   }
 WEFT_DK_ENTRY(weft_dk_map, weft_dk_map_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_elementwise, weft_dk_elementwise_args, args->numel)
@@ -294,6 +300,6 @@ WEFT_DK_ENTRY(weft_dk_matmul, weft_dk_matmul_args, args->batch * args->m * args-
 WEFT_DK_ENTRY(weft_dk_position, weft_dk_position_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_generate, weft_dk_generate_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_window, weft_dk_window_args,
-              args->n * (args->kind == 0 ? args->m : args->c) *
+              args->n*(args->kind == 0 ? args->m : args->c) *
                   (args->kind == 4 ? args->in[0] * args->in[1] * args->in[2]
                                    : args->out_dims[0] * args->out_dims[1] * args->out_dims[2]))
