@@ -368,6 +368,14 @@ fn main(x: f32[n, 8]) -> f32[n, 8] {
   // n = 3: run and capture, then three replays; n = 5: run and capture.
   EXPECT_EQ(device.stats().graph_captures, 2);
   EXPECT_EQ(device.stats().graph_replays, 3);
+  // Timing a captured binding replays its graph between CUDA events.
+  std::vector<DeviceValue> dev = {
+      device.upload(random_tensor({5, 8}, rng), m.find_function("main")->params[0].type)};
+  DeviceTiming t = device.time("main", dev, 1, 3);
+  EXPECT_TRUE(t.graph_replays);
+  EXPECT_TRUE(t.device_clock);
+  EXPECT_EQ(t.timing.reps, 3);
+  EXPECT_GT(t.timing.median_s, 0);
 }
 
 TEST(DeviceVm, TheCpuBackendHasNoDevice) {
