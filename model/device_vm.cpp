@@ -10,6 +10,7 @@
 #include "codegen/cuda/emit_model_kernels.h"
 #include "driver/run.h"
 #include "interp/interpreter.h"
+#include "model/model_ops.h"
 #include "runtime/dtype_convert.h"
 
 namespace weft {
@@ -100,7 +101,30 @@ DeviceVm::DeviceVm(const Module& module, Backend backend, DeviceVmOptions option
             return o;
           }()),
       options_(std::move(options)),
-      device_(open_device(backend, options_.build)) {}
+      device_(open_device(backend, options_.build)) {
+  // Zeroed once here: clearing it inside a captured run would be a host copy in the graph.
+  error_flag_ = std::make_shared<DeviceBuffer>(*device_, sizeof(int64_t));
+  const int64_t zero = 0;
+  device_->upload(error_flag_->data, &zero, sizeof zero);
+}
+
+int64_t DeviceVm::index_site(const SourceLoc& loc, const std::string& what) {
+  auto key = std::make_pair(loc.str(), what);
+  auto [it, fresh] = index_sites_.try_emplace(key, static_cast<int64_t>(site_messages_.size()) + 1);
+  if (fresh) site_messages_.emplace_back(loc, what);
+  return it->second;
+}
+
+void DeviceVm::check_device_errors() {
+  int64_t code = 0;
+  device_->download(&code, error_flag_->data, sizeof code);
+  if (code == 0) return;
+  const int64_t zero = 0;
+  device_->upload(error_flag_->data, &zero, sizeof zero);
+  const auto& [loc, what] = site_messages_[static_cast<size_t>((code >> 40) - 1)];
+  throw UserError(
+      loc, fmt::format("{}: element {} of the indices", what, code & ((int64_t{1} << 40) - 1)));
+}
 
 DeviceVm::~DeviceVm() {
   captured_.clear();
@@ -187,6 +211,11 @@ void append_key(const DeviceValue& v, std::string& key) {
   } else if (auto* i = std::get_if<int64_t>(&v.v))
     key += fmt::format("{};", *i);
 }
+std::string run_key(const std::string& name, const std::vector<DeviceValue>& args) {
+  std::string key = name + ":";
+  for (const DeviceValue& a : args) append_key(a, key);
+  return key;
+}
 // Copies `from`'s tensors into `into`'s buffers where they differ (a captured run's arguments).
 void refill(Device& device, const DeviceValue& into, const DeviceValue& from) {
   if (const DeviceTensor* t = into.tensor()) {
@@ -201,11 +230,16 @@ void refill(Device& device, const DeviceValue& into, const DeviceValue& from) {
 }  // namespace
 
 DeviceValue DeviceVm::run(const std::string& name, const std::vector<DeviceValue>& args) {
+  DeviceValue result = run_unchecked(name, args);
+  check_device_errors();
+  return result;
+}
+
+DeviceValue DeviceVm::run_unchecked(const std::string& name, const std::vector<DeviceValue>& args) {
   const VmFunction& f = vm_.compiled(name);
   ++stats_.runs;
   if (!device_->captures_graphs() || !options_.graphs) return call_function(f, args, 0);
-  std::string key = name + ":";
-  for (const DeviceValue& a : args) append_key(a, key);
+  const std::string key = run_key(name, args);
   auto it = captured_.find(key);
   if (it != captured_.end()) {
     Captured& c = it->second;
@@ -219,6 +253,12 @@ DeviceValue DeviceVm::run(const std::string& name, const std::vector<DeviceValue
   // before a capture); the second is captured, the later ones replay it.
   Captured& c = captured_[key];
   DeviceValue first = call_function(f, args, 0);
+  try {
+    check_device_errors();  // a bad index in the first run is not captured
+  } catch (...) {
+    captured_.erase(key);
+    throw;
+  }
   c.args = args;
   capturing_ = true;
   device_->begin_capture();
@@ -240,6 +280,30 @@ DeviceValue DeviceVm::run(const std::string& name, const std::vector<DeviceValue
     captured_.erase(key);
     throw;
   }
+}
+
+DeviceTiming DeviceVm::time(const std::string& name, const std::vector<DeviceValue>& args,
+                            int warmup, int reps, DeviceValue* result) {
+  if (reps < 1 || warmup < 0) throw UserError("--reps must be at least 1, --warmup at least 0");
+  DeviceValue out = run(name, args);
+  if (result) *result = out;
+  DeviceTiming t;
+  t.device_clock = device_->times_the_device();
+  const Captured* c = nullptr;
+  if (device_->captures_graphs() && options_.graphs) {
+    auto it = captured_.find(run_key(name, args));
+    if (it != captured_.end() && it->second.graph) c = &it->second;
+  }
+  if (c) {
+    // run() copied `args` into the graph's argument buffers: replays compute the same result.
+    t.graph_replays = true;
+    t.timing = device_->time_on_stream([&] { device_->replay(*c->graph); }, warmup, reps);
+    stats_.graph_replays += warmup + reps;
+    check_device_errors();
+  } else {
+    t.timing = device_->time_on_stream([&] { run(name, args); }, warmup, reps);
+  }
+  return t;
 }
 
 DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,
@@ -447,8 +511,10 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
   Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
   // The result's shape and dtype, from the deduced type at this frame's variables.
   Shape out_shape;
-  bool known = b.type.is_tensor() && b.type.dims.has_value();
-  if (known)
+  // split's result is a tuple of parts whose shape it computes from its operand.
+  const bool split = kind == OpKind::split;
+  bool known = split || (b.type.is_tensor() && b.type.dims.has_value());
+  if (known && !split)
     for (const SymExpr& d : *b.type.dims) {
       SymEvalResult r = try_evaluate(d, heap);
       if (!r.value) {
@@ -461,7 +527,8 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     if (t->shape.size() > WEFT_DK_MAX_RANK) known = false;
   if (!known || out_shape.size() > WEFT_DK_MAX_RANK) return host_fallback(b, in, heap);
   const DType dtype = b.type.dtype;
-  const DeviceTensor& x = *in[0];
+  static const DeviceTensor kNoOperand;  // fill, range and dims_tensor take none
+  const DeviceTensor& x = in.empty() ? kNoOperand : *in[0];
   auto fresh = [&] { return allocate(dtype, out_shape); };
   auto rows = [&](int kind_code, int64_t dim, int64_t to, float k) {
     DeviceTensor out = fresh();
@@ -496,7 +563,9 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     case OpKind::abs:
     case OpKind::reciprocal:
     case OpKind::log:
-    case OpKind::gelu_tanh: {
+    case OpKind::gelu_tanh:
+    case OpKind::clip:
+    case OpKind::cast: {
       WEFT_CHECK(device_scalar_form(kind) != nullptr, "{} has no device scalar form", c.callee);
       DeviceTensor out = fresh();
       weft_dk_elementwise_args a{};
@@ -508,6 +577,18 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       a.numel = numel(out_shape);
       const AttrSpec* k = rational_attr(op_info(kind));
       a.k = k ? static_cast<float>(attrs.get_rational(k->name).to_double()) : 0.0f;
+      if (kind == OpKind::clip) a.k2 = static_cast<float>(attrs.get_rational("max").to_double());
+      if (kind == OpKind::cast) {
+        const CastTarget* t = cast_target(attrs.get_int("to"));
+        if (!t)
+          throw UserError(c.loc,
+                          fmt::format("cast to={} is not a dtype code", attrs.get_int("to")));
+        a.k = t->kind == CastTarget::boolean ? 1.0f
+              : t->kind == CastTarget::sint  ? 2.0f
+              : t->kind == CastTarget::uint  ? 3.0f
+                                             : 0.0f;
+        a.k2 = static_cast<float>(t->bits);
+      }
       for (size_t d = 0; d < out_shape.size(); ++d) a.dims[d] = out_shape[d];
       for (size_t j = 0; j < in.size(); ++j) {
         a.in[j] = in[j]->data();
@@ -622,7 +703,15 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       auto axis = static_cast<size_t>(
           kind == OpKind::gather ? normalized(attrs.get_int("axis"), x.shape.size()) : 0);
       a.extent = x.shape[axis];
+      a.lowest = kind == OpKind::gather ? -a.extent : 0;
       a.count = numel(ids.shape);
+      a.error = static_cast<int64_t*>(error_flag_->data);
+      a.site = index_site(
+          c.loc, kind == OpKind::gather
+                     ? fmt::format("gather index out of range for dim {} of extent {} (valid: "
+                                   "{}..{}), or not an integer",
+                                   axis, a.extent, -a.extent, a.extent - 1)
+                     : fmt::format("embedding index not an integer in [0, {})", a.extent));
       a.outer = 1;
       a.inner = 1;
       for (size_t d = 0; d < axis; ++d) a.outer *= x.shape[d];
@@ -630,26 +719,117 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       launch("weft_dk_gather_launch", &a);
       return DeviceValue{out};
     }
-    // No device kernel yet: run on the host, counted (DeviceVmStats::host_fallbacks).
-    case OpKind::split:
+    case OpKind::split: {
+      auto dim = static_cast<size_t>(normalized(attrs.get_int("dim"), x.shape.size()));
+      const int64_t parts = attrs.get_int("parts");
+      WEFT_CHECK(parts >= 1 && x.shape[dim] % parts == 0, "split's parts were not checked");
+      Shape part = x.shape;
+      part[dim] /= parts;
+      auto tu = std::make_shared<DeviceTuple>();
+      for (int64_t i = 0; i < parts; ++i) {
+        DeviceTensor out = allocate(dtype, part);
+        weft_dk_map_args a = identity_map(x, out.data(), dtype, part);
+        for (size_t d = 0; d < part.size(); ++d) a.in_stride[d] = in_strides[d];
+        a.start[dim] = i * part[dim];
+        if (a.numel > 0) launch("weft_dk_map_launch", &a);
+        tu->push_back(DeviceValue{std::move(out)});
+      }
+      return DeviceValue{std::shared_ptr<const DeviceTuple>(std::move(tu))};
+    }
+    case OpKind::slice_steps: {
+      Shape shape;
+      auto take = slice_steps_take(x.shape, attrs, shape);
+      WEFT_CHECK(shape == out_shape, "slice_steps' deduced shape differs at run time");
+      return map([&](weft_dk_map_args& a) {
+        for (size_t d = 0; d < out_shape.size(); ++d) {
+          a.in_stride[d] = in_strides[d];
+          a.start[d] = take[d].first;
+          a.step[d] = take[d].second;
+        }
+      });
+    }
+    case OpKind::tile:
+      return map([&](weft_dk_map_args& a) {
+        for (size_t d = 0; d < out_shape.size(); ++d) {
+          a.in_stride[d] = in_strides[d];
+          a.mod[d] = std::max<int64_t>(x.shape[d], 1);
+        }
+      });
+    case OpKind::pad: {
+      const auto& pads = attrs.get_list("pads");
+      return map([&](weft_dk_map_args& a) {
+        a.fill = static_cast<float>(attrs.get_rational("value").to_double());
+        for (size_t d = 0; d < out_shape.size(); ++d) {
+          a.in_stride[d] = in_strides[d];
+          a.start[d] = -pads[d];  // negative pads crop
+          a.bound[d] = x.shape[d];
+        }
+      });
+    }
     case OpKind::rope:
-    case OpKind::causal_mask:
+    case OpKind::causal_mask: {
+      DeviceTensor out = fresh();
+      weft_dk_position_args a{};
+      a.in = x.data();
+      a.out = out.data();
+      a.in_dtype = dtype_code(x.dtype);
+      a.out_dtype = dtype_code(dtype);
+      a.kind = kind == OpKind::rope ? 0 : 1;
+      a.numel = numel(x.shape);
+      a.rows = x.shape[x.shape.size() - 2];
+      a.cols = x.shape.back();
+      a.offset = attrs.get_int("offset");
+      a.theta =
+          kind == OpKind::rope ? static_cast<float>(attrs.get_rational("theta").to_double()) : 0.0f;
+      if (a.numel > 0) launch("weft_dk_position_launch", &a);
+      return DeviceValue{out};
+    }
+    case OpKind::fill:
+    case OpKind::range:
+    case OpKind::dims_tensor: {
+      if (kind == OpKind::dims_tensor && out_shape[0] > WEFT_DK_MAX_RANK)
+        return host_fallback(b, in, heap);
+      DeviceTensor out = fresh();
+      weft_dk_generate_args a{};
+      a.out = out.data();
+      a.out_dtype = dtype_code(dtype);
+      a.numel = numel(out_shape);
+      if (kind == OpKind::fill) {
+        a.value = static_cast<float>(attrs.get_rational("value").to_double());
+      } else if (kind == OpKind::range) {
+        a.kind = 1;
+        a.start = attrs.get_int("start");
+        a.delta = attrs.get_int("delta");
+      } else {
+        a.kind = 2;
+        const auto& values = attrs.get_list("values");
+        std::copy(values.begin(), values.end(), a.values);
+      }
+      if (a.numel > 0) launch("weft_dk_generate_launch", &a);
+      return DeviceValue{out};
+    }
+    case OpKind::global_avg_pool:
+    case OpKind::global_max_pool: {
+      DeviceTensor out = fresh();
+      weft_dk_rows_args a{};
+      a.in = x.data();
+      a.out = out.data();
+      a.in_dtype = dtype_code(x.dtype);
+      a.out_dtype = dtype_code(dtype);
+      a.kind = kind == OpKind::global_avg_pool ? 1 : 2;
+      a.outer = x.shape[0] * x.shape[1];
+      a.n = numel(x.shape) / std::max<int64_t>(a.outer, 1);
+      a.inner = 1;
+      a.to = 1;
+      if (a.outer > 0) launch("weft_dk_rows_launch", &a);
+      return DeviceValue{out};
+    }
     case OpKind::conv:
     case OpKind::max_pool:
     case OpKind::avg_pool:
     case OpKind::max_pool_indices:
-    case OpKind::global_avg_pool:
-    case OpKind::global_max_pool:
     case OpKind::lrn:
-    case OpKind::slice_steps:
-    case OpKind::fill:
-    case OpKind::dims_tensor:
-    case OpKind::cast:
-    case OpKind::clip:
-    case OpKind::range:
-    case OpKind::tile:
-    case OpKind::pad:
-      return host_fallback(b, in, heap);
+      return window_op(kind, in, attrs, out_shape, dtype, c.loc);
       // Expanded before the VM compiles a function, or never in a model function.
       WEFT_CASES_COMPOSITE
       WEFT_CASES_STRUCTURE
@@ -658,6 +838,66 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       break;
   }
   WEFT_FAIL("{} reached the device executor", c.callee);
+}
+
+DeviceValue DeviceVm::window_op(OpKind kind, const std::vector<const DeviceTensor*>& in,
+                                const Attrs& attrs, const Shape& out_shape, DType dtype,
+                                const SourceLoc& loc) {
+  const DeviceTensor& x = *in[0];
+  DeviceTensor out = allocate(dtype, out_shape);
+  weft_dk_window_args a{};
+  a.x = x.data();
+  a.out = out.data();
+  a.x_dtype = dtype_code(x.dtype);
+  a.out_dtype = dtype_code(dtype);
+  a.n = x.shape[0];
+  a.c = x.shape[1];
+  a.group = 1;
+  auto geometry = [&](const std::vector<int64_t>& kernel, bool ceil_mode, const char* op) {
+    Windows3 w;
+    try {
+      w = concrete_windows(x.shape, kernel, attrs, ceil_mode, op);
+    } catch (const UserError& e) {
+      throw UserError(loc, e.message());
+    }
+    for (int i = 0; i < 3; ++i) {
+      a.in[i] = w.in[i];
+      a.k[i] = w.k[i];
+      a.s[i] = w.s[i];
+      a.d[i] = w.d[i];
+      a.pb[i] = w.pb[i];
+      a.pe[i] = w.pe[i];
+      a.out_dims[i] = w.out[i];
+    }
+  };
+  // conv, the pools and lrn only (run_op's switch sends no other kind here).
+  if (kind == OpKind::conv) {
+    const DeviceTensor& wt = *in[1];
+    a.kind = 0;
+    a.w = wt.data();
+    a.w_dtype = dtype_code(wt.dtype);
+    a.m = wt.shape[0];
+    a.group = attrs.get_int("group");
+    if (a.group < 1 || a.c != wt.shape[1] * a.group || a.m % a.group != 0)
+      throw UserError(loc, fmt::format("conv: x {} and weight {} do not agree for group={}",
+                                       shape_str(x.shape), shape_str(wt.shape), a.group));
+    geometry({wt.shape.begin() + 2, wt.shape.end()}, false, "conv");
+  } else if (kind == OpKind::lrn) {
+    a.kind = 4;
+    a.size = attrs.get_int("size");
+    a.alpha = static_cast<float>(attrs.get_rational("alpha").to_double());
+    a.beta = static_cast<float>(attrs.get_rational("beta").to_double());
+    a.bias = static_cast<float>(attrs.get_rational("bias").to_double());
+    for (int i = 0; i < 3; ++i) a.in[i] = a.out_dims[i] = 1;
+    a.in[2] = numel(x.shape) / std::max<int64_t>(a.n * a.c, 1);
+  } else {
+    a.kind = kind == OpKind::max_pool ? 1 : kind == OpKind::avg_pool ? 2 : 3;
+    a.include_pad = kind == OpKind::avg_pool && attrs.get_int("count_include_pad") == 1;
+    geometry(attrs.get_list("kernel"), attrs.get_int("ceil_mode") == 1,
+             kind == OpKind::avg_pool ? "avg_pool" : "max_pool");
+  }
+  if (numel(out_shape) > 0) launch("weft_dk_window_launch", &a);
+  return DeviceValue{out};
 }
 
 }  // namespace weft

@@ -48,6 +48,14 @@ struct DeviceVmStats {
   int64_t uploaded_bytes = 0, downloaded_bytes = 0;
 };
 
+// Times of DeviceVm::time: on cuda replays of the binding's captured CUDA graph between CUDA
+// events; in emulation (or a run that could not be captured) whole runs.
+struct DeviceTiming {
+  Timing timing;
+  bool graph_replays = false;  // each timed run was one replay of the captured graph
+  bool device_clock = false;   // measured on the device (CUDA events), else the host's clock
+};
+
 struct DeviceVmOptions {
   BuildOptions build;
   std::string gpu_target;  // the target µGraphs are lowered for; empty: the device's, or h100
@@ -72,6 +80,11 @@ class DeviceVm {
   // Runs function `name` on device arguments; the result stays on the device. Same errors as
   // Vm::run.
   DeviceValue run(const std::string& name, const std::vector<DeviceValue>& args);
+  // Runs `name` on `args` once (capturing the binding on cuda), then `warmup` untimed and `reps`
+  // timed runs: graph replays between CUDA events where the run was captured, else whole runs
+  // (host clock in emulation). The result stays that of the runs (identical).
+  DeviceTiming time(const std::string& name, const std::vector<DeviceValue>& args, int warmup,
+                    int reps, DeviceValue* result = nullptr);
   // Uploads the arguments, runs, downloads the result.
   VmValue run_host(const std::string& name, const std::vector<VmValue>& args);
   const DeviceVmStats& stats() const { return stats_; }
@@ -79,6 +92,12 @@ class DeviceVm {
 
  private:
   struct Frame;
+  DeviceValue run_unchecked(const std::string& name, const std::vector<DeviceValue>& args);
+  // The error flag's site number for an index check at `loc` (1-based; `what` is its message).
+  int64_t index_site(const SourceLoc& loc, const std::string& what);
+  // Reads the error flag back (a wait for the stream): an index out of range in the run just
+  // finished is a UserError at its operator; the flag is cleared.
+  void check_device_errors();
   DeviceValue call_function(const VmFunction& f, const std::vector<DeviceValue>& args, int depth);
   DeviceValue execute(const Binding& b, const std::vector<const DeviceValue*>& in,
                       const SymBinding& heap, int depth);
@@ -86,6 +105,9 @@ class DeviceVm {
                      const SymBinding& heap);
   DeviceValue host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
                             const SymBinding& heap);
+  // conv, the pools and lrn: the window kernel.
+  DeviceValue window_op(OpKind kind, const std::vector<const DeviceTensor*>& in, const Attrs& attrs,
+                        const Shape& out_shape, DType dtype, const SourceLoc& loc);
   DeviceValue run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in);
   const Program& ugraph_program(const Graph& g);
   DeviceTensor allocate(DType dtype, const Shape& shape);
@@ -107,6 +129,10 @@ class DeviceVm {
   };
   std::map<std::string, Captured> captured_;
   bool capturing_ = false;
+  // Set by a kernel that found an index out of range: site << 40 | element (model_kernel_args).
+  std::shared_ptr<DeviceBuffer> error_flag_;
+  std::map<std::pair<std::string, std::string>, int64_t> index_sites_;
+  std::vector<std::pair<SourceLoc, std::string>> site_messages_;
   DeviceVmStats stats_;
 };
 

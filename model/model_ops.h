@@ -43,6 +43,36 @@ struct ModelOpImpl {
 // Checked when first built: every model-only row has one, with a shape rule and either CPU
 // semantics or an expansion.
 const ModelOpImpl* model_impl(OpKind kind);
+// Concrete sliding windows of conv and the pools over x = [N, C, *spatial], padded to 3 spatial
+// dims (leading dims of extent 1): input, kernel, stride, dilation, pads and output extents.
+struct Windows3 {
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+};
+// The windows of `kernel` over `x` with the operator's strides, pads, dilations; UserError naming
+// `op` when a window exceeds the padded input.
+Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, const Attrs& attrs,
+                          bool ceil_mode, const char* op);
+
+// slice_steps at a concrete shape `x`: per dim the first element taken and the step between
+// taken elements; `shape` receives the result's shape.
+std::vector<std::pair<int64_t, int64_t>> slice_steps_take(const Shape& x, const Attrs& attrs,
+                                                          Shape& shape);
+
+// Cast targets by ONNX's TensorProto.DataType codes: the type's width in bits, whether it is
+// signed, and the model dtype the result carries (f32 for what the model types cannot name:
+// their values stay exact in the VM's doubles).
+struct CastTarget {
+  int64_t code;
+  const char* name;
+  enum Kind : uint8_t { f32, f64, f16, bf16, sint, uint, boolean } kind;
+  int bits;
+};
+// The target of ONNX dtype code `code`; null for a code weft does not cast to.
+const CastTarget* cast_target(int64_t code);
+
 // The implementations model_ops_onnx.cpp defines (ONNX's operators beyond the transformer set).
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls();
 

@@ -172,47 +172,6 @@ MType infer_global_pool(DeduceContext& ctx, const std::vector<MType>& in, const 
   return MType::tensor(x.dtype, out);
 }
 
-// Concrete windows, padded to 3 spatial dims (leading dims of extent 1).
-struct Windows3 {
-  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out[3];
-  int64_t in_size() const { return in[0] * in[1] * in[2]; }
-  int64_t out_size() const { return out[0] * out[1] * out[2]; }
-  int64_t k_size() const { return k[0] * k[1] * k[2]; }
-};
-
-Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, const Attrs& attrs,
-                          bool ceil_mode, const char* op) {
-  Windows3 w;
-  int r = static_cast<int>(x.size()) - 2, lead = 3 - r;
-  const auto& strides = attrs.get_list("strides");
-  const auto& pads = attrs.get_list("pads");
-  const std::vector<int64_t> no_dilations;
-  const auto& dil = attrs.has("dilations") ? attrs.get_list("dilations") : no_dilations;
-  for (int i = 0; i < 3; ++i) {
-    int j = i - lead;  // the spatial dim, or < 0 for a padding dim
-    auto at = [&](const std::vector<int64_t>& l, int idx, int64_t fallback) {
-      return j < 0 || l.empty() ? fallback : l[static_cast<size_t>(idx)];
-    };
-    w.in[i] = j < 0 ? 1 : x[static_cast<size_t>(j + 2)];
-    w.k[i] = j < 0 ? 1 : kernel[static_cast<size_t>(j)];
-    w.s[i] = at(strides, j, 1);
-    w.d[i] = at(dil, j, 1);
-    w.pb[i] = at(pads, j, 0);
-    w.pe[i] = at(pads, j + r, 0);
-    int64_t span = w.d[i] * (w.k[i] - 1) + 1, padded = w.in[i] + w.pb[i] + w.pe[i];
-    if (span > padded)
-      throw UserError(
-          fmt::format("{}: window of extent {} exceeds the padded dim of {}", op, span, padded));
-    if (!ceil_mode) {
-      w.out[i] = (padded - span) / w.s[i] + 1;
-    } else {
-      w.out[i] = (padded - span + w.s[i] - 1) / w.s[i] + 1;
-      if ((w.out[i] - 1) * w.s[i] >= w.in[i] + w.pb[i]) --w.out[i];
-    }
-  }
-  return w;
-}
-
 Shape pooled_shape(const Shape& x, int64_t channels, const Windows3& w) {
   Shape out = {x[0], channels};
   for (size_t i = 5 - x.size(); i < 3; ++i) out.push_back(w.out[i]);
@@ -684,24 +643,15 @@ MType infer_slice_steps(DeduceContext& ctx, const std::vector<MType>& in, const 
 
 Tensor<double> eval_slice_steps(const In& in, const Attrs& attrs) {
   const Tensor<double>& x = *in[0];
-  size_t r = x.shape.size();
-  const auto &starts = attrs.get_list("starts"), &ends = attrs.get_list("ends"),
-             &axes = attrs.get_list("axes"), &steps = attrs.get_list("steps");
+  Shape shape;
   // Per dim: the first element taken and the step between taken elements.
-  std::vector<std::pair<int64_t, int64_t>> take(r, {0, 1});
-  Shape shape = x.shape;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
-    auto axis = static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a);
-    take[axis].second = steps.empty() ? 1 : steps[i];
-    std::tie(take[axis].first, shape[axis]) = slice_axis(
-        starts[i], starts[i] < 0, ends[i], ends[i] < 0, take[axis].second, x.shape[axis]);
-  }
+  auto take = slice_steps_take(x.shape, attrs, shape);
   auto strides = strides_of(x.shape);
   Tensor<double> out(shape, 0.0);
   for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
     int64_t src = 0;
-    for (size_t i = 0; i < r; ++i) src += (take[i].first + idx[i] * take[i].second) * strides[i];
+    for (size_t i = 0; i < x.shape.size(); ++i)
+      src += (take[i].first + idx[i] * take[i].second) * strides[i];
     out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(src)];
   });
   return out;
@@ -757,15 +707,6 @@ Tensor<double> eval_dims_tensor(const In&, const Attrs& attrs) {
   return Tensor<double>({static_cast<int64_t>(v.size())}, std::vector<double>(v.begin(), v.end()));
 }
 
-// Cast targets by ONNX's TensorProto.DataType codes: the type's width in bits, whether it is
-// signed, and the model dtype the result carries (f32 for what the model types cannot name:
-// their values stay exact in the VM's doubles).
-struct CastTarget {
-  int64_t code;
-  const char* name;
-  enum Kind : uint8_t { f32, f64, f16, bf16, sint, uint, boolean } kind;
-  int bits;
-};
 constexpr CastTarget kCastTargets[] = {
     {1, "f32", CastTarget::f32, 32},    {2, "u8", CastTarget::uint, 8},
     {3, "i8", CastTarget::sint, 8},     {4, "u16", CastTarget::uint, 16},
@@ -775,12 +716,6 @@ constexpr CastTarget kCastTargets[] = {
     {12, "u32", CastTarget::uint, 32},  {13, "u64", CastTarget::uint, 64},
     {16, "bf16", CastTarget::bf16, 16},
 };
-
-const CastTarget* cast_target(int64_t code) {
-  for (const CastTarget& t : kCastTargets)
-    if (t.code == code) return &t;
-  return nullptr;
-}
 
 MType infer_cast(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
   auto code = sym_int(attrs, "to").as_constant();
@@ -958,6 +893,62 @@ Tensor<double> eval_pad(const In& in, const Attrs& attrs) {
 }
 
 }  // namespace
+
+Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, const Attrs& attrs,
+                          bool ceil_mode, const char* op) {
+  Windows3 w;
+  int r = static_cast<int>(x.size()) - 2, lead = 3 - r;
+  const auto& strides = attrs.get_list("strides");
+  const auto& pads = attrs.get_list("pads");
+  const std::vector<int64_t> no_dilations;
+  const auto& dil = attrs.has("dilations") ? attrs.get_list("dilations") : no_dilations;
+  for (int i = 0; i < 3; ++i) {
+    int j = i - lead;  // the spatial dim, or < 0 for a padding dim
+    auto at = [&](const std::vector<int64_t>& l, int idx, int64_t fallback) {
+      return j < 0 || l.empty() ? fallback : l[static_cast<size_t>(idx)];
+    };
+    w.in[i] = j < 0 ? 1 : x[static_cast<size_t>(j + 2)];
+    w.k[i] = j < 0 ? 1 : kernel[static_cast<size_t>(j)];
+    w.s[i] = at(strides, j, 1);
+    w.d[i] = at(dil, j, 1);
+    w.pb[i] = at(pads, j, 0);
+    w.pe[i] = at(pads, j + r, 0);
+    int64_t span = w.d[i] * (w.k[i] - 1) + 1, padded = w.in[i] + w.pb[i] + w.pe[i];
+    if (span > padded)
+      throw UserError(
+          fmt::format("{}: window of extent {} exceeds the padded dim of {}", op, span, padded));
+    if (!ceil_mode) {
+      w.out[i] = (padded - span) / w.s[i] + 1;
+    } else {
+      w.out[i] = (padded - span + w.s[i] - 1) / w.s[i] + 1;
+      if ((w.out[i] - 1) * w.s[i] >= w.in[i] + w.pb[i]) --w.out[i];
+    }
+  }
+  return w;
+}
+
+std::vector<std::pair<int64_t, int64_t>> slice_steps_take(const Shape& x, const Attrs& attrs,
+                                                          Shape& shape) {
+  size_t r = x.size();
+  const auto &starts = attrs.get_list("starts"), &ends = attrs.get_list("ends"),
+             &axes = attrs.get_list("axes"), &steps = attrs.get_list("steps");
+  std::vector<std::pair<int64_t, int64_t>> take(r, {0, 1});
+  shape = x;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axes.empty() ? static_cast<int64_t>(i) : axes[i];
+    auto axis = static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(r) : a);
+    take[axis].second = steps.empty() ? 1 : steps[i];
+    std::tie(take[axis].first, shape[axis]) =
+        slice_axis(starts[i], starts[i] < 0, ends[i], ends[i] < 0, take[axis].second, x[axis]);
+  }
+  return take;
+}
+
+const CastTarget* cast_target(int64_t code) {
+  for (const CastTarget& t : kCastTargets)
+    if (t.code == code) return &t;
+  return nullptr;
+}
 
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
   using K = OpKind;

@@ -472,6 +472,21 @@ class CudaDeviceImpl final : public Device {
   void replay(const CapturedGraph& graph) override {
     check(cudaGraphLaunch(static_cast<const CudaGraph&>(graph).exec, stream_), "cudaGraphLaunch");
   }
+  Timing time_on_stream(const std::function<void()>& work, int warmup, int reps) override {
+    WEFT_CHECK(reps >= 1 && warmup >= 0, "bad timing parameters");
+    for (int i = 0; i < warmup; ++i) work();
+    struct Events {
+      cudaEvent_t start = nullptr, stop = nullptr;
+      ~Events() {
+        if (start) cudaEventDestroy(start);
+        if (stop) cudaEventDestroy(stop);
+      }
+    } e;
+    check(cudaEventCreate(&e.start), "cudaEventCreate");
+    check(cudaEventCreate(&e.stop), "cudaEventCreate");
+    return time_between_events(stream_, e.start, e.stop, reps, work, "a timed run on the device");
+  }
+  bool times_the_device() const override { return true; }
 
  private:
   void check_launch(int rc, const std::string& what) const override {

@@ -66,6 +66,10 @@ void Device::replay(const CapturedGraph&) {
   WEFT_FAIL("the {} device replays no graphs", backend_name(backend_));
 }
 
+Timing Device::time_on_stream(const std::function<void()>& work, int warmup, int reps) {
+  return time_runs(work, warmup, reps);
+}
+
 namespace {
 
 // Host memory standing in for the device; every launch runs to completion before it returns.

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "runtime/program.h"
+#include "runtime/timing.h"
 
 namespace weft {
 
@@ -53,6 +55,12 @@ class Device {
   // Abandons a capture after an error (no graph).
   virtual void abort_capture();
   virtual void replay(const CapturedGraph& graph);
+
+  // `warmup` untimed then `reps` timed calls of `work`: on cuda each between two CUDA events on
+  // the stream (device time of what `work` enqueues), in emulation on the host's steady clock.
+  virtual Timing time_on_stream(const std::function<void()>& work, int warmup, int reps);
+  // Whether time_on_stream measures the device (cuda) or the host running emulated code.
+  virtual bool times_the_device() const { return false; }
 
  protected:
   Device(Backend backend, const BuildOptions& options);

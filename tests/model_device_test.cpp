@@ -126,6 +126,46 @@ fn gathers(table: DT[7, 4], ids: DT[2, 3], x: DT[3, 5, 2]) -> tuple(DT[2, 3, 4],
   }
   return t
 }
+fn positions(x: DT[2, 6, 8]) -> tuple(DT[2, 6, 8], DT[2, 3, 8], DT[2, 6, 8], DT[ndim=3], DT[4, 6, 16], DT[3, 7, 9]) {
+  dataflow {
+    a = rope(x, offset=3, theta=100)
+    b = causal_mask(a, offset=1)
+    c = softmax_safe(b, dim=2)
+    parts = split(x, dim=1, parts=2)
+    p = item(parts, index=1)
+    d = clip(x, min=-0.5, max=1.25)
+    s = slice_steps(x, starts=[-1, 4], ends=[-9223372036854775807, 0], axes=[1, -1], steps=[-2, -3])
+    t = tile(x, repeats=[2, 1, 2])
+    q = pad(x, pads=[1, 0, -1, 0, 1, 2], value=-0.75)
+    r = tuple(c, p, d, s, t, q)
+  }
+  return r
+}
+fn generated(x: DT[2, 3]) -> tuple(f32[2, 3], f32[4], f32[3], f16[2, 3], f32[2, 3]) {
+  dataflow {
+    f = fill(shape=[2, 3], value=-2.5)
+    r = range(start=7, limit=-4, delta=-3)
+    d = dims_tensor(values=[2, 3, 7])
+    h = cast(x, to=10)
+    y = relu(x)
+    b = cast(y, to=9)
+    t = tuple(f, r, d, h, b)
+  }
+  return t
+}
+fn windows(x: DT[2, 4, 7, 6], k: DT[6, 2, 3, 3]) -> tuple(DT[ndim=4], DT[ndim=4], DT[ndim=4], DT[ndim=4], DT[2, 4, 1, 1], DT[2, 4, 1, 1], DT[2, 4, 7, 6]) {
+  dataflow {
+    c = conv(x, k, strides=[2, 1], pads=[1, 0, 2, 1], dilations=[1, 2], group=2)
+    m = max_pool(x, kernel=[2, 3], strides=[2, 2], pads=[1, 1, 1, 0], ceil_mode=1)
+    i = max_pool_indices(x, kernel=[2, 3], strides=[2, 2], pads=[1, 1, 1, 0], ceil_mode=1)
+    a = avg_pool(x, kernel=[3, 2], strides=[2, 3], pads=[1, 0, 1, 1], ceil_mode=1, count_include_pad=1)
+    g = global_avg_pool(x)
+    h = global_max_pool(x)
+    l = lrn(x, size=3, alpha=1/2, beta=0.75, bias=1.5)
+    r = tuple(c, m, i, a, g, h, l)
+  }
+  return r
+}
 )";
 
 Module kernels_module(const std::string& dtype) {
@@ -160,36 +200,131 @@ TEST_P(DeviceKernels, EveryKernelMatchesTheHostVm) {
     EXPECT_LE(scaled_error(got, want), tol) << fn.name << " in " << GetParam();
     EXPECT_GT(device.stats().kernel_launches, before) << fn.name;
   }
-  EXPECT_EQ(device.stats().host_fallbacks, 0);
+  EXPECT_EQ(device.stats().host_fallbacks, 0)
+      << (device.stats().host_fallback_ops.empty()
+              ? ""
+              : device.stats().host_fallback_ops.begin()->first);
   EXPECT_EQ(device.stats().ugraph_launches, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DeviceKernels, ::testing::Values("f32", "bf16"));
 
-TEST(DeviceVm, AnOperatorWithoutADeviceKernelRunsOnTheHostAndIsCounted) {
+// Every operator of the table has a device kernel; a call_lib (a CPU library function) has none:
+// it runs on the host between device kernels, counted, with the same result.
+TEST(DeviceVm, ACpuLibraryCallRunsOnTheHostAndIsCounted) {
   SymProver prover;
   Module m = parse_module(R"(module fallback
-fn main(x: f32[2, 6, 8]) -> f32[2, 6, 8] {
+fn main(x: f32[6, 8], w: f32[8, 5]) -> f32[6, 5] {
   dataflow {
     a = exp(x)
     r = rope(a, offset=3)
-    c = causal_mask(r, offset=1)
-    s = softmax_safe(c, dim=2)
+    g = call_lib(cpu.gemm, r, w)
+    s = softmax_safe(g, dim=1)
   }
   return s
 }
 )",
                           "fallback.wmod", prover);
   std::mt19937_64 rng(3);
-  std::vector<VmValue> args = {random_tensor({2, 6, 8}, rng)};
+  std::vector<VmValue> args = {random_tensor({6, 8}, rng), random_tensor({8, 5}, rng)};
   ASSERT_GT(spread(args[0]), 0.5);
+  ASSERT_GT(spread(args[1]), 0.5);
   VmValue want = Vm(m).run("main", args);
   DeviceVm device(m, Backend::cuda_emulation);
   VmValue got = device.run_host("main", args);
   EXPECT_LE(scaled_error(got, want), 1e-5);
-  EXPECT_EQ(device.stats().host_fallbacks, 2);
-  EXPECT_EQ(device.stats().host_fallback_ops.at("rope"), 1);
-  EXPECT_EQ(device.stats().host_fallback_ops.at("causal_mask"), 1);
+  EXPECT_EQ(device.stats().host_fallbacks, 1);
+  EXPECT_EQ(device.stats().host_fallback_ops.at("cpu.gemm"), 1);
+  EXPECT_EQ(device.stats().kernel_launches, 3);  // exp, rope, softmax_safe
+}
+
+// A gather or embedding index out of range is an error at the operator on the device path too
+// (the kernel sets a flag the executor reads back), and the executor stays usable after it.
+TEST(DeviceVm, AnIndexOutOfRangeIsAnErrorAtItsOperator) {
+  SymProver prover;
+  Module m = parse_module(R"(module bad_ids
+fn main(table: f32[7, 4], ids: f32[2, 3]) -> f32[2, 3, 4] {
+  dataflow {
+    a = embedding(table, ids)
+  }
+  return a
+}
+fn gathered(x: f32[3, 5], ids: f32[2]) -> f32[3, 2] {
+  dataflow {
+    a = gather(x, ids, axis=1)
+  }
+  return a
+}
+)",
+                          "bad_ids.wmod", prover);
+  DeviceVm device(m, Backend::cuda_emulation);
+  std::mt19937_64 rng(4);
+  VmValue table = random_tensor({7, 4}, rng), x = random_tensor({3, 5}, rng);
+  auto ids = [](std::vector<double> v, Shape s) {
+    return VmValue{std::make_shared<const Tensor<double>>(std::move(s), std::move(v))};
+  };
+  auto error_of = [&](const std::string& fn, const std::vector<VmValue>& args) -> std::string {
+    try {
+      device.run_host(fn, args);
+    } catch (const UserError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  std::string e = error_of("main", {table, ids({0, 1, 6, 2, 7, 3}, {2, 3})});
+  EXPECT_NE(e.find("bad_ids.wmod:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("embedding index not an integer in [0, 7): element 4"), std::string::npos) << e;
+  // Negative ids count from the end for gather only.
+  e = error_of("main", {table, ids({0, 1, -1, 2, 3, 3}, {2, 3})});
+  EXPECT_NE(e.find("element 2"), std::string::npos) << e;
+  e = error_of("gathered", {x, ids({-5, 1.5}, {2})});
+  EXPECT_NE(e.find("bad_ids.wmod:10:"), std::string::npos) << e;
+  EXPECT_NE(e.find("gather index out of range for dim 1 of extent 5"), std::string::npos) << e;
+  EXPECT_NE(e.find("element 1"), std::string::npos) << e;
+  // Good indices after an error: the flag was cleared.
+  VmValue want = Vm(m).run("gathered", {x, ids({-5, 4}, {2})});
+  EXPECT_LE(scaled_error(device.run_host("gathered", {x, ids({-5, 4}, {2})}), want), 1e-6);
+}
+
+// ONNX's tensor and CNN operator suites (tests/model/onnx_{tensor,cnn}.wmod) at two bindings:
+// every operator on a device kernel, results as the host VM's.
+TEST(DeviceVm, TheOnnxOperatorSuitesRunOnDeviceKernelsLikeTheHostVm) {
+  for (const char* file : {"onnx_tensor", "onnx_cnn"}) {
+    SymProver prover;
+    Module m =
+        parse_module(test::read_text(test::source_path(fmt::format("tests/model/{}.wmod", file))),
+                     fmt::format("{}.wmod", file), prover);
+    Vm host(m);
+    DeviceVm device(m, Backend::cuda_emulation);
+    std::mt19937_64 rng(21);
+    for (const SymBinding& at : {SymBinding{{"n", 2}, {"m", 6}, {"h", 7}, {"w", 9}},
+                                 SymBinding{{"n", 3}, {"m", 11}, {"h", 12}, {"w", 5}}}) {
+      const Function& fn = *m.find_function("main");
+      std::vector<VmValue> args;
+      for (const Param& p : fn.params) {
+        Shape s;
+        for (const SymExpr& d : *p.type.dims) s.push_back(*try_evaluate(d, at).value);
+        // Gather indices within [-extent, extent) of their axis (x's dim 1 for i1, 5 for i2).
+        int64_t extent = p.name == "i1" ? at.at("m") : 5;
+        bool ids = p.name == "i1" || p.name == "i2";
+        args.push_back(ids ? random_tensor(s, rng, 0, 0, static_cast<int>(2 * extent))
+                           : random_tensor(s, rng, p.name == "b" ? 0.5 : -2, 2));
+        if (ids) {
+          Tensor<double> t = *args.back().tensor();
+          for (double& v : t.data) v -= static_cast<double>(extent);
+          args.back() = VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+        }
+        ASSERT_GT(spread(args.back()), 0.5) << file << " " << p.name;
+      }
+      VmValue want = host.run("main", args), got = device.run_host("main", args);
+      const VmTuple &w = *want.tuple(), &g = *got.tuple();
+      ASSERT_EQ(w.size(), g.size());
+      for (size_t i = 0; i < w.size(); ++i)
+        EXPECT_LE(scaled_error(g[i], w[i]), 1e-5)
+            << file << " result " << i << " at " << binding_str(at);
+    }
+    EXPECT_EQ(device.stats().host_fallbacks, 0) << file;
+  }
 }
 
 TEST(DeviceVm, TheKernelLibraryCompilesWithNvccForSm80AndSm90a) {
@@ -233,6 +368,14 @@ fn main(x: f32[n, 8]) -> f32[n, 8] {
   // n = 3: run and capture, then three replays; n = 5: run and capture.
   EXPECT_EQ(device.stats().graph_captures, 2);
   EXPECT_EQ(device.stats().graph_replays, 3);
+  // Timing a captured binding replays its graph between CUDA events.
+  std::vector<DeviceValue> dev = {
+      device.upload(random_tensor({5, 8}, rng), m.find_function("main")->params[0].type)};
+  DeviceTiming t = device.time("main", dev, 1, 3);
+  EXPECT_TRUE(t.graph_replays);
+  EXPECT_TRUE(t.device_clock);
+  EXPECT_EQ(t.timing.reps, 3);
+  EXPECT_GT(t.timing.median_s, 0);
 }
 
 TEST(DeviceVm, TheCpuBackendHasNoDevice) {

@@ -1,6 +1,7 @@
 // The model pipelines as library calls (driver/model): the format choice of load_model_file, the
 // binding check, and a directory compile_model_to_dir wrote, loaded by CompiledModelDir and run
-// against the uncompiled module. The CLI over them is ModelCompile.Cli*'s.
+// against the uncompiled module. The CLI over them is ModelCompile.Cli*'s, except `weft bench DIR
+// --backend` (the device-resident executor), tested here on a GPU directory.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +14,9 @@
 #include "driver/model/compile_to_dir.h"
 #include "driver/model/compiled_dir.h"
 #include "driver/model/model_file.h"
+#include "model/npz.h"
 #include "model/run_io.h"
+#include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -169,6 +172,48 @@ TEST(ModelDir, AGpuDirectoryRunsItsGeneratedCudaInEmulation) {
     for (size_t i = 0; i < want.data.size(); ++i)
       worst = std::max(worst, std::abs(got.data[i] - want.data[i]));
     EXPECT_LE(worst / scale, 1e-4) << static_cast<int>(executor);
+  }
+  fs::remove_all(work);
+}
+
+// `weft bench DIR --backend cuda-emulation` adds the device-resident executor's times, labelled as
+// emulation, against the per-operator baseline lowered for the GPU, with the executor's counts
+// and the outputs' agreement; --backend cuda without a GPU is refused with the reason.
+TEST(ModelDir, BenchTimesTheDeviceResidentExecutorAgainstThePerOperatorBaseline) {
+  fs::path work = fs::temp_directory_path() / fmt::format("weft_model_dir_bench_{}", getpid());
+  fs::remove_all(work);
+  SymProver prover;
+  ModelFile model = load_model_file(test::source_path("tests/model/tiny_mlp.wmod"), prover);
+  ModelDirOptions options = mlp_options(work, {{"b", 2}, {"n", 4}});
+  options.target = "h100";
+  options.no_build = true;
+  compile_model_to_dir(model, prover, (work / "out").string(), options);
+  write_npz((work / "in.npz").string(), [&] {
+    std::map<std::string, Tensor<double>> arrays;
+    for (const auto& [name, a] : random_arguments(
+             function_to_run(model.module, "main", SourceLoc{}), options.bindings[0], 5))
+      arrays[name] = a.tensor;
+    return arrays;
+  }());
+  const std::string bench = fmt::format("bench {} --inputs {} --reps 2 --warmup 1 --backend ",
+                                        (work / "out").string(), (work / "in.npz").string());
+  auto [rc, out] = test::run_weft(bench + "cuda-emulation");
+  EXPECT_EQ(rc, 0) << out;
+  for (const char* line :
+       {"uncompiled, per-operator CPU kernels",
+        "device-resident on cuda-emulation (emulation: "
+        "host wall time of the CUDA code run on the host, "
+        "not GPU times)",
+        "uncompiled, per-operator kernels", "over per-operator kernels)",
+        // tiny_mlp's call_lib(cpu.gemm) has no device kernel: one host fallback per run.
+        "host fallbacks over", "outputs vs the uncompiled module: scaled error"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  EXPECT_EQ(out.find("DIFFER"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CUDA events"), std::string::npos) << out;
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) {
+    auto [rc2, out2] = test::run_weft(bench + "cuda");
+    EXPECT_EQ(rc2, 1) << out2;
+    EXPECT_NE(out2.find("error:"), std::string::npos) << out2;
   }
   fs::remove_all(work);
 }

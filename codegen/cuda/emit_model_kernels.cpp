@@ -25,6 +25,10 @@ const char* device_scalar_form(OpKind kind) {
       return "(1.0f / {0})";
     case OpKind::log:
       return "logf({0})";
+    case OpKind::clip:  // NaN stays NaN, as std::clamp keeps it
+      return "({0} != {0} ? {0} : fminf(fmaxf({0}, {3}), {4}))";
+    case OpKind::cast:
+      return "weft_dk_cast({0}, {3}, {4})";
     case OpKind::gelu_tanh:
       return "(0.5f * {0} * (1.0f + tanhf(0.79788456080286536f * ({0} + 0.044715f * {0} * {0} * "
              "{0}))))";
@@ -54,8 +58,6 @@ const char* device_scalar_form(OpKind kind) {
     case OpKind::expand:
     case OpKind::fill:
     case OpKind::dims_tensor:
-    case OpKind::cast:
-    case OpKind::clip:
     case OpKind::range:
     case OpKind::tile:
     case OpKind::pad:
@@ -75,16 +77,17 @@ const std::string& model_kernels_source() {
   static const std::string text = [] {
     std::string s = expand_embedded("codegen/cuda/device/model_kernels.cuh");
     s += "\n// The operators' scalar forms (generated from the operator table).\n";
-    s += "WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k) {\n";
-    s += "  (void)a; (void)b; (void)c; (void)k;\n  switch (op) {\n";
+    s += "WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k, float k2) {\n";
+    s += "  (void)a; (void)b; (void)c; (void)k; (void)k2;\n  switch (op) {\n";
     for (int i = 0; i < kNumOpKinds; ++i) {
       auto kind = static_cast<OpKind>(i);
       const char* form = device_scalar_form(kind);
       if (!form) continue;
-      // Table rows put their attribute at {2}; the model forms use {2} for a third operand.
+      // Table rows put their attribute at {2}; the model forms use {2} for a third operand and
+      // {3} {4} for their constants.
       std::string expr = is_table_elementwise(kind)
                              ? fmt::format(fmt::runtime(form), "a", "b", "k")
-                             : fmt::format(fmt::runtime(form), "a", "b", "c");
+                             : fmt::format(fmt::runtime(form), "a", "b", "c", "k", "k2");
       s += fmt::format("    case {}: return {};  // {}\n", i, expr, op_info(kind).name);
     }
     s += "  }\n  return NAN;\n}\n";

@@ -9,14 +9,15 @@
 
 namespace weft {
 
-// The scalar form of `kind` in the elementwise device kernel, a pattern over {0} {1} {2} (the
-// operands) and {3} (the rational attribute): the table's CUDA code for elementwise rows, a form
-// given here for the model-only elementwise rows (where, pow, abs, reciprocal, log, gelu_tanh);
-// null for every other operator.
+// The scalar form of `kind` in the elementwise device kernel: the table's CUDA code for
+// elementwise rows (operands {0} {1}, the rational attribute {2}); for the model-only elementwise
+// rows (where, pow, abs, reciprocal, log, gelu_tanh, clip, cast) a form given here over operands
+// {0} {1} {2} and constants {3} {4}; null for every other operator.
 const char* device_scalar_form(OpKind kind);
 
 // The whole unit: prelude, model_kernels.cuh, weft_dk_scalar. Compiles with nvcc and, with
-// -DWEFT_HOST_EMULATION, as host C++; exports weft_dk_{map,elementwise,rows,gather,matmul}_launch.
+// -DWEFT_HOST_EMULATION, as host C++; exports
+// weft_dk_{map,elementwise,rows,gather,matmul,position,generate,window}_launch.
 const std::string& model_kernels_source();
 
 }  // namespace weft

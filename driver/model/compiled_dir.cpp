@@ -139,35 +139,49 @@ std::map<std::string, NpyElement> CompiledModelDir::output_elements(
   return out;
 }
 
+DeviceVmOptions CompiledModelDir::device_options() const {
+  DeviceVmOptions o;
+  o.build = compiled_options().build;
+  if (target_by_name(target_).kind == TargetKind::gpu) o.gpu_target = target_;
+  return o;
+}
+
+DeviceVm& CompiledModelDir::device_vm(Backend backend) {
+  if (!device_vm_ || device_vm_->backend() != backend) {
+    resident_weights_.clear();
+    device_vm_.reset();
+    device_vm_ = std::make_unique<DeviceVm>(compiled_, backend, device_options());
+  }
+  return *device_vm_;
+}
+
+std::vector<DeviceValue> CompiledModelDir::device_arguments(const std::string& function,
+                                                            const std::vector<VmValue>& args) {
+  const Function& fn = function_to_run(device_vm_->vm().module(), function, SourceLoc{dir_});
+  std::vector<DeviceValue> dev;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Param& p = fn.params[i];
+    if (!weights_.count(p.name)) {
+      dev.push_back(device_vm_->upload(args[i], p.type));
+      continue;
+    }
+    auto it = resident_weights_.find(p.name);
+    if (it == resident_weights_.end())
+      it = resident_weights_.emplace(p.name, device_vm_->upload(args[i], p.type)).first;
+    dev.push_back(it->second);
+  }
+  return dev;
+}
+
 std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& function,
                                                             const NpzArrays& inputs,
                                                             const std::string& where,
                                                             UGraphExecutor executor) {
   std::vector<VmValue> args = arguments(function, inputs, where);
   if (executor == UGraphExecutor::cuda || executor == UGraphExecutor::cuda_emulation) {
-    Backend backend = executor == UGraphExecutor::cuda ? Backend::cuda : Backend::cuda_emulation;
-    if (!device_vm_ || device_vm_->backend() != backend) {
-      DeviceVmOptions o;
-      o.build = compiled_options().build;
-      if (target_by_name(target_).kind == TargetKind::gpu) o.gpu_target = target_;
-      resident_weights_.clear();
-      device_vm_.reset();
-      device_vm_ = std::make_unique<DeviceVm>(compiled_, backend, o);
-    }
-    const Function& fn = function_to_run(device_vm_->vm().module(), function, SourceLoc{dir_});
-    std::vector<DeviceValue> dev;
-    for (size_t i = 0; i < args.size(); ++i) {
-      const Param& p = fn.params[i];
-      if (!weights_.count(p.name)) {
-        dev.push_back(device_vm_->upload(args[i], p.type));
-        continue;
-      }
-      auto it = resident_weights_.find(p.name);
-      if (it == resident_weights_.end())
-        it = resident_weights_.emplace(p.name, device_vm_->upload(args[i], p.type)).first;
-      dev.push_back(it->second);
-    }
-    return named_results(device_vm_->download(device_vm_->run(function, dev)));
+    DeviceVm& vm =
+        device_vm(executor == UGraphExecutor::cuda ? Backend::cuda : Backend::cuda_emulation);
+    return named_results(vm.download(vm.run(function, device_arguments(function, args))));
   }
   if (!vm_ || vm_executor_ != executor) {
     VmOptions o = compiled_options();
@@ -182,8 +196,8 @@ std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& f
 }
 
 CompiledModelBench::CompiledModelBench(const std::string& dir, const std::string& function,
-                                       int warmup, int reps)
-    : function_(function), warmup_(warmup), reps_(reps) {
+                                       int warmup, int reps, std::optional<Backend> device)
+    : function_(function), warmup_(warmup), reps_(reps), device_(device) {
   if (reps < 1 || warmup < 0) throw UserError("--reps must be at least 1, --warmup at least 0");
   dir_ = std::make_unique<CompiledModelDir>(dir);
   // The per-operator CPU baseline: every table operator its own compiled kernel, unsearched.
@@ -198,9 +212,32 @@ CompiledModelBench::CompiledModelBench(const std::string& dir, const std::string
   compiled_ = std::make_unique<Vm>(dir_->compiled(), compiled_options());
   per_operator_vm_->compile_ugraphs();
   compiled_->compile_ugraphs();
+  if (device_) {
+    // The same baseline on the device: one kernel per table operator, for the GPU target.
+    DeviceVmOptions o = dir_->device_options();
+    per_op.search.target = o.gpu_target.empty() ? "h100" : o.gpu_target;
+    per_operator_gpu_ = compile_model(dir_->original(), dir_->prover(), per_op).module;
+    per_operator_device_ = std::make_unique<DeviceVm>(per_operator_gpu_, *device_, o);
+  }
 }
 
 CompiledModelBench::~CompiledModelBench() = default;
+
+namespace {
+// The largest |got - want| over the largest |want|, over every result array.
+double scaled_error_of(const std::map<std::string, Tensor<double>>& want,
+                       const std::map<std::string, Tensor<double>>& got) {
+  double worst = 0;
+  for (const auto& [name, t] : want) {
+    const Tensor<double>& u = got.at(name);
+    double scale = 0;
+    for (double x : t.data) scale = std::max(scale, std::abs(x));
+    for (size_t i = 0; i < t.data.size(); ++i)
+      worst = std::max(worst, std::abs(t.data[i] - u.data[i]) / std::max(scale, 1e-30));
+  }
+  return worst;
+}
+}  // namespace
 
 ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::string& where) {
   const Function& fn = function_to_run(dir_->original(), function_, SourceLoc{dir_->dir()});
@@ -213,16 +250,24 @@ ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::st
   r.interpreter = time_vm(*interpreter_, a);
   r.per_operator = time_vm(*per_operator_vm_, b);
   r.compiled = time_vm(*compiled_, c);
-  auto ra = result_arrays(a), rc = result_arrays(c);
-  for (const auto& [name, t] : ra) {
-    const Tensor<double>& u = rc.at(name);
-    double scale = 0;
-    for (double x : t.data) scale = std::max(scale, std::abs(x));
-    for (size_t i = 0; i < t.data.size(); ++i)
-      r.scaled_error =
-          std::max(r.scaled_error, std::abs(t.data[i] - u.data[i]) / std::max(scale, 1e-30));
-  }
+  auto ra = result_arrays(a);
+  r.scaled_error = scaled_error_of(ra, result_arrays(c));
   r.outputs_match = r.scaled_error <= 1e-4;
+  if (device_) {
+    // Arguments uploaded once per input (weights included), outside the timed runs.
+    DeviceVm& vm = dir_->device_vm(*device_);
+    DeviceValue out;
+    r.device_compiled =
+        vm.time(function_, dir_->device_arguments(function_, args), warmup_, reps_, &out);
+    r.device_stats = vm.stats();
+    std::vector<DeviceValue> base;
+    const Function& f = function_to_run(per_operator_gpu_, function_, SourceLoc{dir_->dir()});
+    for (size_t i = 0; i < args.size(); ++i)
+      base.push_back(per_operator_device_->upload(args[i], f.params[i].type));
+    r.device_per_operator = per_operator_device_->time(function_, base, warmup_, reps_);
+    r.device_scaled_error = scaled_error_of(ra, result_arrays(vm.download(out)));
+    r.outputs_match = r.outputs_match && r.device_scaled_error <= 1e-4;
+  }
   for (size_t i = 0; i < fn.params.size(); ++i)
     vm_match(fn.params[i].type, args[i], r.binding, fn.params[i].name, fn.loc);
   r.compiled_binding = false;

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,15 @@ class CompiledModelDir {
   // the cuda or cuda_emulation executor.
   const DeviceVmStats* device_stats() const { return device_vm_ ? &device_vm_->stats() : nullptr; }
 
+  // The device executor of `backend` over the compiled module (made at the first call, or when
+  // the backend changes), µGraphs lowered for the directory's target when it is a GPU's.
+  DeviceVm& device_vm(Backend backend);
+  DeviceVmOptions device_options() const;
+  // `function`'s arguments on device_vm()'s device: the directory's weights uploaded once and
+  // kept resident, the others uploaded now.
+  std::vector<DeviceValue> device_arguments(const std::string& function,
+                                            const std::vector<VmValue>& args);
+
   // The target the directory was compiled for (summary.json).
   const std::string& target() const { return target_; }
 
@@ -93,14 +103,24 @@ struct ModelBenchResult {
                           // original body)
   Timing interpreter, per_operator, compiled;
   double scaled_error = 0;
-  bool outputs_match = false;  // scaled_error within 1e-4
+  // With a device: the compiled module and the per-operator baseline (lowered for the GPU
+  // target) run device-resident (DeviceVm::time), the compiled outputs' error, the executor's
+  // counters after the runs.
+  std::optional<DeviceTiming> device_compiled, device_per_operator;
+  double device_scaled_error = 0;
+  DeviceVmStats device_stats;
+  bool outputs_match = false;  // scaled_error (and device_scaled_error) within 1e-4
 };
 
 class CompiledModelBench {
  public:
   // Loads DIR and builds the three VMs (the per-operator baseline: the original module with
-  // every table operator its own unsearched CPU kernel). UserError for reps < 1 or warmup < 0.
-  CompiledModelBench(const std::string& dir, const std::string& function, int warmup, int reps);
+  // every table operator its own unsearched CPU kernel) and, with `device` (cuda or
+  // cuda_emulation), the device executors of the compiled module and of the per-operator
+  // baseline lowered for the GPU. UserError for reps < 1 or warmup < 0, or a device that cannot
+  // be opened (cuda without a GPU: the reason).
+  CompiledModelBench(const std::string& dir, const std::string& function, int warmup, int reps,
+                     std::optional<Backend> device = std::nullopt);
   ~CompiledModelBench();
   const CompiledModelDir& dir() const { return *dir_; }
   // Times the three on `inputs` (as CompiledModelDir::arguments takes them).
@@ -112,6 +132,9 @@ class CompiledModelBench {
   std::unique_ptr<CompiledModelDir> dir_;
   Module per_operator_;
   std::unique_ptr<Vm> interpreter_, per_operator_vm_, compiled_;
+  std::optional<Backend> device_;
+  Module per_operator_gpu_;
+  std::unique_ptr<DeviceVm> per_operator_device_;
 };
 
 }  // namespace weft

@@ -1,6 +1,7 @@
 // The argument structs of the model executor's device kernels (model_kernels.cuh), shared by the
 // kernels and the host code that fills them (runtime/device_kernels.cpp): plain C++, no device
-// code, so the host includes it as it is. Pointers are device pointers; dtypes 0 f32, 1 f16, 2 bf16.
+// code, so the host includes it as it is. Pointers are device pointers; dtypes 0 f32, 1 f16, 2
+// bf16.
 #pragma once
 
 #include <stdint.h>
@@ -23,7 +24,7 @@ struct weft_dk_elementwise_args {
   const void* in[WEFT_DK_MAX_OPERANDS];
   void* out;
   int in_dtype[WEFT_DK_MAX_OPERANDS], out_dtype, operands, rank, op;
-  float k;
+  float k, k2;  // the operator's constants (clip: min, max; cast: target kind, bits)
   int64_t numel;
   int64_t dims[WEFT_DK_MAX_RANK], stride[WEFT_DK_MAX_OPERANDS][WEFT_DK_MAX_RANK];
 };
@@ -42,6 +43,41 @@ struct weft_dk_gather_args {
   void* out;
   int x_dtype, ids_dtype, out_dtype;
   int64_t outer, extent, inner, count;
+  int64_t lowest;  // the smallest valid index: -extent (gather), 0 (embedding)
+  // An index out of range sets *error (once, first writer wins) to site << 40 | element.
+  int64_t* error;
+  int64_t site;
+};
+
+// rope (kind 0) or causal_mask (kind 1) over x viewed as [..., rows, cols].
+struct weft_dk_position_args {
+  const void* in;
+  void* out;
+  int in_dtype, out_dtype, kind;
+  int64_t numel, rows, cols, offset;
+  float theta;
+};
+
+// Tensors made from nothing: kind 0 every element `value`, 1 start + i * delta, 2 values[i].
+struct weft_dk_generate_args {
+  void* out;
+  int out_dtype, kind;
+  int64_t numel, start, delta;
+  float value;
+  int64_t values[WEFT_DK_MAX_RANK];
+};
+
+// Sliding windows over x = [N, C, d, h, w] (fewer spatial dims padded with extent 1): kind 0 conv
+// with w = [M, C / group, kd, kh, kw], 1 max pool, 2 average pool (include_pad: divide by the taps
+// inside the padded extent), 3 max pool's flattened argmax, 4 LRN over `size` channels.
+struct weft_dk_window_args {
+  const void* x;
+  const void* w;
+  void* out;
+  int x_dtype, w_dtype, out_dtype, kind, include_pad;
+  int64_t n, c, m, group, size;
+  int64_t in[3], k[3], s[3], d[3], pb[3], pe[3], out_dims[3];
+  float alpha, beta, bias;
 };
 
 struct weft_dk_matmul_args {

@@ -5,8 +5,8 @@
 // forms, codegen/cuda/emit_model_kernels.cpp) after it. One source for the GPU and emulation.
 #pragma once
 
-#include "codegen/cuda/device/prelude.cuh"
 #include "codegen/cuda/device/model_kernel_args.cuh"
+#include "codegen/cuda/device/prelude.cuh"
 
 #if defined(__CUDACC__) && !defined(WEFT_HOST_EMULATION)
 #define WEFT_DK_THREADS 256
@@ -17,8 +17,35 @@
 #define WEFT_DK_MAX_BLOCKS 1
 #endif
 
-// The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constant k.
-WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k);
+// The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constants k, k2.
+WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k, float k2);
+
+// ONNX Cast's rounding to a target of `kind` (0 a float type: the store rounds; 1 bool; 2 signed,
+// 3 unsigned integers of `bits`): toward zero, then wrapped modulo 2^bits; NaN gives 0.
+WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
+  if (kind == 0.0f) return v;
+  if (kind == 1.0f) return v != 0.0f ? 1.0f : 0.0f;
+  if (v != v) return 0.0f;
+  const double t =
+      fmin(fmax(trunc(static_cast<double>(v)), -9223372036854775808.0), 9223372036854774784.0);
+  uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t));
+  const int b = static_cast<int>(bits);
+  if (b < 64) u &= (uint64_t{1} << b) - 1;
+  if (kind == 3.0f) return static_cast<float>(u);
+  if (b < 64 && (u >> (b - 1)) != 0) u |= ~uint64_t{0} << b;
+  return static_cast<float>(static_cast<int64_t>(u));
+}
+
+// Records an error code in *flag unless one is there (the first writer wins).
+WEFT_DEV void weft_dk_flag(int64_t* flag, int64_t code) {
+#if defined(__CUDACC__) && !defined(WEFT_HOST_EMULATION)
+  atomicCAS(reinterpret_cast<unsigned long long*>(flag), 0ull,
+            static_cast<unsigned long long>(code));
+#else
+  int64_t expected = 0;
+  __atomic_compare_exchange_n(flag, &expected, code, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#endif
+}
 
 WEFT_DEV float weft_dk_ld(const void* p, int dtype, int64_t i) {
   if (dtype == 1) return weft_ld(static_cast<const weft_f16*>(p) + i);
@@ -68,7 +95,7 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_elementwise(weft_dk_elementwise_args a) {
       }
       x[j] = weft_dk_ld(a.in[j], a.in_dtype[j], at);
     }
-    weft_dk_st(a.out, a.out_dtype, o, weft_dk_scalar(a.op, x[0], x[1], x[2], a.k));
+    weft_dk_st(a.out, a.out_dtype, o, weft_dk_scalar(a.op, x[0], x[1], x[2], a.k, a.k2));
   }
 }
 
@@ -91,8 +118,10 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
       weft_dk_st(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
     } else if (a.kind == 3) {
       float m = -INFINITY, sum = 0.0f;
-      for (int64_t j = 0; j < a.n; ++j) m = fmaxf(m, weft_dk_ld(a.in, a.in_dtype, base + j * a.inner));
-      for (int64_t j = 0; j < a.n; ++j) sum += expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m);
+      for (int64_t j = 0; j < a.n; ++j)
+        m = fmaxf(m, weft_dk_ld(a.in, a.in_dtype, base + j * a.inner));
+      for (int64_t j = 0; j < a.n; ++j)
+        sum += expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m);
       for (int64_t j = 0; j < a.n; ++j)
         weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
                    expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m) / sum);
@@ -113,17 +142,19 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
 }
 
 // Gather along an axis: x viewed as [outer, extent, inner], out as [outer, ids, inner]; an index
-// that is not an integer in [-extent, extent) gives NaN (a kernel cannot throw; the host path
-// names it).
+// that is not an integer in [lowest, extent) gives NaN and sets the error flag (a kernel cannot
+// throw: the executor reads the flag back after the run and names the operator).
 WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_gather(weft_dk_gather_args a) {
   for (int64_t t = weft_gtid(); t < a.outer * a.count * a.inner; t += weft_gthreads()) {
     const int64_t i = t % a.inner, r = (t / a.inner) % a.count, o = t / (a.inner * a.count);
     const float v = weft_dk_ld(a.ids, a.ids_dtype, r);
     float value = NAN;
-    if (v >= -static_cast<float>(a.extent) && v < static_cast<float>(a.extent) && v == floorf(v)) {
+    if (v >= static_cast<float>(a.lowest) && v < static_cast<float>(a.extent) && v == floorf(v)) {
       int64_t row = static_cast<int64_t>(v);
       if (row < 0) row += a.extent;
       value = weft_dk_ld(a.x, a.x_dtype, (o * a.extent + row) * a.inner + i);
+    } else {
+      weft_dk_flag(a.error, (a.site << 40) | r);
     }
     weft_dk_st(a.out, a.out_dtype, t, value);
   }
@@ -142,22 +173,133 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
     }
     float acc = 0.0f;
     for (int64_t q = 0; q < a.k; ++q)
-      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) * weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
+      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) *
+             weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
     weft_dk_st(a.out, a.out_dtype, t, acc);
   }
 }
 
-#define WEFT_DK_ENTRY(name, args_type, work)                                                 \
-  extern "C" int name##_launch(const args_type* args, void* stream) {                         \
-    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                         \
-    if (blocks < 1) blocks = 1;                                                                \
-    if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                              \
-    (void)stream;                                                                              \
-    WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args);       \
-    return 0;                                                                                  \
+// rope: thread per rotated pair (j, j + cols/2) of a row, angle pos * theta^(-2j/cols) in
+// double (positions reach thousands); causal_mask: thread per element, -inf where
+// col > row + offset.
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_position(weft_dk_position_args a) {
+  const int64_t half = a.cols / 2, work = a.kind == 0 ? a.numel / 2 : a.numel;
+  for (int64_t t = weft_gtid(); t < work; t += weft_gthreads()) {
+    if (a.kind == 0) {
+      const int64_t j = t % half, r = t / half, at = r * a.cols + j;
+      const double pos = static_cast<double>(a.offset + r % a.rows);
+      const double angle = pos * pow(static_cast<double>(a.theta),
+                                     -2.0 * static_cast<double>(j) / static_cast<double>(a.cols));
+      const float c = static_cast<float>(cos(angle)), s = static_cast<float>(sin(angle));
+      const float x0 = weft_dk_ld(a.in, a.in_dtype, at),
+                  x1 = weft_dk_ld(a.in, a.in_dtype, at + half);
+      weft_dk_st(a.out, a.out_dtype, at, x0 * c - x1 * s);
+      weft_dk_st(a.out, a.out_dtype, at + half, x1 * c + x0 * s);
+    } else {
+      const int64_t j = t % a.cols, r = (t / a.cols) % a.rows;
+      weft_dk_st(a.out, a.out_dtype, t,
+                 j > r + a.offset ? -INFINITY : weft_dk_ld(a.in, a.in_dtype, t));
+    }
+  }
+}
+
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_generate(weft_dk_generate_args a) {
+  for (int64_t t = weft_gtid(); t < a.numel; t += weft_gthreads()) {
+    const float v = a.kind == 0   ? a.value
+                    : a.kind == 1 ? static_cast<float>(a.start + t * a.delta)
+                                  : static_cast<float>(a.values[t]);
+    weft_dk_st(a.out, a.out_dtype, t, v);
+  }
+}
+
+// One thread per output element: conv sums its group's channels over the window's taps inside
+// the input; the pools take max / mean / argmax of those taps (padding never wins); LRN divides
+// by (bias + alpha / size * the sum of squares over the neighbouring channels)^beta.
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_window(weft_dk_window_args a) {
+  const int64_t channels = a.kind == 0 ? a.m : a.c;
+  const int64_t plane_in = a.in[0] * a.in[1] * a.in[2];
+  const int64_t plane_out = a.out_dims[0] * a.out_dims[1] * a.out_dims[2];
+  const int64_t total = a.n * channels * (a.kind == 4 ? plane_in : plane_out);
+  for (int64_t t = weft_gtid(); t < total; t += weft_gthreads()) {
+    if (a.kind == 4) {
+      const int64_t p = t % plane_in, ch = (t / plane_in) % a.c, i = t / (plane_in * a.c);
+      const int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
+      float sq = 0.0f;
+      for (int64_t k = ch - before < 0 ? 0 : ch - before; k <= ch + after && k < a.c; ++k) {
+        const float v = weft_dk_ld(a.x, a.x_dtype, (i * a.c + k) * plane_in + p);
+        sq += v * v;
+      }
+      weft_dk_st(a.out, a.out_dtype, t,
+                 weft_dk_ld(a.x, a.x_dtype, t) /
+                     powf(a.bias + a.alpha / static_cast<float>(a.size) * sq, a.beta));
+      continue;
+    }
+    const int64_t p = t % plane_out, q = t / plane_out, ch = q % channels, i = q / channels;
+    const int64_t o[3] = {p / (a.out_dims[2] * a.out_dims[1]), (p / a.out_dims[2]) % a.out_dims[1],
+                          p % a.out_dims[2]};
+    int64_t first[3], padded = 1;
+    for (int e = 0; e < 3; ++e) {
+      first[e] = o[e] * a.s[e] - a.pb[e];
+      int64_t in_pad = 0;
+      for (int64_t k = 0; k < a.k[e]; ++k) {
+        const int64_t pos = first[e] + k * a.d[e];
+        if (pos >= -a.pb[e] && pos < a.in[e] + a.pe[e]) ++in_pad;
+      }
+      padded *= in_pad;
+    }
+    const int64_t cg = a.c / a.group, group = a.kind == 0 ? ch / (a.m / a.group) : 0;
+    float acc = a.kind == 1 || a.kind == 3 ? -INFINITY : 0.0f;
+    int64_t count = 0, best = -1;
+    for (int64_t cc = 0; cc < (a.kind == 0 ? cg : 1); ++cc) {
+      const int64_t plane = a.kind == 0 ? (i * a.c + group * cg + cc) * plane_in : q * plane_in;
+      for (int64_t kd = 0; kd < a.k[0]; ++kd) {
+        const int64_t id = first[0] + kd * a.d[0];
+        if (id < 0 || id >= a.in[0]) continue;
+        for (int64_t kh = 0; kh < a.k[1]; ++kh) {
+          const int64_t ih = first[1] + kh * a.d[1];
+          if (ih < 0 || ih >= a.in[1]) continue;
+          for (int64_t kw = 0; kw < a.k[2]; ++kw) {
+            const int64_t iw = first[2] + kw * a.d[2];
+            if (iw < 0 || iw >= a.in[2]) continue;
+            const int64_t at = (id * a.in[1] + ih) * a.in[2] + iw;
+            const float v = weft_dk_ld(a.x, a.x_dtype, plane + at);
+            ++count;
+            if (a.kind == 0) {
+              const int64_t wat = (((ch * cg + cc) * a.k[0] + kd) * a.k[1] + kh) * a.k[2] + kw;
+              acc += v * weft_dk_ld(a.w, a.w_dtype, wat);
+            } else if (a.kind == 2) {
+              acc += v;
+            } else if (best < 0 || v > acc) {
+              acc = v;
+              best = at;
+            }
+          }
+        }
+      }
+    }
+    if (a.kind == 2) acc /= static_cast<float>(a.include_pad ? padded : count);
+    if (a.kind == 3) acc = static_cast<float>(best < 0 ? -1 : q * plane_in + best);
+    weft_dk_st(a.out, a.out_dtype, t, acc);
+  }
+}
+
+#define WEFT_DK_ENTRY(name, args_type, work)                                              \
+  extern "C" int name##_launch(const args_type* args, void* stream) {                     \
+    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                    \
+    if (blocks < 1) blocks = 1;                                                           \
+    if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                         \
+    (void)stream;                                                                         \
+    WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args); \
+    return 0;                                                                             \
   }
 WEFT_DK_ENTRY(weft_dk_map, weft_dk_map_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_elementwise, weft_dk_elementwise_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_rows, weft_dk_rows_args, args->outer * args->inner * args->to)
 WEFT_DK_ENTRY(weft_dk_gather, weft_dk_gather_args, args->outer * args->count * args->inner)
 WEFT_DK_ENTRY(weft_dk_matmul, weft_dk_matmul_args, args->batch * args->m * args->n)
+WEFT_DK_ENTRY(weft_dk_position, weft_dk_position_args, args->numel)
+WEFT_DK_ENTRY(weft_dk_generate, weft_dk_generate_args, args->numel)
+WEFT_DK_ENTRY(weft_dk_window, weft_dk_window_args,
+              args->n*(args->kind == 0 ? args->m : args->c) *
+                  (args->kind == 4 ? args->in[0] * args->in[1] * args->in[2]
+                                   : args->out_dims[0] * args->out_dims[1] * args->out_dims[2]))
