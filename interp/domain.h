@@ -3,6 +3,7 @@
 // (floating point for running programs, finite fields for the equivalence verifier).
 #pragma once
 
+#include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <span>
@@ -12,6 +13,19 @@
 #include "ir/ops.h"
 
 namespace weft {
+
+// Thrown by a domain whose give-up time has passed, between tensor operations: the evaluation
+// is abandoned (a caller's time budget), not failed.
+struct EvaluationAbandoned {};
+
+// When a domain gives up: checked at the operations that take the time (matmuls), so a budget
+// can cut an evaluation in the middle. The default never gives up.
+struct GiveUpAt {
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::time_point::max();
+  void check() const {
+    if (std::chrono::steady_clock::now() >= at) throw EvaluationAbandoned{};
+  }
+};
 
 // A domain is a cheap-to-copy object with const member functions:
 //   using Value = ...;                                 scalar type (regular, default-constructible)

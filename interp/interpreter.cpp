@@ -24,12 +24,12 @@ void check_input_shapes(const Graph& g, const std::vector<Shape>& shapes) {
 }
 
 std::vector<Tensor<double>> evaluate_real(const Graph& g, const std::vector<Tensor<double>>& inputs,
-                                          bool f32) {
-  if (!f32) return evaluate(g, inputs, RealDomain<double>{});
+                                          bool f32, GiveUpAt give_up) {
+  if (!f32) return evaluate(g, inputs, RealDomain<double>{give_up});
   std::vector<Tensor<float>> in;
   for (const auto& t : inputs) in.push_back(convert_tensor<float>(t));
   std::vector<Tensor<double>> out;
-  for (const auto& t : evaluate(g, in, RealDomain<float>{}))
+  for (const auto& t : evaluate(g, in, RealDomain<float>{give_up}))
     out.push_back(convert_tensor<double>(t));
   return out;
 }

@@ -20,9 +20,10 @@ namespace weft {
 // dtype does not constrain the value domain).
 void check_input_shapes(const Graph& g, const std::vector<Shape>& shapes);
 
-// Runs `g` in f32 (f32 = true) or f64; inputs and outputs are carried as doubles.
+// Runs `g` in f32 (f32 = true) or f64; inputs and outputs are carried as doubles. Throws
+// EvaluationAbandoned at a matmul that starts after `give_up`.
 std::vector<Tensor<double>> evaluate_real(const Graph& g, const std::vector<Tensor<double>>& inputs,
-                                          bool f32);
+                                          bool f32, GiveUpAt give_up = {});
 
 namespace interp_detail {
 

@@ -17,6 +17,7 @@ namespace weft {
 template <class T>
 struct RealDomain {
   using Value = T;
+  GiveUpAt give_up;  // checked at each matmul
 
   Value constant(const Rational& r) const { return static_cast<T>(r.to_double()); }
   Value add(Value a, Value b) const { return a + b; }
@@ -37,6 +38,7 @@ struct RealDomain {
   // 8-wide inner loop lets the compiler vectorize at -O2. Each C element still accumulates its k
   // products in increasing order, so results do not depend on the blocking.
   void matmul(const Value* A, const Value* B, Value* C, int64_t m, int64_t k, int64_t n) const {
+    give_up.check();
     constexpr int64_t kNB = 512, kKB = 128, kW = 8;
     std::fill(C, C + m * n, T(0));
     for (int64_t j0 = 0; j0 < n; j0 += kNB) {

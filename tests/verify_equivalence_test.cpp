@@ -16,6 +16,7 @@
 #include "verify/equivalence.h"
 #include "verify/field_domain.h"
 #include "verify/fingerprint_cache.h"
+#include "verify/float_check.h"
 
 namespace weft {
 namespace {
@@ -215,9 +216,9 @@ TEST(Verify, ACheckGivesUpAtItsGiveUpTimeAndLeavesTheCacheValid) {
   const auto params = FieldTestParams::draw(7, 1);
   FieldDomain<FieldP> late(params);
   late.set_give_up_at(Clock::now() - std::chrono::seconds(1));
-  EXPECT_THROW(field_fingerprints<FieldP>(b, late, cache.get()), TestAbandoned);
+  EXPECT_THROW(field_fingerprints<FieldP>(b, late, cache.get()), EvaluationAbandoned);
   std::vector<FieldP> dummy(4);
-  EXPECT_THROW(late.matmul(dummy.data(), dummy.data(), dummy.data(), 2, 2, 2), TestAbandoned);
+  EXPECT_THROW(late.matmul(dummy.data(), dummy.data(), dummy.data(), 2, 2, 2), EvaluationAbandoned);
   FieldDomain<FieldP> on_time(params);
   std::vector<Tensor<FieldP>> with_cache = field_fingerprints<FieldP>(b, on_time, cache.get());
   std::vector<Tensor<FieldP>> fresh = field_fingerprints<FieldP>(b, on_time, nullptr);
@@ -231,6 +232,11 @@ TEST(Verify, ACheckGivesUpAtItsGiveUpTimeAndLeavesTheCacheValid) {
     }
     EXPECT_TRUE(nontrivial) << "output " << i << " is constant: the comparison proves nothing";
   }
+  // The float check's evaluations give up the same way.
+  const FloatReference floats = float_reference(a, 3);
+  EXPECT_THROW(float_check(floats, b, GiveUpAt{Clock::now() - std::chrono::seconds(1)}),
+               EvaluationAbandoned);
+  EXPECT_TRUE(float_check(floats, b).acceptable);
   // Abandoned checks leave no trace: the same verdict as a checker that never gave up.
   VerifyResult after = checker.check(b);
   VerifyResult reference = EquivalenceChecker(a, o).check(b);

@@ -85,7 +85,7 @@ VerifyResult EquivalenceChecker::run_tests(const Graph& candidate, VerifyResult 
         fa = field_fingerprints<V>(target_, domain, cache_.get(), /*keep_outputs=*/true);
         current = &candidate;
         fb = field_fingerprints<V>(candidate, domain, cache_.get());
-      } catch (const TestAbandoned&) {
+      } catch (const EvaluationAbandoned&) {
         r.verdict = Verdict::abandoned;
         return r;
       } catch (const ZeroDivisorError&) {
@@ -148,8 +148,13 @@ VerifyResult EquivalenceChecker::check(const Graph& candidate,
     r = run_tests<FieldP>(candidate, r, give_up_at);
   if (r.verdict == Verdict::equivalent && std::chrono::steady_clock::now() >= give_up_at)
     r.verdict = Verdict::abandoned;
-  if (options_.float_check && r.verdict != Verdict::error && r.verdict != Verdict::abandoned)
-    r.floats = float_check(float_ref(), candidate);
+  if (options_.float_check && r.verdict != Verdict::error && r.verdict != Verdict::abandoned) {
+    try {
+      r.floats = float_check(float_ref(), candidate, GiveUpAt{give_up_at});
+    } catch (const EvaluationAbandoned&) {
+      r.verdict = Verdict::abandoned;
+    }
+  }
   return r;
 }
 

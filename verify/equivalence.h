@@ -55,8 +55,8 @@ class EquivalenceChecker {
   EquivalenceChecker(Graph target, VerifyOptions options,
                      std::shared_ptr<FingerprintCache> cache = nullptr);
   // `give_up_at`: a time budget's end. The check gives up (Verdict::abandoned, no bound) before a
-  // test the previous one says would end past it, at a matmul or kernel-level op of a test, or
-  // before the float check once it has passed; the default never gives up.
+  // test the previous one says would end past it, or at a matmul or kernel-level op of a test or
+  // of the float check that starts after it; the default never gives up.
   VerifyResult check(const Graph& candidate,
                      std::chrono::steady_clock::time_point give_up_at =
                          std::chrono::steady_clock::time_point::max()) const;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -69,10 +68,6 @@ struct FieldTestParams {
 
 // Tags that make each uninterpreted operator a different random function.
 uint64_t uninterpreted_tag(OpKind kind);
-
-// Thrown by a FieldDomain whose give-up time has passed (FieldDomain::set_give_up_at), between
-// tensor operations: the test is abandoned, not failed.
-struct TestAbandoned {};
 
 template <class V>
 class FieldDomain {
@@ -212,12 +207,10 @@ class FieldDomain {
     return *best;
   }
 
-  // Tests evaluated in this domain stop (TestAbandoned) at the next matmul or kernel-level op
-  // (field_fingerprints) that starts after `at`: the ops that take the time.
-  void set_give_up_at(std::chrono::steady_clock::time_point at) { give_up_at_ = at; }
-  void check_give_up() const {
-    if (std::chrono::steady_clock::now() >= give_up_at_) throw TestAbandoned{};
-  }
+  // Tests evaluated in this domain stop (EvaluationAbandoned) at the next matmul or kernel-level
+  // op (field_fingerprints) that starts after `at`: the ops that take the time.
+  void set_give_up_at(std::chrono::steady_clock::time_point at) { give_up_.at = at; }
+  void check_give_up() const { give_up_.check(); }
 
   void matmul(const Value* A, const Value* B, Value* C, int64_t m, int64_t k, int64_t n) const {
     check_give_up();
@@ -279,7 +272,7 @@ class FieldDomain {
   // Scale factors are applied per element: their residues (one inversion each) are memoized.
   // A domain object serves one evaluation thread.
   std::shared_ptr<ConstantCache> constants_;
-  std::chrono::steady_clock::time_point give_up_at_ = std::chrono::steady_clock::time_point::max();
+  GiveUpAt give_up_;
   std::shared_ptr<InverseMemo> memo_ = std::make_shared<InverseMemo>();
 };
 

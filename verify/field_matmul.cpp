@@ -133,7 +133,8 @@ void matmul_mod(const uint64_t* A, const uint64_t* B, uint64_t* C, int64_t rows,
   }
   // Tiles are disjoint blocks of C, so the result is the same for any schedule.
   const int64_t row_grain = kRowsPerTile * 4, col_grain = 256;
-  const int64_t row_tiles = (rows + row_grain - 1) / row_grain, col_tiles = (n + col_grain - 1) / col_grain;
+  const int64_t row_tiles = (rows + row_grain - 1) / row_grain,
+                col_tiles = (n + col_grain - 1) / col_grain;
   parallel_for_index(row_tiles * col_tiles, threads, [&](int64_t t) {
     int64_t r0 = (t / col_tiles) * row_grain, c0 = (t % col_tiles) * col_grain;
     tile(r0, std::min(rows, r0 + row_grain), c0, std::min(n, c0 + col_grain));

@@ -123,8 +123,8 @@ Tensor<V> field_random_input(const Shape& shape, uint64_t test_seed, uint64_t in
 // Evaluates kernel graph `g` over the field domain of one test, kernel-level op by op, reusing and
 // filling `cache` (may be null); the inputs, and the outputs when `keep_outputs` (the target's,
 // which every candidate is compared with), are cached with `keep`. Throws ZeroDivisorError /
-// OutsideLaxError / TestAbandoned from the domain (before each op too: FieldDomain::check_give_up;
-// the cache only ever gains whole results, so it stays valid).
+// OutsideLaxError / EvaluationAbandoned from the domain (before each op too:
+// FieldDomain::check_give_up; the cache only ever gains whole results, so it stays valid).
 template <class V>
 std::vector<Tensor<V>> field_fingerprints(const Graph& g, const FieldDomain<V>& domain,
                                           FingerprintCache* cache, bool keep_outputs = false);

@@ -19,10 +19,10 @@ FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t 
   return float_check(float_reference(reference, seed), candidate);
 }
 
-FloatCheck float_check(const FloatReference& reference, const Graph& candidate) {
+FloatCheck float_check(const FloatReference& reference, const Graph& candidate, GiveUpAt give_up) {
   const auto& ref = reference.outputs;
-  const auto got64 = evaluate_real(candidate, reference.inputs, /*f32=*/false);
-  const auto got32 = evaluate_real(candidate, reference.inputs, /*f32=*/true);
+  const auto got64 = evaluate_real(candidate, reference.inputs, /*f32=*/false, give_up);
+  const auto got32 = evaluate_real(candidate, reference.inputs, /*f32=*/true, give_up);
   FloatCheck fc;
   fc.acceptable = fc.equal_in_f64 = true;
   for (size_t o = 0; o < ref.size(); ++o) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "interp/compare.h"
+#include "interp/domain.h"
 #include "ir/graph.h"
 
 namespace weft {
@@ -32,8 +33,10 @@ struct FloatReference {
 };
 FloatReference float_reference(const Graph& reference, uint64_t seed);
 
-// `reference` and `candidate` must have matching signatures (checked by the caller).
-FloatCheck float_check(const FloatReference& reference, const Graph& candidate);
+// `reference` and `candidate` must have matching signatures (checked by the caller). Throws
+// EvaluationAbandoned (interp/domain.h) at a matmul that starts after `give_up`.
+FloatCheck float_check(const FloatReference& reference, const Graph& candidate,
+                       GiveUpAt give_up = {});
 FloatCheck float_check(const Graph& reference, const Graph& candidate, uint64_t seed);
 
 }  // namespace weft
