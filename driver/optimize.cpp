@@ -449,11 +449,18 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   // Seconds per finite-field test: the budget plan's estimate until verifications are timed.
   double tested_s = 0;
   int64_t tests_timed = 0;
+  // The search stops at its share within the latency of its stop checks, which a starved
+  // process (a loaded machine) stretches: verification keeps its whole reserve after it, so the
+  // run ends late by what the search was late, never with its candidates left untested for it.
+  result.search_late_s =
+      run.deadline_s > 0 ? std::max(0.0, run.stop.elapsed_s() - result.search_budget_s) : 0;
+  const double deadline_s = run.deadline_s + result.search_late_s;
+  const double budget_s = result.config.time_budget_s + result.search_late_s;
   auto out_of_time = [&](const Graph& candidate) {
     if (run.deadline_s <= 0) return false;
     const double now = run.stop.elapsed_s();
-    if (result.top.empty()) return now >= result.config.time_budget_s;
-    if (now >= run.deadline_s) return true;
+    if (result.top.empty()) return now >= budget_s;
+    if (now >= deadline_s) return true;
     const double per_test_s =
         tests_timed > 0 ? tested_s / static_cast<double>(tests_timed) : 2 * result.test_s;
     int tests = 0;  // a verifier limit: reported at once, without a test
@@ -461,7 +468,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       tests = run.checker.tests_needed(candidate);
     } catch (const UserError&) {
     }
-    return now + per_test_s * tests > run.deadline_s;
+    return now + per_test_s * tests > deadline_s;
   };
   // A verification in flight is abandoned at the plan's deadline once one candidate is in the
   // top; before that, at the budget itself, after which only free verdicts (the input program,
@@ -469,7 +476,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   auto give_up_at = [&](double now_s) {
     using Clock = std::chrono::steady_clock;
     if (run.deadline_s <= 0) return Clock::time_point::max();
-    const double until_s = result.top.empty() ? result.config.time_budget_s : run.deadline_s;
+    const double until_s = result.top.empty() ? budget_s : deadline_s;
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
                               std::chrono::duration<double>(std::max(until_s - now_s, 0.0)));
   };

@@ -56,6 +56,9 @@ struct OptimizeResult {
   // (`verification_stopped`: fewer than top_k in `top` although more candidates were left).
   // All zero without a time budget.
   double search_budget_s = 0, verify_reserve_s = 0, test_s = 0;
+  // How far the search ran past `search_budget_s` (its stop checks' latency, stretched on a
+  // loaded machine); verification's deadlines move by as much, so it keeps its whole reserve.
+  double search_late_s = 0;
   bool verification_stopped = false;
   int64_t verdicts_reused = 0;  // verdicts taken from the checkpoint, not verified again
   bool oracle_complete = true;

@@ -226,6 +226,7 @@ nlohmann::json optimize_timing_json(const OptimizeResult& r) {
       {"wall_s", r.wall_s},
       {"search_budget_s", r.search_budget_s},
       {"verify_reserve_s", r.verify_reserve_s},
+      {"search_late_s", r.search_late_s},
       {"one_test_s", r.test_s},
       {"states_per_s", r.search_s > 0 ? static_cast<double>(r.states) / r.search_s : 0.0},
       {"peak_rss_search_mb", megabytes(r.peak_rss_bytes)},
