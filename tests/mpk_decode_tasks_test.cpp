@@ -11,13 +11,17 @@
 #include <cstring>
 #include <set>
 
+#include "codegen/cuda/emit_task_bodies.h"
 #include "codegen/cuda/prelude.h"
 #include "core/embedded_files.h"
 #include "core/target.h"
+#include "ir/parser.h"
 #include "lower/pipeline.h"
 #include "mpk/compile.h"
 #include "mpk/decode_demo.h"
 #include "mpk/decode_tasks.h"
+#include "mpk/decoder_program.h"
+#include "mpk/encode.h"
 #include "mpk/megakernel_program.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
@@ -325,6 +329,44 @@ TEST(MpkDecodeTasks, RefusesWhatTheStateCannotHold) {
   EXPECT_THROW(mk.decode(d, {}), UserError);
   d.prompt = {};
   EXPECT_THROW(mk.decode(d, {0, false}), UserError);
+}
+
+// The real size: the Qwen3-0.6B-shaped step (cache 256) with its decode loop on the device
+// compiles, verifies and encodes for 132 workers, with the loop's operators in place (28 appends),
+// its bodies fit the worker and their text is emitted.
+TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
+  DecoderConfig c = decoder_config("qwen3-0.6b");
+  c.cache = 256;
+  const ProgramPlan plan =
+      lower_graph(parse_graph(decoder_program(c), "qwen3-0.6b"), target_by_name("h100"));
+  MpkOptions o;
+  o.assign = {132, Dispatch::hybrid};
+  o.data_dependent = kernels_reading(plan, "Kc");
+  o.decode_on_device = true;
+  const MpkCompiled compiled = compile_task_graph(plan, o);  // verified inside
+  ASSERT_FALSE(compiled.blob.empty());
+  const DeviceGraph decoded = decode_task_graph(compiled.blob);
+  EXPECT_EQ(decoded.ops.size(), plan.kernels.size() + 4);
+  std::map<std::string, int64_t> tasks;
+  for (const Task& t : compiled.graph.tasks)
+    if (t.op != kEmptyTask) ++tasks[compiled.graph.ops[t.op].kernel];
+  EXPECT_EQ(tasks["decode_embed"], 1);
+  EXPECT_EQ(tasks["decode_rope_tables"], 1);
+  EXPECT_EQ(tasks["decode_kv_append"], 28);
+  EXPECT_EQ(tasks["decode_argmax_advance"], 1);
+  const DecodeInterface in = decode_interface(plan);
+  const DecodeDeviceLayout layout = decode_device_layout(plan, in);
+  EXPECT_GE(layout.state_offset, plan.workspace_bytes);
+  EXPECT_EQ(layout.state_words, 2 + 256 + 1);
+  EXPECT_EQ(layout.table_offset, -1);  // the tied EMB is an input
+  TaskBodyOptions bo;
+  bo.extra_task_function = kDecodeTaskFunction;
+  bo.worker_threads = fit_task_bodies(plan, bo).worker_threads;
+  bo.extra_smem_bytes = decode_bodies_smem_bytes(bo.worker_threads);
+  EXPECT_GE(fit_task_bodies(plan, bo).body_smem_bytes, bo.extra_smem_bytes);
+  const std::string bodies = emit_cuda_task_bodies(plan, bo) + emit_decode_task_bodies(plan);
+  EXPECT_NE(bodies.find(fmt::format("default:  // a body beyond the plan")), std::string::npos);
+  EXPECT_NE(bodies.find("case 27:"), std::string::npos) << "the last layer's append";
 }
 
 TEST(MpkDecodeTasksGpu, ResidentDecodeGivesThePerKernelPathsTokens) {

@@ -200,14 +200,17 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
   } catch (const UserError&) {
     GTEST_SKIP() << "nvcc not found";
   }
-  for (const char* path :
-       {"examples/tiny_decoder_step.weft", "examples/qwen3_tiny_decode_step.weft"}) {
-    SCOPED_TRACE(path);
+  // The Qwen3-tiny step also with its decode loop on the device (the decode tasks' bodies).
+  for (auto [path, decode_on_device] : {std::pair{"examples/tiny_decoder_step.weft", false},
+                                        std::pair{"examples/qwen3_tiny_decode_step.weft", false},
+                                        std::pair{"examples/qwen3_tiny_decode_step.weft", true}}) {
+    SCOPED_TRACE(fmt::format("{}{}", path, decode_on_device ? ", decode loop on the device" : ""));
     ProgramPlan plan =
         lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
     MegakernelProgramOptions o;
     o.mpk.assign = {8, Dispatch::hybrid};
     o.mpk.data_dependent = kernels_reading(plan, "Kc");
+    o.mpk.decode_on_device = decode_on_device;
     o.kernel.schedulers = 2;
     MegakernelProgram mk(plan, o);  // built for emulation; its text is the GPU's too
     const std::string dir =
