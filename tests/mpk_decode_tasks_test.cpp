@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <set>
 
 #include "codegen/cuda/emit_task_bodies.h"
@@ -23,6 +25,7 @@
 #include "mpk/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/megakernel_program.h"
+#include "mpk/tgraph_text.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
 #include "runtime/emulated_program.h"
@@ -212,6 +215,7 @@ TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
     o.decode_on_device = true;
     const MpkCompiled c = compile_task_graph(plan, o);  // verified inside
     const TaskGraph& g = c.graph;
+    EXPECT_EQ(parse_tgraph(print_tgraph(g)), g) << "the text form does not round-trip";
     const auto reach = task_reachability(g);
     std::map<std::string, std::vector<int>> tasks_of;
     for (size_t t = 0; t < g.tasks.size(); ++t)
@@ -259,6 +263,27 @@ TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
     }
     EXPECT_GT(checked, 4) << "no task of the step touched the decode tensors";
   }
+}
+
+// add_decode_tasks's output (decompose with decode_on_device) for the tiny decoder, against its
+// golden file (regenerate with WEFT_UPDATE_GOLDEN=1): the state tensor after the plan's temps, the
+// embedding first, two appends and the argmax last.
+TEST(MpkDecodeTasks, DecomposeWithTheLoopMatchesItsGoldenFile) {
+  const ProgramPlan plan = load_plan("examples/tiny_decoder_step.weft");
+  MpkOptions o;
+  o.assign = {3, Dispatch::hybrid};
+  o.stop_after = "decompose";
+  o.decode_on_device = true;
+  const std::string got = print_tgraph(compile_task_graph(plan, o).graph);
+  const std::string path =
+      test::source_path("tests/golden/mpk/tiny_decoder_step.decode-tasks.tgraph");
+  if (std::getenv("WEFT_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << got;
+    return;
+  }
+  const std::string want = test::read_text(path);
+  ASSERT_FALSE(want.empty()) << "missing " << path << " (run with WEFT_UPDATE_GOLDEN=1)";
+  EXPECT_EQ(got, want);
 }
 
 MegakernelProgramOptions resident_options(const ProgramPlan& plan, int workers, bool emulated) {
