@@ -115,8 +115,20 @@ MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
 
 MegakernelProgram::~MegakernelProgram() = default;
 
+namespace {
+// run and time start from outputs and workspace of 0xff bytes: no decode state to start from.
+void refuse_decode_tasks(bool decode_on_device, const ProgramPlan& plan) {
+  if (decode_on_device)
+    throw UserError(fmt::format(
+        "{}: a persistent kernel with the decode loop's tasks runs through decode(), which "
+        "places the decode state first",
+        plan.name));
+}
+}  // namespace
+
 Timing MegakernelProgram::time(const std::vector<std::vector<float>>& inputs, uint64_t iterations,
                                int warmup, int reps) const {
+  refuse_decode_tasks(decode_on_device_, plan_);
   HostBuffers host = host_buffers(plan_, inputs, workspace_bytes());
   if (kernel_->emulated())
     return kernel_->time(compiled_.blob, pointers(host.in), pointers(host.out),
@@ -131,6 +143,7 @@ Timing MegakernelProgram::time(const std::vector<std::vector<float>>& inputs, ui
 
 MegakernelResult MegakernelProgram::run(const std::vector<std::vector<float>>& inputs,
                                         uint64_t iterations, bool trace) const {
+  refuse_decode_tasks(decode_on_device_, plan_);
   HostBuffers host = host_buffers(plan_, inputs, workspace_bytes());
   MegakernelResult result;
   if (kernel_->emulated()) {

@@ -59,6 +59,7 @@ class MegakernelProgram {
   const TaskBodyFit& fit() const { return fit_; }
   const std::string& unit() const { return unit_; }
 
+  // run and time: UserError for a program built with the decode tasks (use decode).
   // Runs the task graph `iterations` times on `inputs` (outputs and workspace start as 0xff
   // bytes, NaN in every dtype, so an element no task writes shows up).
   MegakernelResult run(const std::vector<std::vector<float>>& inputs, uint64_t iterations = 1,

@@ -354,6 +354,11 @@ TEST(MpkDecodeTasks, RefusesWhatTheStateCannotHold) {
   EXPECT_THROW(mk.decode(d, {}), UserError);
   d.prompt = {};
   EXPECT_THROW(mk.decode(d, {0, false}), UserError);
+  // Without the state placed, a plain run would read a position of NaN bytes.
+  std::vector<std::vector<float>> inputs;
+  for (const std::string& n : plan.inputs)
+    inputs.emplace_back(static_cast<size_t>(numel(plan.find_tensor(n)->shape)), 0.5f);
+  EXPECT_THROW(mk.run(inputs), UserError);
 }
 
 // The real size: the Qwen3-0.6B-shaped step (cache 256) with its decode loop on the device
