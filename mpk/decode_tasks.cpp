@@ -25,10 +25,8 @@ const char* body_name(DecodeBody b) {
       return "decode_embed";
     case DecodeBody::rope_tables:
       return "decode_rope_tables";
-    case DecodeBody::kv_append:
-      return "decode_kv_append";
-    case DecodeBody::argmax_advance:
-      return "decode_argmax_advance";
+    case DecodeBody::finish:
+      return "decode_finish";
   }
   return "?";
 }
@@ -64,11 +62,10 @@ DecodeDeviceLayout decode_device_layout(const ProgramPlan& plan, const DecodeInt
 
 std::vector<DecodeOp> decode_ops(const DecodeInterface& i) {
   std::vector<DecodeOp> ops;
-  auto add = [&](DecodeBody b, int64_t tasks) { ops.push_back({b, body_name(b), tasks}); };
-  add(DecodeBody::embed, 1);
-  if (i.cos) add(DecodeBody::rope_tables, 1);
-  if (!i.layers.empty()) add(DecodeBody::kv_append, static_cast<int64_t>(i.layers.size()));
-  add(DecodeBody::argmax_advance, 1);
+  auto add = [&](DecodeBody b) { ops.push_back({b, body_name(b)}); };
+  add(DecodeBody::embed);
+  if (i.cos) add(DecodeBody::rope_tables);
+  add(DecodeBody::finish);
   return ops;
 }
 
@@ -94,38 +91,35 @@ TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan) {
   const std::vector<DecodeOp> ops = decode_ops(in);
   for (size_t j = 0; j < ops.size(); ++j) {
     const DecodeOp& d = ops[j];
-    const bool before = d.body == DecodeBody::embed || d.body == DecodeBody::rope_tables;
+    const bool before = d.body != DecodeBody::finish;
     std::vector<Operator>& list = before ? front : back;
-    Operator op{
-        d.name, static_cast<int>(plan.kernels.size() + j), d.tasks == 1, {d.tasks, 1, 1}, false};
-    for (int64_t b = 0; b < d.tasks; ++b) {
-      Task t;
-      t.op = static_cast<int>(list.size());
-      t.bid = {b, 0, 0};
-      switch (d.body) {
-        case DecodeBody::embed:
-          t.reads = {all_state};
-          if (in.emb) t.reads.push_back(access(in_name(*in.emb)));
-          t.writes = {access(in_name(in.x))};
-          break;
-        case DecodeBody::rope_tables:
-          t.reads = {position};
-          t.writes = {access(in_name(*in.cos)), access(in_name(*in.sin))};
-          break;
-        case DecodeBody::kv_append: {
-          const DecodeLayer& y = in.layers[static_cast<size_t>(b)];
-          t.reads = {position, access(out_name(y.kn)), access(out_name(y.vn))};
-          t.writes = {access(in_name(y.kc)), access(in_name(y.vc))};
-          break;
+    Task t;
+    t.op = static_cast<int>(list.size());
+    switch (d.body) {
+      case DecodeBody::embed:
+        t.reads = {all_state};
+        if (in.emb) t.reads.push_back(access(in_name(*in.emb)));
+        t.writes = {access(in_name(in.x))};
+        break;
+      case DecodeBody::rope_tables:
+        t.reads = {position};
+        t.writes = {access(in_name(*in.cos)), access(in_name(*in.sin))};
+        break;
+      case DecodeBody::finish:
+        for (const DecodeLayer& y : in.layers) {
+          t.reads.push_back(access(out_name(y.kn)));
+          t.reads.push_back(access(out_name(y.vn)));
+          t.writes.push_back(access(in_name(y.kc)));
+          t.writes.push_back(access(in_name(y.vc)));
         }
-        case DecodeBody::argmax_advance:
-          t.reads = {access(out_name(in.logits))};
-          t.writes = {all_state, access(in_name(in.m))};
-          break;
-      }
-      (before ? front_tasks : back_tasks).push_back(std::move(t));
+        t.reads.push_back(access(out_name(in.logits)));
+        t.writes.push_back(all_state);
+        t.writes.push_back(access(in_name(in.m)));
+        break;
     }
-    list.push_back(std::move(op));
+    (before ? front_tasks : back_tasks).push_back(std::move(t));
+    list.push_back(
+        Operator{d.name, static_cast<int>(plan.kernels.size() + j), true, {1, 1, 1}, false});
   }
   const int shift = static_cast<int>(front.size());
   const int tail = shift + static_cast<int>(g.ops.size());
@@ -171,7 +165,7 @@ std::string emit_decode_task_bodies(const ProgramPlan& plan) {
       plan.name, layout.state_offset);
   s += expand_embedded("mpk/device/decode_bodies.cuh");
   s += fmt::format(
-      "\nWEFT_DEV void {}(uint32_t op, [[maybe_unused]] int bx, int, int, [[maybe_unused]] "
+      "\nWEFT_DEV void {}(uint32_t op, int, int, int, [[maybe_unused]] "
       "unsigned char* smem, void* const* inputs, [[maybe_unused]] void* const* outputs, unsigned "
       "char* workspace) {{\n"
       "  [[maybe_unused]] float* const state = reinterpret_cast<float*>(workspace + {});\n"
@@ -198,19 +192,13 @@ std::string emit_decode_task_bodies(const ProgramPlan& plan) {
             "double*>(workspace + {}), {}, state);\n",
             input(*in.cos, false), input(*in.sin, false), layout.inv_freq_offset, in.rope_dim / 2);
         break;
-      case DecodeBody::kv_append:
-        s += "      switch (bx) {\n";
-        for (size_t l = 0; l < in.layers.size(); ++l) {
-          const DecodeLayer& y = in.layers[l];
+      case DecodeBody::finish:
+        for (const DecodeLayer& y : in.layers)
           s += fmt::format(
-              "        case {}:\n          weft_decode_kv_append<weft_mpk_worker_threads>({}, {}, "
-              "{}, {}, {}, {}, {}, state);\n          break;\n",
-              l, input(y.kc, false), input(y.vc, false), output(y.kn), output(y.vn), y.heads,
+              "      weft_decode_kv_append<weft_mpk_worker_threads>({}, {}, {}, {}, {}, {}, {}, "
+              "state);\n",
+              input(y.kc, false), input(y.vc, false), output(y.kn), output(y.vn), y.heads,
               y.head_dim, in.ctx);
-        }
-        s += "        default:\n          break;\n      }\n";
-        break;
-      case DecodeBody::argmax_advance:
         s += fmt::format(
             "      weft_decode_argmax_advance<weft_mpk_worker_threads>({}, {}, {}, state, "
             "reinterpret_cast<float*>(smem), reinterpret_cast<int*>(smem + 4 * "

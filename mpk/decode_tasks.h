@@ -1,6 +1,6 @@
 // The decode loop's own tasks, for a persistent kernel that keeps the decode state on the device:
-// the next token's embedding, the rotary tables of its position, each layer's KV-cache append and
-// the greedy argmax (which also sets the mask entry and advances the position) become tasks of the
+// the next token's embedding, the rotary tables of its position, the KV-cache appends and the
+// greedy argmax (which also sets the mask entry and advances the position) become tasks of the
 // step's task graph with hand-written bodies (mpk/device/decode_bodies.cuh), so no host work sits
 // between steps and N steps can run in one launch (docs/mpk.md, "The decode loop on the device").
 #pragma once
@@ -27,22 +27,25 @@ struct DecodeDeviceLayout {
 };
 DecodeDeviceLayout decode_device_layout(const ProgramPlan& plan, const DecodeInterface& i);
 
-enum class DecodeBody : uint8_t { embed, rope_tables, kv_append, argmax_advance };
+enum class DecodeBody : uint8_t { embed, rope_tables, finish };
 
-// The decode operators, in kernel-index order from plan.kernels.size(): embed, rope_tables (with
-// COS), kv_append (one task per layer), argmax_advance.
+// The decode operators, one task each, in kernel-index order from plan.kernels.size(): embed,
+// rope_tables (with COS), finish (every layer's KV-cache append, then the argmax, which sets the
+// mask entry and advances the position). The appends share the last task rather than one per layer
+// after its attention: a task only `end` (or the last task) waits for, placed early in the linear
+// order, keeps later events from being barriers, and hybrid dispatch would then send most of the
+// step just in time (298 of 345 tasks JIT in the Qwen3-tiny step at 3 workers; docs/mpk.md).
 struct DecodeOp {
   DecodeBody body;
   std::string name;
-  int64_t tasks = 1;
 };
 std::vector<DecodeOp> decode_ops(const DecodeInterface& i);
 
 // Pass (run by compile_task_graph right after decompose when MpkOptions::decode_on_device): `g`,
 // decomposed from `plan`, with the decode operators added, embed and rope_tables before the plan's
-// operators and kv_append and argmax_advance after them (program order, which the deps pass turns
-// into edges), their accesses whole tensors plus the state. UserError when the plan does not
-// follow the decode interface (mpk/decode_demo.h).
+// operators and finish after them (program order, which the deps pass turns into edges), their
+// accesses whole tensors plus the state. UserError when the plan does not follow the decode
+// interface (mpk/decode_demo.h).
 TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan);
 
 // The function the plan's task bodies call for kernel indices past the plan's

@@ -1,8 +1,9 @@
 // The decode loop on the device (mpk/decode_tasks.h, mpk/device/decode_bodies.cuh): each
 // hand-written body against a host reference computed here, in host emulation on bf16 data with
 // non-trivial values; the decode tasks' place in the task graph (what they must follow and
-// precede); and whole decodes with the state resident (MegakernelProgram::decode) giving the
-// tokens and logits of the per-kernel path run step by step with host hooks.
+// precede, and that hybrid dispatch keeps its JIT region); and whole decodes with the state
+// resident (MegakernelProgram::decode) giving the tokens and logits of the per-kernel path run step
+// by step with host hooks.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -24,8 +25,10 @@
 #include "mpk/decode_tasks.h"
 #include "mpk/decoder_program.h"
 #include "mpk/encode.h"
+#include "mpk/host_runtime.h"
 #include "mpk/megakernel_program.h"
 #include "mpk/tgraph_text.h"
+#include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
 #include "runtime/emulated_program.h"
@@ -202,8 +205,8 @@ ProgramPlan load_plan(const char* path) {
 }
 
 // The decode operators sit where the loop needs them: the embedding and the rotary tables before
-// every task reading X / COS / SIN, each layer's append after every task reading its cache or
-// writing its KN / VN, the argmax after every task writing LOGITS or reading M or the caches.
+// every task reading X / COS / SIN, the finish (appends, argmax) after every task reading a cache
+// or M, or writing KN / VN or LOGITS.
 TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
   for (const char* path :
        {"examples/tiny_decoder_step.weft", "examples/qwen3_tiny_decode_step.weft"}) {
@@ -223,15 +226,14 @@ TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
         tasks_of[g.ops[g.tasks[t].op].kernel].push_back(static_cast<int>(t));
     const DecodeInterface in = decode_interface(plan);
     ASSERT_EQ(tasks_of["decode_embed"].size(), 1u);
-    ASSERT_EQ(tasks_of["decode_argmax_advance"].size(), 1u);
-    ASSERT_EQ(tasks_of["decode_kv_append"].size(), in.layers.size());
+    ASSERT_EQ(tasks_of["decode_finish"].size(), 1u);
     EXPECT_EQ(tasks_of.count("decode_rope_tables"), in.cos ? 1u : 0u);
     auto touches = [&](int t, const std::string& tensor, bool write) {
       for (const Access& a : write ? g.tasks[t].writes : g.tasks[t].reads)
         if (g.tensors[a.tensor].name == tensor) return true;
       return false;
     };
-    const int embed = tasks_of["decode_embed"][0], argmax = tasks_of["decode_argmax_advance"][0];
+    const int embed = tasks_of["decode_embed"][0], finish = tasks_of["decode_finish"][0];
     int checked = 0;
     for (size_t ti = 0; ti < g.tasks.size(); ++ti) {
       const int t = static_cast<int>(ti);
@@ -244,30 +246,29 @@ TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
       if (in.cos && (touches(t, "COS", false) || touches(t, "SIN", false))) {
         EXPECT_TRUE(reaches(reach, tasks_of["decode_rope_tables"][0], t));
       }
-      if (touches(t, "LOGITS", true) || touches(t, "M", false)) {
-        EXPECT_TRUE(reaches(reach, t, argmax));
+      bool before_finish = touches(t, "LOGITS", true) || touches(t, "M", false);
+      for (size_t l = 0; l < in.layers.size(); ++l)
+        for (const std::string& n : {fmt::format("Kc{}", l), fmt::format("Vc{}", l)})
+          before_finish = before_finish || touches(t, n, false);
+      for (size_t l = 0; l < in.layers.size(); ++l)
+        for (const std::string& n : {fmt::format("KN{}", l), fmt::format("VN{}", l)})
+          before_finish = before_finish || touches(t, n, true);
+      if (before_finish) {
+        EXPECT_TRUE(reaches(reach, t, finish)) << g.ops[g.tasks[t].op].kernel;
         ++checked;
       }
-      for (size_t l = 0; l < in.layers.size(); ++l) {
-        const int append = tasks_of["decode_kv_append"][l];
-        for (const std::string& n : {fmt::format("Kc{}", l), fmt::format("Vc{}", l)})
-          if (touches(t, n, false)) {
-            EXPECT_TRUE(reaches(reach, t, append)) << n;
-            ++checked;
-          }
-        for (const std::string& n : {fmt::format("KN{}", l), fmt::format("VN{}", l)})
-          if (touches(t, n, true)) {
-            EXPECT_TRUE(reaches(reach, t, append)) << n;
-          }
-      }
     }
+    // Hybrid dispatch keeps its just-in-time region as without the decode tasks.
+    MpkOptions plain = o;
+    plain.decode_on_device = false;
+    EXPECT_EQ(stats_of(g).jit_tasks, stats_of(compile_task_graph(plan, plain).graph).jit_tasks);
     EXPECT_GT(checked, 4) << "no task of the step touched the decode tensors";
   }
 }
 
 // add_decode_tasks's output (decompose with decode_on_device) for the tiny decoder, against its
 // golden file (regenerate with WEFT_UPDATE_GOLDEN=1): the state tensor after the plan's temps, the
-// embedding first, two appends and the argmax last.
+// embedding first, the appends and the argmax last.
 TEST(MpkDecodeTasks, DecomposeWithTheLoopMatchesItsGoldenFile) {
   const ProgramPlan plan = load_plan("examples/tiny_decoder_step.weft");
   MpkOptions o;
@@ -310,6 +311,17 @@ void expect_resident_decodes_like_per_kernel(const char* path, const DecodeOptio
       decode_with(plan, d, [&](const auto& in) { return per_kernel->run(in); });
   const std::set<int> distinct(want.tokens.begin(), want.tokens.end());
   ASSERT_GT(distinct.size(), 2u) << "the decoded sequence is trivial";
+  {
+    // The host's decode (the CPU plan, f32 activations, the weights rounded to their declared
+    // dtypes) chooses the same tokens here too.
+    const ProgramPlan cpu =
+        lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("cpu"));
+    auto program = build_cpu_program(cpu, generate_source(cpu, Backend::cpu), host_build_options());
+    DecodeOptions host = d;
+    for (const std::string& n : plan.inputs) host.declared[n] = plan.find_tensor(n)->dtype;
+    EXPECT_EQ(decode_sequential(cpu, *program, host).tokens, want.tokens)
+        << "the host's sequential decode";
+  }
   MegakernelProgram mk(plan, resident_options(plan, emulated ? 3 : 16, emulated));
   for (int per_launch : tokens_per_launch) {
     SCOPED_TRACE(fmt::format("{} tokens per launch", per_launch));
@@ -376,14 +388,13 @@ TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
   const MpkCompiled compiled = compile_task_graph(plan, o);  // verified inside
   ASSERT_FALSE(compiled.blob.empty());
   const DeviceGraph decoded = decode_task_graph(compiled.blob);
-  EXPECT_EQ(decoded.ops.size(), plan.kernels.size() + 4);
+  EXPECT_EQ(decoded.ops.size(), plan.kernels.size() + 3);
   std::map<std::string, int64_t> tasks;
   for (const Task& t : compiled.graph.tasks)
     if (t.op != kEmptyTask) ++tasks[compiled.graph.ops[t.op].kernel];
   EXPECT_EQ(tasks["decode_embed"], 1);
   EXPECT_EQ(tasks["decode_rope_tables"], 1);
-  EXPECT_EQ(tasks["decode_kv_append"], 28);
-  EXPECT_EQ(tasks["decode_argmax_advance"], 1);
+  EXPECT_EQ(tasks["decode_finish"], 1);
   const DecodeInterface in = decode_interface(plan);
   const DecodeDeviceLayout layout = decode_device_layout(plan, in);
   EXPECT_GE(layout.state_offset, plan.workspace_bytes);
@@ -396,7 +407,12 @@ TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
   EXPECT_GE(fit_task_bodies(plan, bo).body_smem_bytes, bo.extra_smem_bytes);
   const std::string bodies = emit_cuda_task_bodies(plan, bo) + emit_decode_task_bodies(plan);
   EXPECT_NE(bodies.find(fmt::format("default:  // a body beyond the plan")), std::string::npos);
-  EXPECT_NE(bodies.find("case 27:"), std::string::npos) << "the last layer's append";
+  int appends = 0;
+  for (size_t at = bodies.find("weft_decode_kv_append<weft_mpk_worker_threads>(");
+       at != std::string::npos;
+       at = bodies.find("weft_decode_kv_append<weft_mpk_worker_threads>(", at + 1))
+    ++appends;
+  EXPECT_EQ(appends, 28) << "one append per layer";
 }
 
 TEST(MpkDecodeTasksGpu, ResidentDecodeGivesThePerKernelPathsTokens) {

@@ -54,8 +54,9 @@ WEFT_DEV void weft_decode_kv_append(TK* kc, TV* vc, const TKN* kn, const TVN* vn
 }
 
 // The greedy choice over LOGITS [vocab] (the first largest, as std::max_element), written as token
-// p + 1 unless the prompt gives it; then the mask entry p set and the position advanced. `value`
-// and `index` are THREADS entries of shared memory each.
+// p + 1 unless the prompt gives it; then the mask entry p set and the position advanced (by thread
+// 0 after the last barrier, so after every thread's reads of p in this task, the appends before it
+// included). `value` and `index` are THREADS entries of shared memory each.
 template <int THREADS, class TL, class TM>
 WEFT_DEV void weft_decode_argmax_advance(const TL* logits, int64_t vocab, TM* mask, float* state,
                                          float* value, int* index) {
