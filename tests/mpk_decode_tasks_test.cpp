@@ -26,6 +26,7 @@
 #include "mpk/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
+#include "mpk/megakernel_bench.h"
 #include "mpk/megakernel_program.h"
 #include "mpk/tgraph_text.h"
 #include "runtime/cpu_program.h"
@@ -338,6 +339,10 @@ void expect_resident_decodes_like_per_kernel(const char* path, const DecodeOptio
     EXPECT_EQ(got.bytes_per_launch, 4 + static_cast<int64_t>(want.logits[0].size()) *
                                             dtype_bytes(plan.find_tensor("LOGITS")->dtype));
   }
+  // weft mpk bench's figure: whole decodes timed per token.
+  const Timing t = bench_resident_decode(mk, 2, 2, 1);
+  EXPECT_EQ(t.reps, 1);
+  EXPECT_GT(t.median_s, 0);
 }
 
 // Emulated launches are slow on a shared machine (every CTA's threads are host threads): one token
@@ -413,6 +418,32 @@ TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
        at = bodies.find("weft_decode_kv_append<weft_mpk_worker_threads>(", at + 1))
     ++appends;
   EXPECT_EQ(appends, 28) << "one append per layer";
+}
+
+// The plan's task switch sends indices past the plan's to the extra function, whose shared memory
+// counts in the bodies' fit: more than the worker has is refused, naming the function.
+TEST(MpkDecodeTasks, ExtraBodiesAreDispatchedAndFitted) {
+  const ProgramPlan plan = load_plan("examples/tiny_decoder_step.weft");
+  TaskBodyOptions bo;
+  bo.extra_task_function = kDecodeTaskFunction;
+  bo.extra_smem_bytes = 100000;  // above the tiny decoder's largest body (4,992 bytes)
+  const TaskBodyFit fit = fit_task_bodies(plan, bo);
+  EXPECT_EQ(fit.body_smem_bytes, 100000);
+  const std::string bodies = emit_cuda_task_bodies(plan, bo);
+  EXPECT_NE(
+      bodies.find(fmt::format("{}(kernel - {}u, bx, by, bz, smem, inputs, outputs, workspace)",
+                              kDecodeTaskFunction, plan.kernels.size())),
+      std::string::npos);
+  EXPECT_NE(bodies.find("weft_mpk_body_smem_bytes = 100000;"), std::string::npos);
+  bo.extra_smem_bytes = 300 * 1024;
+  try {
+    (void)fit_task_bodies(plan, bo);
+    FAIL() << "300 KiB of shared memory accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(kDecodeTaskFunction), std::string::npos) << e.what();
+  }
+  // Without an extra function the switch ignores unknown indices, as before.
+  EXPECT_EQ(emit_cuda_task_bodies(plan, {}).find(kDecodeTaskFunction), std::string::npos);
 }
 
 TEST(MpkDecodeTasksGpu, ResidentDecodeGivesThePerKernelPathsTokens) {
