@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "mpk/decode_tasks.h"
 #include "mpk/decompose.h"
 #include "mpk/encode.h"
 #include "mpk/fuse_events.h"
@@ -32,6 +33,7 @@ MpkCompiled compile_task_graph(const ProgramPlan& plan, const MpkOptions& option
   MpkCompiled r;
   auto done = [&](const char* pass) { return options.stop_after == pass; };
   r.graph = decompose_plan(plan, options.data_dependent);
+  if (options.decode_on_device) r.graph = add_decode_tasks(r.graph, plan);
   if (done("decompose")) return r;
   r.graph = analyze_dependencies(r.graph, &r.deps);
   r.events_before_fusion = static_cast<int64_t>(r.graph.events.size());

@@ -14,13 +14,17 @@
 
 namespace weft {
 
-// decompose, deps, fuse-events, normalize, linearize, assign (then verify and encode).
+// decompose (with MpkOptions::decode_on_device, then add_decode_tasks), deps, fuse-events,
+// normalize, linearize, assign (then verify and encode).
 const std::vector<std::string>& mpk_passes();
 
 struct MpkOptions {
   AssignOptions assign;
   std::set<std::string> data_dependent;  // plan kernel names (hybrid dispatch)
   std::string stop_after;                // a pass name; empty: all, then verify and encode
+  // A decode-step program (mpk/decode_demo.h) whose decode loop runs on the device: decompose
+  // also adds the loop's tasks (mpk/decode_tasks.h).
+  bool decode_on_device = false;
 };
 
 struct MpkCompiled {

@@ -15,32 +15,40 @@ namespace weft {
 
 namespace {
 
+// A plan's tensor, its position in the inputs or outputs; UserError naming what is missing.
+const PlanBuffer& tensor_of(const ProgramPlan& plan, const std::string& n) {
+  const PlanBuffer* b = plan.find_tensor(n);
+  if (!b) throw UserError(fmt::format("{} has no tensor {} (see mpk/decode_demo.h)", plan.name, n));
+  return *b;
+}
+size_t position(const ProgramPlan& plan, const std::vector<std::string>& list, const std::string& n,
+                const char* what) {
+  auto it = std::find(list.begin(), list.end(), n);
+  if (it == list.end())
+    throw UserError(fmt::format("{} has no {} {} (see mpk/decode_demo.h)", plan.name, what, n));
+  return static_cast<size_t>(it - list.begin());
+}
+
+// theta^(-2i/dh) for i < dh/2: the rotary tables of position p are cos/sin(p * inv_freq[i]).
+std::vector<double> rope_inv_freq(double theta, int64_t dh) {
+  std::vector<double> f(static_cast<size_t>(dh / 2));
+  for (int64_t i = 0; i < dh / 2; ++i)
+    f[static_cast<size_t>(i)] =
+        std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dh));
+  return f;
+}
+
 class DecodeSession {
  public:
-  DecodeSession(const ProgramPlan& plan, const DecodeOptions& o) : plan_(plan), o_(o) {
-    x_ = input("X");
-    m_ = input("M");
-    logits_ = output("LOGITS");
-    const Shape& xs = tensor("X").shape;
-    const Shape& ms = tensor("M").shape;
-    if (xs.size() != 2 || xs[0] != 1 || ms.size() != 3)
-      throw UserError(fmt::format("{}: X must be [1, D] and M [1, 1, T]", plan.name));
-    dim_ = xs[1];
-    ctx_ = ms[2];
-    vocab_ = numel(tensor("LOGITS").shape);
-    if (o.tokens < 1 || o.tokens > ctx_)
-      throw UserError(fmt::format("{} tokens: the cache holds {} positions", o.tokens, ctx_));
+  DecodeSession(const ProgramPlan& plan, const DecodeOptions& o)
+      : plan_(plan), o_(o), i_(decode_interface(plan)) {
+    if (o.tokens < 1 || o.tokens > i_.ctx)
+      throw UserError(fmt::format("{} tokens: the cache holds {} positions", o.tokens, i_.ctx));
     std::vector<int> start = o.prompt.empty() ? std::vector<int>{o.first_token} : o.prompt;
     for (int t : start)
-      if (t < 0 || t >= vocab_)
-        throw UserError(fmt::format("token {} outside the vocabulary of {}", t, vocab_));
-    for (int l = 0; plan.find_tensor(fmt::format("Kc{}", l)); ++l) layers_.push_back(layer(l));
-    if (plan.find_tensor("COS")) rope();
-    if (plan.find_tensor("EMB")) {
-      emb_ = input("EMB");
-      if (tensor("EMB").shape != Shape{dim_, vocab_})
-        throw UserError(fmt::format("{}: EMB must be [{}, {}] (D, V)", plan.name, dim_, vocab_));
-    }
+      if (t < 0 || t >= i_.vocab)
+        throw UserError(fmt::format("token {} outside the vocabulary of {}", t, i_.vocab));
+    if (i_.cos) inv_freq_ = rope_inv_freq(o.rope_theta, i_.rope_dim);
     fill_weights();
     result.tokens = start;
   }
@@ -53,43 +61,41 @@ class DecodeSession {
         std::copy(w.begin(), w.end(), t.inputs[i].begin());
         std::vector<float>().swap(w);
       }
-      for (const Layer& y : layers_) {
+      for (const DecodeLayer& y : i_.layers) {
         std::fill(t.inputs[y.kc].begin(), t.inputs[y.kc].end(), 0.0f);
         std::fill(t.inputs[y.vc].begin(), t.inputs[y.vc].end(), 0.0f);
       }
     }
     const int64_t pos = static_cast<int64_t>(k) - 1;  // cache positions [0, pos) are filled
-    for (int64_t p = 0; p < ctx_; ++p) t.inputs[m_][p] = p < pos ? 1.0f : 0.0f;
+    for (int64_t p = 0; p < i_.ctx; ++p) t.inputs[i_.m][p] = p < pos ? 1.0f : 0.0f;
     const int64_t token = result.tokens[static_cast<size_t>(pos)];
-    if (emb_) {
-      const std::vector<float>& e = t.inputs[*emb_];
-      for (int64_t j = 0; j < dim_; ++j) t.inputs[x_][j] = e[j * vocab_ + token];
+    if (i_.emb) {
+      const std::vector<float>& e = t.inputs[*i_.emb];
+      for (int64_t j = 0; j < i_.dim; ++j) t.inputs[i_.x][j] = e[j * i_.vocab + token];
     } else {
-      std::copy_n(embedding_.begin() + token * dim_, dim_, t.inputs[x_].begin());
+      std::copy_n(embedding_.begin() + token * i_.dim, i_.dim, t.inputs[i_.x].begin());
     }
-    if (cos_) {
-      const int64_t half = head_dim_ / 2;
+    if (i_.cos) {
+      const int64_t half = i_.rope_dim / 2;
       for (int64_t i = 0; i < half; ++i) {
-        const double a =
-            static_cast<double>(pos) *
-            std::pow(o_.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim_));
-        t.inputs[*cos_][i] = t.inputs[*cos_][i + half] = static_cast<float>(std::cos(a));
-        t.inputs[*sin_][i] = t.inputs[*sin_][i + half] = static_cast<float>(std::sin(a));
+        const double a = static_cast<double>(pos) * inv_freq_[static_cast<size_t>(i)];
+        t.inputs[*i_.cos][i] = t.inputs[*i_.cos][i + half] = static_cast<float>(std::cos(a));
+        t.inputs[*i_.sin][i] = t.inputs[*i_.sin][i + half] = static_cast<float>(std::sin(a));
       }
     }
   }
 
   void after(HostTensors& t, uint64_t k) {
-    const int64_t pos = static_cast<int64_t>(k) - 1;
-    for (const Layer& y : layers_) {
+    const int64_t pos = static_cast<int64_t>(k) - 1, ctx = i_.ctx;
+    for (const DecodeLayer& y : i_.layers) {
       const int64_t heads = y.heads, dh = y.head_dim;
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t j = 0; j < dh; ++j) {
-          t.inputs[y.kc][(h * dh + j) * ctx_ + pos] = t.outputs[y.kn][h * dh + j];
-          t.inputs[y.vc][(h * ctx_ + pos) * dh + j] = t.outputs[y.vn][h * dh + j];
+          t.inputs[y.kc][(h * dh + j) * ctx + pos] = t.outputs[y.kn][h * dh + j];
+          t.inputs[y.vc][(h * ctx + pos) * dh + j] = t.outputs[y.vn][h * dh + j];
         }
     }
-    const auto& lg = t.outputs[logits_];
+    const auto& lg = t.outputs[i_.logits];
     result.logits.push_back(lg);
     // Within the prompt the next token is given; after it, the greedy choice.
     if (result.tokens.size() == static_cast<size_t>(k))
@@ -97,56 +103,29 @@ class DecodeSession {
           static_cast<int>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
   }
 
+  // The host-held embedding table (empty with EMB) and the rotary inverse frequencies.
+  const std::vector<float>& embedding() const { return embedding_; }
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+
   DecodeResult result;
 
  private:
-  struct Layer {
-    size_t kc, vc, kn, vn;
-    int64_t heads, head_dim;
-  };
-
-  Layer layer(int l) const {
-    const std::string kc = fmt::format("Kc{}", l), vc = fmt::format("Vc{}", l);
-    const std::string kn = fmt::format("KN{}", l), vn = fmt::format("VN{}", l);
-    const Shape& ks = tensor(kc).shape;
-    if (ks.size() != 3 || ks[2] != ctx_)
-      throw UserError(fmt::format("{}: {} must be [Hkv, dh, {}]", plan_.name, kc, ctx_));
-    const int64_t heads = ks[0], dh = ks[1];
-    if (tensor(vc).shape != Shape{heads, ctx_, dh})
-      throw UserError(fmt::format("{}: {} must be [{}, {}, {}]", plan_.name, vc, heads, ctx_, dh));
-    for (const std::string& n : {kn, vn})
-      if (numel(tensor(n).shape) != heads * dh)
-        throw UserError(
-            fmt::format("{}: {} must hold {} values (Hkv dh)", plan_.name, n, heads * dh));
-    return {input(kc), input(vc), output(kn), output(vn), heads, dh};
-  }
-
-  void rope() {
-    cos_ = input("COS");
-    sin_ = input("SIN");
-    head_dim_ = numel(tensor("COS").shape);
-    if (head_dim_ % 2 != 0 || numel(tensor("SIN").shape) != head_dim_ ||
-        (!layers_.empty() && layers_[0].head_dim != head_dim_))
-      throw UserError(
-          fmt::format("{}: COS and SIN must hold dh values, dh even (the head size)", plan_.name));
-  }
-
   // Seeded draws in a fixed order (the host embedding table, then the weights in input order).
   void fill_weights() {
     const bool normal =
-        o_.init == WeightInit::normal || (o_.init == WeightInit::automatic && emb_.has_value());
+        o_.init == WeightInit::normal || (o_.init == WeightInit::automatic && i_.emb.has_value());
     std::mt19937_64 rng(o_.seed);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     std::normal_distribution<float> n(0.0f, static_cast<float>(o_.normal_std));
-    if (!emb_) {
-      embedding_.resize(static_cast<size_t>(vocab_ * dim_));
+    if (!i_.emb) {
+      embedding_.resize(static_cast<size_t>(i_.vocab * i_.dim));
       for (float& v : embedding_) v = u(rng);
-      if (o_.keep_weights) result.weights.push_back({"embedding", {vocab_, dim_}, embedding_});
+      if (o_.keep_weights) result.weights.push_back({"embedding", {i_.vocab, i_.dim}, embedding_});
     }
     for (size_t i = 0; i < plan_.inputs.size(); ++i) {
       const std::string& name = plan_.inputs[i];
       if (is_decode_state_input(name)) continue;
-      const Shape& s = tensor(name).shape;
+      const Shape& s = tensor_of(plan_, name).shape;
       std::vector<float> w(static_cast<size_t>(numel(s)));
       if (normal) {
         const bool gain = numel(s) == s.back();
@@ -164,29 +143,11 @@ class DecodeSession {
     }
   }
 
-  const PlanBuffer& tensor(const std::string& n) const {
-    const PlanBuffer* b = plan_.find_tensor(n);
-    if (!b)
-      throw UserError(fmt::format("{} has no tensor {} (see mpk/decode_demo.h)", plan_.name, n));
-    return *b;
-  }
-  size_t position(const std::vector<std::string>& list, const std::string& n,
-                  const char* what) const {
-    auto it = std::find(list.begin(), list.end(), n);
-    if (it == list.end())
-      throw UserError(fmt::format("{} has no {} {} (see mpk/decode_demo.h)", plan_.name, what, n));
-    return static_cast<size_t>(it - list.begin());
-  }
-  size_t input(const std::string& n) const { return position(plan_.inputs, n, "input"); }
-  size_t output(const std::string& n) const { return position(plan_.outputs, n, "output"); }
-
   const ProgramPlan& plan_;
   DecodeOptions o_;
-  size_t x_ = 0, m_ = 0, logits_ = 0;
-  std::optional<size_t> emb_, cos_, sin_;
-  int64_t dim_ = 0, ctx_ = 0, vocab_ = 0, head_dim_ = 0;
-  std::vector<Layer> layers_;
+  DecodeInterface i_;
   std::vector<float> embedding_;
+  std::vector<double> inv_freq_;
   std::vector<std::pair<size_t, std::vector<float>>> weights_;
 };
 
@@ -195,6 +156,60 @@ class DecodeSession {
 bool is_decode_state_input(const std::string& n) {
   return n == "X" || n == "M" || n == "COS" || n == "SIN" || n.rfind("Kc", 0) == 0 ||
          n.rfind("Vc", 0) == 0;
+}
+
+DecodeInterface decode_interface(const ProgramPlan& plan) {
+  auto tensor = [&](const std::string& n) -> const PlanBuffer& { return tensor_of(plan, n); };
+  auto input = [&](const std::string& n) { return position(plan, plan.inputs, n, "input"); };
+  auto output = [&](const std::string& n) { return position(plan, plan.outputs, n, "output"); };
+  DecodeInterface i;
+  i.x = input("X");
+  i.m = input("M");
+  i.logits = output("LOGITS");
+  const Shape& xs = tensor("X").shape;
+  const Shape& ms = tensor("M").shape;
+  if (xs.size() != 2 || xs[0] != 1 || ms.size() != 3)
+    throw UserError(fmt::format("{}: X must be [1, D] and M [1, 1, T]", plan.name));
+  i.dim = xs[1];
+  i.ctx = ms[2];
+  i.vocab = numel(tensor("LOGITS").shape);
+  for (int l = 0; plan.find_tensor(fmt::format("Kc{}", l)); ++l) {
+    const std::string kc = fmt::format("Kc{}", l), vc = fmt::format("Vc{}", l);
+    const std::string kn = fmt::format("KN{}", l), vn = fmt::format("VN{}", l);
+    const Shape& ks = tensor(kc).shape;
+    if (ks.size() != 3 || ks[2] != i.ctx)
+      throw UserError(fmt::format("{}: {} must be [Hkv, dh, {}]", plan.name, kc, i.ctx));
+    const int64_t heads = ks[0], dh = ks[1];
+    if (tensor(vc).shape != Shape{heads, i.ctx, dh})
+      throw UserError(fmt::format("{}: {} must be [{}, {}, {}]", plan.name, vc, heads, i.ctx, dh));
+    for (const std::string& n : {kn, vn})
+      if (numel(tensor(n).shape) != heads * dh)
+        throw UserError(
+            fmt::format("{}: {} must hold {} values (Hkv dh)", plan.name, n, heads * dh));
+    i.layers.push_back({input(kc), input(vc), output(kn), output(vn), heads, dh});
+  }
+  if (plan.find_tensor("COS")) {
+    i.cos = input("COS");
+    i.sin = input("SIN");
+    i.rope_dim = numel(tensor("COS").shape);
+    if (i.rope_dim % 2 != 0 || numel(tensor("SIN").shape) != i.rope_dim ||
+        (!i.layers.empty() && i.layers[0].head_dim != i.rope_dim))
+      throw UserError(
+          fmt::format("{}: COS and SIN must hold dh values, dh even (the head size)", plan.name));
+  }
+  if (plan.find_tensor("EMB")) {
+    i.emb = input("EMB");
+    if (tensor("EMB").shape != Shape{i.dim, i.vocab})
+      throw UserError(fmt::format("{}: EMB must be [{}, {}] (D, V)", plan.name, i.dim, i.vocab));
+  }
+  return i;
+}
+
+DecodeStart decode_start(const ProgramPlan& plan, const DecodeOptions& options) {
+  DecodeSession s(plan, options);
+  HostTensors t(plan);
+  s.before(t, 1);
+  return DecodeStart{std::move(t.inputs), s.embedding(), s.result.tokens, s.inv_freq()};
 }
 
 DecodeResult decode_on_host(const ProgramPlan& plan, const CpuProgram& program,

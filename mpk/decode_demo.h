@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,22 @@ namespace weft {
 // Whether a step input is part of the decode state the loop rewrites each step (X, M, COS, SIN
 // and the caches Kc*, Vc*) rather than a weight.
 bool is_decode_state_input(const std::string& name);
+
+// The interface resolved against a plan: positions in plan.inputs (x, m, emb, cos, sin, each
+// layer's kc, vc) and plan.outputs (logits, each layer's kn, vn), and the sizes.
+struct DecodeLayer {
+  size_t kc = 0, vc = 0, kn = 0, vn = 0;
+  int64_t heads = 0, head_dim = 0;
+};
+struct DecodeInterface {
+  size_t x = 0, m = 0, logits = 0;
+  std::optional<size_t> emb, cos, sin;
+  int64_t dim = 0, ctx = 0, vocab = 0;
+  int64_t rope_dim = 0;  // COS's values (the head size); 0 without rotary tables
+  std::vector<DecodeLayer> layers;
+};
+// UserError (naming the tensor) when the plan does not follow the interface.
+DecodeInterface decode_interface(const ProgramPlan& plan);
 
 enum class WeightInit {
   automatic,  // normal when the program has EMB (Qwen3-shaped), else uniform
@@ -77,6 +94,19 @@ using DecodeStep =
 // run of a GPU plan), with the same host hooks between steps; run.seconds is the steps' time.
 DecodeResult decode_with(const ProgramPlan& plan, const DecodeOptions& options,
                          const DecodeStep& step);
+
+// Where a loop that keeps the decode state on the device starts (mpk/resident_decode.h): the
+// first step's inputs as the hooks fill them (weights seeded and rounded as above, caches and mask
+// zero, X and COS/SIN of the first token), the host-held embedding table [V, D] (empty with EMB),
+// the tokens fed first (the prompt, or the first token) and the rotary inverse frequencies
+// theta^(-2i/dh), i < dh/2, in double as the hooks compute them (empty without COS).
+struct DecodeStart {
+  std::vector<std::vector<float>> inputs;  // plan input order
+  std::vector<float> embedding;
+  std::vector<int> tokens;
+  std::vector<double> inv_freq;
+};
+DecodeStart decode_start(const ProgramPlan& plan, const DecodeOptions& options);
 
 // Names of the graph-defined kernels that load a tensor whose name starts with `prefix` (the
 // attention kernels, reading Kc: the data-dependent operators of a decode step).

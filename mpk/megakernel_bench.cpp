@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "mpk/decode_demo.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/timing.h"
 
 namespace weft {
 
@@ -41,6 +42,19 @@ MegakernelBench bench_megakernel(const MegakernelProgram& mk, const Program& per
   }
   if (gpu) b.bandwidth_bytes_per_s = measure_copy_bandwidth();
   return b;
+}
+
+Timing bench_resident_decode(const MegakernelProgram& resident, int tokens, int per_launch,
+                             int reps) {
+  WEFT_CHECK(tokens >= 1 && per_launch >= 1 && reps >= 1, "{} tokens, {} per launch, {} reps",
+             tokens, per_launch, reps);
+  DecodeOptions d;
+  d.tokens = tokens;
+  resident.decode(d, {per_launch, false});
+  std::vector<double> per_token;
+  for (int i = 0; i < reps; ++i)
+    per_token.push_back(resident.decode(d, {per_launch, false}).decode.run.seconds / tokens);
+  return summarize_times(std::move(per_token));
 }
 
 }  // namespace weft

@@ -43,4 +43,12 @@ MegakernelBench bench_megakernel(const MegakernelProgram& mk, const Program& per
                                  const std::vector<std::vector<float>>& inputs,
                                  const MegakernelBenchOptions& options);
 
+// The decode loop with its state on the device (`resident`, built with decode_on_device): one
+// untimed decode of `tokens` tokens, then `reps` decodes of `tokens` tokens at `per_launch` tokens
+// per launch; each decode's launches' time (host wall time of launch and wait, nothing copied to
+// the device, the newest token id back) over its tokens. Weights and state are placed before each
+// decode, outside the time.
+Timing bench_resident_decode(const MegakernelProgram& resident, int tokens, int per_launch,
+                             int reps);
+
 }  // namespace weft

@@ -12,6 +12,7 @@
 #include "codegen/cuda/emit_task_bodies.h"
 #include "lower/plan.h"
 #include "mpk/compile.h"
+#include "mpk/decode_demo.h"
 #include "mpk/megakernel.h"
 #include "mpk/megakernel_run.h"
 
@@ -23,6 +24,22 @@ struct MegakernelProgramOptions {
   TaskBodyOptions bodies;    // worker threads, shared-memory budget
   bool emulated = true;      // host emulation; false: nvcc for `arch`, run on the GPU
   std::string arch = "sm_90a";
+};
+
+// A decode loop with its state on the device (options.mpk.decode_on_device).
+struct ResidentDecodeOptions {
+  int tokens_per_launch = 1;  // decode steps per launch (iterations of the step's task graph)
+  bool logits = false;        // copy LOGITS back after each launch (its last step's)
+};
+struct ResidentDecode {
+  // The tokens (as decode_with's); with ResidentDecodeOptions::logits one logits vector per
+  // launch; run.seconds: the launches' time (host wall time around each launch and its wait).
+  DecodeResult decode;
+  int64_t launches = 0;
+  int64_t setup_bytes = 0;  // copied to the device once: every input, the decode state
+  // Copied per launch, device to host: the newest token id (and LOGITS when asked); nothing is
+  // copied to the device between launches.
+  int64_t bytes_per_launch = 0;
 };
 
 struct MegakernelResult {
@@ -42,6 +59,7 @@ class MegakernelProgram {
   const TaskBodyFit& fit() const { return fit_; }
   const std::string& unit() const { return unit_; }
 
+  // run and time: UserError for a program built with the decode tasks (use decode).
   // Runs the task graph `iterations` times on `inputs` (outputs and workspace start as 0xff
   // bytes, NaN in every dtype, so an element no task writes shows up).
   MegakernelResult run(const std::vector<std::vector<float>>& inputs, uint64_t iterations = 1,
@@ -51,6 +69,14 @@ class MegakernelProgram {
   // UserError when a launch trips the watchdog.
   Timing time(const std::vector<std::vector<float>>& inputs, uint64_t iterations, int warmup,
               int reps) const;
+  // Decodes `options.tokens` steps with the decode loop on the device: every input (weights
+  // included) and the decode state placed once, then launches of tokens_per_launch steps each,
+  // the device's tasks embedding the token, computing the rotary tables, appending to the caches
+  // and choosing the next token (mpk/decode_tasks.h). The program must be built with
+  // options.mpk.decode_on_device. The same tokens as decode_with on the same plan and options.
+  ResidentDecode decode(const DecodeOptions& options, const ResidentDecodeOptions& resident) const;
+  // Bytes of the workspace a launch needs (the plan's temps, and the decode state when resident).
+  int64_t workspace_bytes() const;
 
  private:
   ProgramPlan plan_;
@@ -58,6 +84,7 @@ class MegakernelProgram {
   TaskBodyFit fit_;
   std::string unit_;
   std::unique_ptr<LoadedMegakernel> kernel_;
+  bool decode_on_device_ = false;
 };
 
 }  // namespace weft

@@ -238,6 +238,23 @@ struct DeviceLaunch {
 
 }  // namespace
 
+// One launch of `l` and its wait: the run, the trace copied back when `l` has one.
+MegakernelRun launch_and_wait(DeviceLaunch& l, void* launch_fn) {
+  const auto start = std::chrono::steady_clock::now();
+  l.launch(launch_fn);
+  const cudaError_t done = cudaDeviceSynchronize();
+  const double seconds = since(start);
+  // A trip traps: the run fails, and the report in host memory says why.
+  if (l.d.report->kind != weft_mpk::kReportNone) return finish(*l.d.report, {}, seconds);
+  check(done, "running the persistent kernel");
+  std::vector<TaskSpan> host_spans(l.spans);
+  if (l.spans > 0)
+    check(cudaMemcpy(host_spans.data(), l.args.trace, l.spans * sizeof(TaskSpan),
+                     cudaMemcpyDeviceToHost),
+          "copying the trace");
+  return finish(*l.d.report, std::move(host_spans), seconds);
+}
+
 MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
                                          const std::vector<void*>& inputs,
                                          const std::vector<void*>& outputs, void* workspace,
@@ -245,19 +262,7 @@ MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const
   require_cuda_device();
   DeviceLaunch l(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), inputs, outputs,
                  workspace, iterations, trace ? iterations * graph.tasks.size() : 0);
-  const auto start = std::chrono::steady_clock::now();
-  l.launch(launch_);
-  const cudaError_t done = cudaDeviceSynchronize();
-  const double seconds = since(start);
-  // A trip traps: the run fails, and the report in host memory says why.
-  if (l.d.report->kind != weft_mpk::kReportNone) return finish(*l.d.report, {}, seconds);
-  check(done, "running the persistent kernel");
-  std::vector<TaskSpan> host_spans(l.spans);
-  if (trace)
-    check(cudaMemcpy(host_spans.data(), l.args.trace, l.spans * sizeof(TaskSpan),
-                     cudaMemcpyDeviceToHost),
-          "copying the trace");
-  return finish(*l.d.report, std::move(host_spans), seconds);
+  return launch_and_wait(l, launch_);
 }
 
 Timing LoadedMegakernel::time_cuda(const std::vector<uint8_t>& blob, const DeviceGraph&,
@@ -310,5 +315,57 @@ Timing LoadedMegakernel::time_cuda(const std::vector<uint8_t>&, const DeviceGrap
 }
 
 #endif
+
+struct PreparedLaunch::Impl {
+  const LoadedMegakernel* kernel = nullptr;
+  std::vector<uint8_t> blob;
+  DeviceGraph graph;
+  std::vector<void*> inputs, outputs;
+  void* workspace = nullptr;
+#ifdef WEFT_HAVE_CUDA
+  std::unique_ptr<DeviceLaunch> device;  // on a GPU
+#endif
+};
+
+PreparedLaunch::PreparedLaunch(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PreparedLaunch::~PreparedLaunch() = default;
+
+std::unique_ptr<PreparedLaunch> LoadedMegakernel::prepare(const std::vector<uint8_t>& blob,
+                                                          const std::vector<void*>& inputs,
+                                                          const std::vector<void*>& outputs,
+                                                          void* workspace) const {
+  auto impl = std::make_unique<PreparedLaunch::Impl>();
+  impl->kernel = this;
+  impl->blob = blob;
+  impl->graph = check_blob(blob);
+  impl->inputs = inputs;
+  impl->outputs = outputs;
+  impl->workspace = workspace;
+  if (!emulated_) {
+#ifdef WEFT_HAVE_CUDA
+    require_cuda_device();
+    impl->device =
+        std::make_unique<DeviceLaunch>(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(),
+                                       inputs, outputs, workspace, 1, 0);
+#else
+    throw UserError("this weft was built without the CUDA toolkit");
+#endif
+  }
+  return std::unique_ptr<PreparedLaunch>(new PreparedLaunch(std::move(impl)));
+}
+
+MegakernelRun PreparedLaunch::run(uint64_t iterations) {
+  WEFT_CHECK(iterations >= 1, "{} iterations", iterations);
+  Impl& p = *impl_;
+  if (p.kernel->emulated())
+    return p.kernel->run_emulated(p.blob, p.graph, p.inputs, p.outputs, p.workspace, iterations,
+                                  false);
+#ifdef WEFT_HAVE_CUDA
+  p.device->args.iterations = iterations;
+  return launch_and_wait(*p.device, p.kernel->launch_);
+#else
+  throw UserError("this weft was built without the CUDA toolkit");
+#endif
+}
 
 }  // namespace weft

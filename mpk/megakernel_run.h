@@ -22,6 +22,27 @@ struct MegakernelRun {
   double seconds = 0;
 };
 
+class LoadedMegakernel;
+
+// A launch set up once and run any number of times (a decode loop): on a GPU the blob, the
+// protocol state, the pointer tables and the mapped report are on the device from `prepare` on,
+// so a run copies nothing but zeroes the protocol state and launches. The tensors are the
+// caller's and stay where they are between runs. No trace.
+class PreparedLaunch {
+ public:
+  ~PreparedLaunch();
+  PreparedLaunch(const PreparedLaunch&) = delete;
+  PreparedLaunch& operator=(const PreparedLaunch&) = delete;
+  // One launch of `iterations` iterations; the watchdog's report as LoadedMegakernel::run's.
+  MegakernelRun run(uint64_t iterations);
+
+ private:
+  friend class LoadedMegakernel;
+  struct Impl;
+  explicit PreparedLaunch(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 class LoadedMegakernel {
  public:
   ~LoadedMegakernel();
@@ -45,8 +66,13 @@ class LoadedMegakernel {
   Timing time(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
               const std::vector<void*>& outputs, void* workspace, uint64_t iterations, int warmup,
               int reps) const;
+  // The launch of `blob` on these tensors, set up once for many runs (as for run).
+  std::unique_ptr<PreparedLaunch> prepare(const std::vector<uint8_t>& blob,
+                                          const std::vector<void*>& inputs,
+                                          const std::vector<void*>& outputs, void* workspace) const;
 
  private:
+  friend class PreparedLaunch;
   friend std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string&, bool,
                                                             const std::string&,
                                                             const BuildOptions&);

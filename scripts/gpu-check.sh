@@ -234,7 +234,7 @@ if in_part 2; then
 fi
 
 # ---- part 3: the persistent mega-kernel ----
-mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
+mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkDecodeTasksGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
 mpk_tests() {
   "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
   local rc=$?
@@ -247,7 +247,7 @@ mpk_tests() {
 mpk_sanitize() {
   [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
   "$sanitizer" --tool "$1" --error-exitcode 97 --target-processes application-only \
-    "$build/weft_tests" --gtest_filter='MpkMegakernelGpu.*'
+    "$build/weft_tests" --gtest_filter='MpkMegakernelGpu.*:MpkDecodeTasksGpu.*'
 }
 # The acceptance figures (docs/benchmarks.md, MPK): the dependent-hop latency of an empty-task
 # chain across every worker CTA; per-step time of the per-kernel launches, their CUDA graph and
@@ -268,9 +268,17 @@ mpk_soak() {
   "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --warmup 0 --reps 1 \
     --iterations-per-launch 1000
 }
+# The decode loop on the device (weights and state resident, the token id back per launch): 256
+# tokens one per launch, 64 at 16 per launch; then the host loop (one launch per token, the
+# hooks on the host, every input stored per launch) for 64 tokens, for its per-token time. Each
+# run also decodes on the per-kernel path and seeds the 0.6B weights twice (tens of seconds).
 mpk_decode() {
   "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
-    --tokens 256 --prompt 1 2 3
+    --tokens 256 --prompt 1 2 3 &&
+    "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
+      --tokens 64 --prompt 1 2 3 --tokens-per-launch 16 &&
+    "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
+      --tokens 64 --prompt 1 2 3 --host-loop
 }
 if in_part 3; then
   step mpk-tests mpk_tests

@@ -162,12 +162,27 @@ TEST(MpkMegakernelPlan, DecodesTokenForTokenLikeThePerKernelPath) {
 }
 
 TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
-  auto [rc, out] =
-      test::run_weft(fmt::format("mpk run {} --on emulation --tokens 4 --workers 3 --schedulers 2",
-                                 test::source_path("examples/tiny_decoder_step.weft")));
+  // The host loop (one launch per token), then the decode loop on the device.
+  auto [rc, out] = test::run_weft(
+      fmt::format("mpk run {} --on emulation --tokens 4 --workers 3 --schedulers 2 --host-loop",
+                  test::source_path("examples/tiny_decoder_step.weft")));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("identical tokens and logits"), std::string::npos) << out;
   EXPECT_NE(out.find("3 worker CTAs of 128 threads"), std::string::npos) << out;
+  auto [resident_rc, resident_out] = test::run_weft(
+      fmt::format("mpk run {} --on emulation --tokens 4 --workers 3 --tokens-per-launch 2 --logits",
+                  test::source_path("examples/tiny_decoder_step.weft")));
+  EXPECT_EQ(resident_rc, 0) << resident_out;
+  EXPECT_NE(resident_out.find("decode loop on the device"), std::string::npos) << resident_out;
+  EXPECT_NE(resident_out.find("identical tokens and logits"), std::string::npos) << resident_out;
+  EXPECT_NE(resident_out.find("2 launches of up to 2 tokens"), std::string::npos) << resident_out;
+  EXPECT_NE(resident_out.find("none to the device"), std::string::npos) << resident_out;
+  // The decode loop on the device is not traced.
+  auto [trace_rc, trace_out] =
+      test::run_weft(fmt::format("mpk run {} --on emulation --tokens 2 --trace /dev/null",
+                                 test::source_path("examples/tiny_decoder_step.weft")));
+  EXPECT_EQ(trace_rc, 1) << trace_out;
+  EXPECT_NE(trace_out.find("--host-loop"), std::string::npos) << trace_out;
   if (cuda_unavailable_reason().empty()) return;
   // Without a GPU, --on gpu is a clear error, not a crash.
   auto [gpu_rc, gpu_out] = test::run_weft(fmt::format(
@@ -185,14 +200,17 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
   } catch (const UserError&) {
     GTEST_SKIP() << "nvcc not found";
   }
-  for (const char* path :
-       {"examples/tiny_decoder_step.weft", "examples/qwen3_tiny_decode_step.weft"}) {
-    SCOPED_TRACE(path);
+  // The Qwen3-tiny step also with its decode loop on the device (the decode tasks' bodies).
+  for (auto [path, decode_on_device] : {std::pair{"examples/tiny_decoder_step.weft", false},
+                                        std::pair{"examples/qwen3_tiny_decode_step.weft", false},
+                                        std::pair{"examples/qwen3_tiny_decode_step.weft", true}}) {
+    SCOPED_TRACE(fmt::format("{}{}", path, decode_on_device ? ", decode loop on the device" : ""));
     ProgramPlan plan =
         lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
     MegakernelProgramOptions o;
     o.mpk.assign = {8, Dispatch::hybrid};
     o.mpk.data_dependent = kernels_reading(plan, "Kc");
+    o.mpk.decode_on_device = decode_on_device;
     o.kernel.schedulers = 2;
     MegakernelProgram mk(plan, o);  // built for emulation; its text is the GPU's too
     const std::string dir =

@@ -991,6 +991,12 @@ class Emitter {
   // plan's kernels; threads beyond a body's return at once.
   void task_switch() {
     line("");
+    const std::string& extra = fit_->extra_task_function;
+    if (!extra.empty())
+      line(
+          "WEFT_DEV void {}(uint32_t kernel, int bx, int by, int bz, unsigned char* smem, void* "
+          "const* inputs, void* const* outputs, unsigned char* workspace);",
+          extra);
     line(
         "WEFT_DEV void weft_mpk_task(uint32_t kernel, [[maybe_unused]] int bx, [[maybe_unused]] "
         "int by, [[maybe_unused]] int bz, [[maybe_unused]] unsigned char* smem, void* const* "
@@ -1004,8 +1010,15 @@ class Emitter {
       line("  if (weft_tid() < {0}_threads) {0}_block({1}, bx, by, bz, smem);", k.name, args(k));
       line("  return;");
     }
-    line("default:  // not a kernel of this plan: the task graph's decoder checks indices");
-    line("  return;");
+    if (extra.empty()) {
+      line("default:  // not a kernel of this plan: the task graph's decoder checks indices");
+      line("  return;");
+    } else {
+      line("default:  // a body beyond the plan (TaskBodyOptions::extra_task_function)");
+      line("  {}(kernel - {}u, bx, by, bz, smem, inputs, outputs, workspace);", extra,
+           p_.kernels.size());
+      line("  return;");
+    }
     close();
     close();
   }
@@ -1056,6 +1069,10 @@ class Emitter {
 };
 
 }  // namespace
+
+const char* cuda_ctype(DType d) {
+  return ctype(d);
+}
 
 std::string emit_cuda_source(const ProgramPlan& plan) {
   return Emitter(plan).run();

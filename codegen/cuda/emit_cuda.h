@@ -24,4 +24,7 @@ namespace weft {
 // The plan must be fully lowered for a GPU target.
 std::string emit_cuda_source(const ProgramPlan& plan);
 
+// The C++ type generated code stores a dtype's elements as (float, weft_f16, weft_bf16).
+const char* cuda_ctype(DType d);
+
 }  // namespace weft

@@ -63,6 +63,13 @@ TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& opti
   fit.smem_budget_bytes = options.smem_budget_bytes != 0
                               ? options.smem_budget_bytes
                               : target.smem_per_block_bytes - options.runtime_smem_reserve_bytes;
+  if (options.extra_smem_bytes < 0 || options.extra_smem_bytes > fit.smem_budget_bytes)
+    throw UserError(fmt::format(
+        "task bodies of {}: the bodies beyond the plan ({}) need {} bytes of shared memory, but "
+        "worker CTAs have {}",
+        plan.name, options.extra_task_function, options.extra_smem_bytes, fit.smem_budget_bytes));
+  fit.body_smem_bytes = options.extra_smem_bytes;
+  fit.extra_task_function = options.extra_task_function;
   for (const KernelPlan& k : plan.kernels) {
     TaskBodyFigure f{k.name, k.library, false, fit.worker_threads, 0, 1};
     if (k.library) {

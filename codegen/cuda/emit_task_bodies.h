@@ -21,6 +21,12 @@ struct TaskBodyOptions {
   // Shared memory the persistent kernel keeps for itself (its static __shared__ state), taken off
   // the default budget.
   int64_t runtime_smem_reserve_bytes = 0;
+  // Bodies the plan does not hold (the decode loop's, mpk/decode_tasks.h): non-empty, kernel
+  // indices from plan.kernels.size() on call this function with the index less the plan's kernel
+  // count and weft_mpk_task's other arguments (declared by the bodies' text, defined by text after
+  // it); they run on every worker thread and need `extra_smem_bytes` of shared memory.
+  std::string extra_task_function;
+  int64_t extra_smem_bytes = 0;
 };
 
 // What one plan kernel's body needs.
@@ -39,6 +45,7 @@ struct TaskBodyFit {
   int64_t body_smem_bytes = 0;  // the largest body's shared memory (weft_mpk_body_smem_bytes)
   int max_body_threads = 0;     // the most threads a body uses
   std::vector<TaskBodyFigure> bodies;  // plan kernel order
+  std::string extra_task_function;     // TaskBodyOptions's
 };
 
 // The tiles of the device GEMM for an m x n product (C = A B, per batch element): bm x bn outputs

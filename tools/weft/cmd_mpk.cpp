@@ -4,7 +4,8 @@
 // run one after another (a decoder step program decodes tokens; any other program runs its
 // iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace;
 // --on emulation|gpu runs the program as one persistent kernel (mpk/megakernel_program.h) in host
-// emulation or on the GPU, one launch per decoded token, against the per-kernel CUDA path.
+// emulation or on the GPU against the per-kernel CUDA path; a decode-step program decodes with
+// the decode loop on the device (--tokens-per-launch N), or with --host-loop one launch per token.
 // decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -170,11 +171,18 @@ struct RunArgs {
   uint32_t schedulers = 1;
   std::string trace_file;
   DecodeOptions decode;
+  // --on emulation|gpu with a decode-step program: the decode loop on the device (resident
+  // state, tokens_per_launch steps per launch) unless host_loop (one launch per token, the host
+  // hooks between launches).
+  int tokens_per_launch = 1;
+  bool host_loop = false;
+  bool logits = false;  // resident: also compare each launch's last logits
 };
 
 // `weft mpk run FILE --on emulation|gpu`: the program lowered for the GPU (h100 in emulation, the
 // device's target on a GPU) as one persistent kernel, against its per-kernel CUDA path: a
-// decode-step program decodes one launch per token; any other runs once on seeded inputs.
+// decode-step program decodes with its loop on the device (or, --host-loop, one launch per token
+// with the host hooks between); any other runs once on seeded inputs.
 // The program lowered for the GPU (the device's target, or h100 in emulation) and its persistent
 // kernel's options.
 struct GpuBuilt {
@@ -238,12 +246,34 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
              gpu ? "GPU" : "host emulation: thread times, not GPU times",
              mk.compiled().graph.tasks.size(), a.workers, a.dispatch, b.plan.kernels.size());
   MegakernelBench r = bench_megakernel(mk, *per_kernel, seeded_inputs(b.plan), bo);
+  std::optional<Timing> resident, resident_batched;
+  int resident_tokens = 0;
+  if (b.plan.find_tensor("LOGITS") && b.plan.find_tensor("M")) {
+    // The decode loop on the device: per-token time of whole decodes, state resident.
+    b.options.mpk.decode_on_device = true;
+    MegakernelProgram loop(b.plan, b.options);
+    resident_tokens = static_cast<int>(std::min<int64_t>(decode_interface(b.plan).ctx, 32));
+    // Each decode seeds and places the weights again (untimed; seconds at the 0.6B size).
+    const int reps = std::max(1, bo.reps / 10);
+    resident = bench_resident_decode(loop, resident_tokens, 1, reps);
+    if (bo.iterations_per_launch > 1)
+      resident_batched = bench_resident_decode(
+          loop, resident_tokens,
+          static_cast<int>(std::min<uint64_t>(bo.iterations_per_launch, resident_tokens)), reps);
+  }
   fmt::print("  per-kernel launches:     {}\n", timing_text(r.per_kernel));
   if (r.cuda_graph) fmt::print("  per-kernel CUDA graph:   {}\n", timing_text(*r.cuda_graph));
   fmt::print("  persistent kernel:       {} per launch of one step\n", timing_text(r.persistent));
   if (r.persistent_batched)
     fmt::print("  persistent kernel:       {} per step, {} steps per launch\n",
                timing_text(*r.persistent_batched), r.batched_iterations);
+  if (resident)
+    fmt::print("  decode loop on device:   {} per token, 1 token per launch ({} tokens)\n",
+               timing_text(*resident), resident_tokens);
+  if (resident_batched)
+    fmt::print("  decode loop on device:   {} per token, {} tokens per launch\n",
+               timing_text(*resident_batched),
+               std::min<uint64_t>(bo.iterations_per_launch, resident_tokens));
   fmt::print("  weight bytes per step:   {}\n", r.weight_bytes);
   if (r.bandwidth_bytes_per_s) {
     const double floor = *r.floor_s();
@@ -253,6 +283,12 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
         "  weight floor:            {:.1f} µs; persistent kernel at {:.0f}% of it, CUDA "
         "graph at {:.0f}%\n",
         floor * 1e6, 100 * floor / r.persistent.median_s, 100 * floor / r.cuda_graph->median_s);
+    if (resident)
+      fmt::print("  decode loop on device:   {:.0f}% of the floor (1 token per launch){}\n",
+                 100 * floor / resident->median_s,
+                 resident_batched
+                     ? fmt::format(", {:.0f}% (batched)", 100 * floor / resident_batched->median_s)
+                     : std::string());
   }
   return 0;
 }
@@ -271,12 +307,47 @@ int bench_hops_command(const HopBenchOptions& o) {
   return 0;
 }
 
+// The decode loop on the device: the same tokens as the per-kernel path with host hooks
+// (`want`), and the traffic and time per token.
+bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeResult& want,
+                  bool gpu) {
+  const ResidentDecode got = mk.decode(r.decode, {r.tokens_per_launch, r.logits});
+  fmt::print("  tokens (persistent kernel, decode loop on the device): {}\n",
+             fmt::join(got.decode.tokens, " "));
+  fmt::print("  tokens (per-kernel path, host loop):                   {}\n",
+             fmt::join(want.tokens, " "));
+  bool same = got.decode.tokens == want.tokens;
+  if (r.logits)
+    for (size_t l = 0; l < got.decode.logits.size(); ++l) {
+      const size_t step = std::min<size_t>(want.logits.size(), (l + 1) * r.tokens_per_launch) - 1;
+      same = same && got.decode.logits[l] == want.logits[step];
+    }
+  fmt::print("  {}\n", !same      ? "MISMATCH"
+                       : r.logits ? "identical tokens and logits"
+                                  : "identical tokens");
+  fmt::print(
+      "  {} launch{} of up to {} token{}: {:.3f} ms per token{}; placed once: {} bytes; per "
+      "launch: {} bytes to the host, none to the device\n",
+      got.launches, got.launches == 1 ? "" : "es", r.tokens_per_launch,
+      r.tokens_per_launch == 1 ? "" : "s", got.decode.run.seconds * 1e3 / r.tokens,
+      gpu ? " (host wall time of launch and wait)" : " (host emulation: not a GPU time)",
+      got.setup_bytes, got.bytes_per_launch);
+  return same;
+}
+
 int run_megakernel(MpkArgs a, const RunArgs& r, bool gpu) {
   if (a.workers == 0) a.workers = default_workers(gpu);
   GpuBuilt built = gpu_build(a, r.schedulers, gpu);
   const Graph& g = built.graph;
   const Target& target = *built.target;
   const ProgramPlan& plan = built.plan;
+  const bool decoder = plan.find_tensor("LOGITS") && plan.find_tensor("M");
+  const bool resident = decoder && !r.host_loop;
+  if (resident && !r.trace_file.empty())
+    throw UserError(
+        "--trace records launches of the host loop: add --host-loop (the decode loop on the "
+        "device is not traced)");
+  built.options.mpk.decode_on_device = resident;
   MegakernelProgram mk(plan, built.options);
   Built shown{plan, mk.compiled(), g.name, {}};
   print_summary(shown);
@@ -297,7 +368,12 @@ int run_megakernel(MpkArgs a, const RunArgs& r, bool gpu) {
   };
   bool same = false;
   int steps = 1;
-  if (plan.find_tensor("LOGITS") && plan.find_tensor("M")) {
+  if (resident) {
+    DecodeResult want =
+        decode_with(plan, r.decode, [&](const auto& in) { return per_kernel->run(in); });
+    return run_resident(mk, r, want, gpu) ? 0 : 3;
+  }
+  if (decoder) {
     steps = r.tokens;
     DecodeResult want =
         decode_with(plan, r.decode, [&](const auto& in) { return per_kernel->run(in); });
@@ -366,6 +442,21 @@ static Register reg(
                       "host (threads, CPU bodies), emulation or gpu (one persistent kernel)")
           ->check(CLI::IsMember({"host", "emulation", "gpu"}))
           ->capture_default_str();
+      auto per_launch = std::make_shared<int>(1);
+      auto host_loop = std::make_shared<bool>(false);
+      auto logits = std::make_shared<bool>(false);
+      run->add_option("--tokens-per-launch", *per_launch,
+                      "With --on emulation|gpu: decode steps per launch of the decode loop on the "
+                      "device")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+      run->add_flag("--host-loop", *host_loop,
+                    "With --on emulation|gpu: one launch per token with the decode loop's work "
+                    "(embedding, rotary tables, cache append, argmax) on the host between "
+                    "launches");
+      run->add_flag("--logits", *logits,
+                    "With the decode loop on the device: copy back and compare each launch's "
+                    "last logits");
       auto dec = std::make_shared<DecoderArgs>();
       CLI::App* decoder = add_decoder(sub, *dec);
       auto ba = std::make_shared<MpkArgs>();
@@ -449,6 +540,9 @@ static Register reg(
           r.decode.prompt = *prompt;
           r.decode.seed = *seed;
           r.decode.normal_std = *init_std;
+          r.tokens_per_launch = *per_launch;
+          r.host_loop = *host_loop;
+          r.logits = *logits;
           return run_megakernel(*b, r, *on == "gpu");
         }
         Built built = build(*b);
