@@ -204,9 +204,31 @@ sanitize() {
   done
   return $rc
 }
+# The committed ONNX transformers compiled for the GPU and run device-resident (issue 15): the
+# executor's GPU test (a CUDA graph captured per binding, replayed), then each model compiled with
+# a short search, run on the GPU against the CPU path, and benched (graph replays between CUDA
+# events) against its per-operator baseline.
+model_device() {
+  "$build/weft_tests" --gtest_filter='DeviceVm.*Gpu*' --gtest_output="xml:$out/model-device.xml" ||
+    return 1
+  local m rc=0 d
+  for m in bert llama; do
+    d="$out/model-device/$m"
+    mkdir -p "$d"
+    python3 bench/model_inputs.py "$m" 2 16 "$d/inputs.npz" || return 1
+    "$weft" compile "examples/onnx/${m}_tiny.onnx" -o "$d/compiled" --target "$target" \
+      --bind batch=2,seq=16 --bound seq=64 --time-budget 60 || { rc=1; continue; }
+    "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/cpu.npz" --backend cpu || rc=1
+    "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/gpu.npz" --backend cuda ||
+      rc=1
+    "$weft" bench "$d/compiled" --inputs "$d/inputs.npz" --backend cuda || rc=1
+  done
+  return $rc
+}
 if in_part 1; then
   step prebuild prebuild examples/*.weft "${small[@]}"
   step gpu-tests gpu_tests
+  step model-device model_device
   step memcheck sanitize memcheck
   step racecheck sanitize racecheck
 fi
