@@ -623,7 +623,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   result.best_found_s = pool.improved_s();
   result.peak_rss_bytes = peak_resident_bytes();
   // With no checkpoint to save, the search's memo and oracle are dead: freed here, inside the
-  // timed run, not as optimize() returns (gqa's take half a second).
+  // timed run, not as optimize() returns.
   if (options.checkpoint_path.empty()) {
     memo.clear();
     oracle.reset();

@@ -177,6 +177,21 @@ Timing time_between_events(cudaStream_t stream, cudaEvent_t start, cudaEvent_t s
   return summarize_times(std::move(times));
 }
 
+// time_between_events with a pair of events of its own.
+Timing time_with_own_events(cudaStream_t stream, int reps, const std::function<void()>& launch,
+                            const std::string& what) {
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } e;
+  check(cudaEventCreate(&e.start), "cudaEventCreate");
+  check(cudaEventCreate(&e.stop), "cudaEventCreate");
+  return time_between_events(stream, e.start, e.stop, reps, launch, what);
+}
+
 CudaDevice query_device() {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
@@ -382,23 +397,18 @@ double measure_copy_bandwidth(int64_t bytes, int reps) {
   struct Buffers {
     void* a = nullptr;
     void* b = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
     ~Buffers() {
       if (a) cudaFree(a);
       if (b) cudaFree(b);
-      if (start) cudaEventDestroy(start);
-      if (stop) cudaEventDestroy(stop);
     }
   } m;
   const auto n = static_cast<size_t>(bytes);
   check(cudaMalloc(&m.a, n), "cudaMalloc for the bandwidth probe");
   check(cudaMalloc(&m.b, n), "cudaMalloc for the bandwidth probe");
   check(cudaMemset(m.a, 1, n), "cudaMemset");
-  check(cudaEventCreate(&m.start), "cudaEventCreate");
-  check(cudaEventCreate(&m.stop), "cudaEventCreate");
   check(cudaMemcpy(m.b, m.a, n, cudaMemcpyDeviceToDevice), "cudaMemcpy (warm-up)");
-  const Timing t = time_between_events(
-      nullptr, m.start, m.stop, reps,
+  const Timing t = time_with_own_events(
+      nullptr, reps,
       [&] {
         check(cudaMemcpyAsync(m.b, m.a, n, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
       },
@@ -475,16 +485,7 @@ class CudaDeviceImpl final : public Device {
   Timing time_on_stream(const std::function<void()>& work, int warmup, int reps) override {
     WEFT_CHECK(reps >= 1 && warmup >= 0, "bad timing parameters");
     for (int i = 0; i < warmup; ++i) work();
-    struct Events {
-      cudaEvent_t start = nullptr, stop = nullptr;
-      ~Events() {
-        if (start) cudaEventDestroy(start);
-        if (stop) cudaEventDestroy(stop);
-      }
-    } e;
-    check(cudaEventCreate(&e.start), "cudaEventCreate");
-    check(cudaEventCreate(&e.stop), "cudaEventCreate");
-    return time_between_events(stream_, e.start, e.stop, reps, work, "a timed run on the device");
+    return time_with_own_events(stream_, reps, work, "a timed run on the device");
   }
   bool times_the_device() const override { return true; }
 
