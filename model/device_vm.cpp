@@ -44,13 +44,6 @@ int dtype_code(DType d) {
   return 0;
 }
 
-std::vector<int64_t> row_major_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i)
-    st[static_cast<size_t>(i)] = st[static_cast<size_t>(i) + 1] * s[static_cast<size_t>(i) + 1];
-  return st;
-}
-
 // A map that copies `in` element for element into a tensor of `out_shape` (same numel for
 // reshape-like copies; callers edit the per-dim fields for the other movements).
 weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype,
@@ -62,8 +55,8 @@ weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype
   a.out_dtype = dtype_code(out_dtype);
   a.rank = static_cast<int>(out_shape.size());
   a.numel = numel(out_shape);
-  auto os = row_major_strides(out_shape);
-  auto is = row_major_strides(in.shape);
+  auto os = strides_of(out_shape);
+  auto is = strides_of(in.shape);
   for (size_t d = 0; d < out_shape.size(); ++d) {
     a.dims[d] = out_shape[d];
     a.out_stride[d] = os[d];
@@ -75,16 +68,6 @@ weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype
     a.in_stride[d] = d < is.size() && in.shape.size() == out_shape.size() ? is[d] : 0;
   }
   return a;
-}
-
-// Broadcast strides of `s` against `out` (right-aligned; 0 where s has 1 or no dim).
-std::vector<int64_t> broadcast_strides_of(const Shape& s, const Shape& out) {
-  std::vector<int64_t> st(out.size(), 0);
-  auto own = row_major_strides(s);
-  size_t lead = out.size() - s.size();
-  for (size_t d = 0; d < s.size(); ++d)
-    if (s[d] != 1) st[lead + d] = own[d];
-  return st;
 }
 
 int64_t normalized(int64_t dim, size_t rank) {
@@ -554,7 +537,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     launch("weft_dk_map_launch", &a);
     return DeviceValue{out};
   };
-  auto in_strides = row_major_strides(x.shape);
+  auto in_strides = strides_of(x.shape);
   switch (kind) {
     WEFT_CASES_UNARY
     WEFT_CASES_BINARY
@@ -593,7 +576,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       for (size_t j = 0; j < in.size(); ++j) {
         a.in[j] = in[j]->data();
         a.in_dtype[j] = dtype_code(in[j]->dtype);
-        auto st = broadcast_strides_of(in[j]->shape, out_shape);
+        auto st = broadcast_strides(in[j]->shape, out_shape);
         for (size_t d = 0; d < st.size(); ++d) a.stride[j][d] = st[d];
       }
       launch("weft_dk_elementwise_launch", &a);
@@ -617,7 +600,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
         a.batch = 1;
         Shape batch(out_shape.begin(), out_shape.end() - 2);
         Shape xb(x.shape.begin(), x.shape.end() - 2), yb(y.shape.begin(), y.shape.end() - 2);
-        auto sx = broadcast_strides_of(xb, batch), sy = broadcast_strides_of(yb, batch);
+        auto sx = broadcast_strides(xb, batch), sy = broadcast_strides(yb, batch);
         for (size_t d = 0; d < batch.size(); ++d) {
           a.batch_dims[d] = batch[d];
           a.a_stride[d] = sx[d] * a.m * a.k;
@@ -665,7 +648,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     }
     case OpKind::expand:
       return map([&](weft_dk_map_args& a) {
-        auto st = broadcast_strides_of(x.shape, out_shape);
+        auto st = broadcast_strides(x.shape, out_shape);
         for (size_t d = 0; d < out_shape.size(); ++d) a.in_stride[d] = st[d];
       });
     case OpKind::repeat: {
@@ -678,7 +661,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     case OpKind::concat: {
       auto dim = static_cast<size_t>(normalized(attrs.get_int("dim"), x.shape.size()));
       DeviceTensor out = fresh();
-      auto os = row_major_strides(out_shape);
+      auto os = strides_of(out_shape);
       int64_t at = 0;
       for (const DeviceTensor* t : in) {
         weft_dk_map_args a = identity_map(*t, out.data(), dtype, t->shape);

@@ -73,6 +73,10 @@ struct CastTarget {
 // The target of ONNX dtype code `code`; null for a code weft does not cast to.
 const CastTarget* cast_target(int64_t code);
 
+// Strides to read `operand` at the indices of a tensor of shape `out`: dims aligned at the
+// right, stride 0 where the operand's dim is 1 or missing (ONNX multidirectional broadcasting).
+std::vector<int64_t> broadcast_strides(const Shape& operand, const Shape& out);
+
 // The implementations model_ops_onnx.cpp defines (ONNX's operators beyond the transformer set).
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls();
 

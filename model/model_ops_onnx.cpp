@@ -431,17 +431,6 @@ Tensor<double> eval_lrn(const In& in, const Attrs& attrs) {
 
 // ---- Broadcasting, gathers, strided slices, expand, constants, shapes and casts
 
-// Strides to read `operand` at the indices of a tensor of shape `out`: dims aligned at the
-// right, stride 0 where the operand's dim is 1 or missing.
-std::vector<int64_t> broadcast_strides(const Shape& operand, const Shape& out) {
-  std::vector<int64_t> strides(out.size(), 0);
-  auto own = strides_of(operand);
-  size_t lead = out.size() - operand.size();
-  for (size_t i = 0; i < operand.size(); ++i)
-    if (operand[i] != 1) strides[lead + i] = own[i];
-  return strides;
-}
-
 // Calls fn(o, idx) for every multi-index of `shape` in row-major order (o: the linear index).
 template <class Fn>
 void for_each_index(const Shape& shape, Fn&& fn) {
@@ -893,6 +882,17 @@ Tensor<double> eval_pad(const In& in, const Attrs& attrs) {
 }
 
 }  // namespace
+
+// Strides to read `operand` at the indices of a tensor of shape `out`: dims aligned at the
+// right, stride 0 where the operand's dim is 1 or missing.
+std::vector<int64_t> broadcast_strides(const Shape& operand, const Shape& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  auto own = strides_of(operand);
+  size_t lead = out.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i)
+    if (operand[i] != 1) strides[lead + i] = own[i];
+  return strides;
+}
 
 Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, const Attrs& attrs,
                           bool ceil_mode, const char* op) {
