@@ -26,7 +26,6 @@ const DeviceTuple* DeviceValue::tuple() const {
 
 namespace {
 
-constexpr int kMaxCallDepth = 256;
 constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
 
 // A host fallback met while a run is being captured: the run is not capturable.
@@ -292,8 +291,8 @@ DeviceTiming DeviceVm::time(const std::string& name, const std::vector<DeviceVal
 DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,
                                     int depth) {
   const Function& fn = *f.fn;
-  if (depth > kMaxCallDepth)
-    throw UserError(fn.loc, fmt::format("calls nest deeper than {}", kMaxCallDepth));
+  if (depth > kVmMaxCallDepth)
+    throw UserError(fn.loc, fmt::format("calls nest deeper than {}", kVmMaxCallDepth));
   if (args.size() != fn.params.size())
     throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,
                                         fn.params.size(), args.size()));

@@ -34,7 +34,6 @@ const VmSlot* VmValue::slot() const {
 
 namespace {
 
-constexpr int kMaxCallDepth = 256;
 
 // The shape of a tensor, in planned storage or not; null for other values.
 const Shape* tensor_shape(const VmValue& v) {
@@ -492,8 +491,8 @@ const Program& Vm::ugraph_program(const Graph& g) {
 }
 
 VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth) {
-  if (depth > kMaxCallDepth)
-    throw UserError(f.fn->loc, fmt::format("calls nest deeper than {}", kMaxCallDepth));
+  if (depth > kVmMaxCallDepth)
+    throw UserError(f.fn->loc, fmt::format("calls nest deeper than {}", kVmMaxCallDepth));
   const Function& fn = *f.fn;
   if (args.size() != fn.params.size())
     throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,

@@ -86,6 +86,10 @@ enum class UGraphExecutor : uint8_t { interpreter, cpu, cuda, cuda_emulation };
 // "interp", or a backend's name (runtime/program.h: "cpu", "cuda", "cuda-emulation").
 std::optional<UGraphExecutor> ugraph_executor_by_name(std::string_view name);
 
+// How deep calls may nest before a run is refused (a recursive module): the VM's and the device
+// executor's limit.
+constexpr int kVmMaxCallDepth = 256;
+
 struct VmOptions {
   UGraphExecutor ugraph_executor = UGraphExecutor::interpreter;
   BuildOptions build;  // for the compiled executors
