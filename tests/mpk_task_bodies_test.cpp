@@ -23,7 +23,9 @@
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
+#include "ir/parser.h"
 #include "lower/pipeline.h"
+#include "mpk/decoder_program.h"
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
 #include "testing/random_graph.h"
@@ -172,12 +174,65 @@ TEST(MpkTaskBodies, TextFollowsTheContract) {
   for (const KernelPlan& k : plan.kernels)
     gemms += k.library && k.loop_steps[0].op == OpKind::matmul;
   EXPECT_EQ(count(bodies, "weft_cta_gemm<"), gemms);
-  EXPECT_EQ(count(bodies, "case "), static_cast<int>(plan.kernels.size()));
+  // One case per kernel picks its tensors and its code; one case per code runs it.
+  EXPECT_EQ(count(bodies, ": code = "), static_cast<int>(plan.kernels.size()));
+  EXPECT_EQ(count(bodies, "case "),
+            static_cast<int>(plan.kernels.size()) + count(bodies, "WEFT_BLOCK_FN void "));
   std::string per_kernel = emit_cuda_source(plan);
   ASSERT_NE(per_kernel.find(cuda_prelude()), std::string::npos);
   EXPECT_EQ(count(per_kernel.substr(per_kernel.find(cuda_prelude()) + cuda_prelude().size()),
                   "weft_bar_sync("),
             0);
+}
+
+// A model's layers run one copy of each kernel's code: a third layer adds kernels but no code,
+// in the task bodies and in the per-kernel unit, and the shared code computes what the
+// interpreter does.
+TEST(MpkTaskBodies, LayersShareOneCopyOfTheirCode) {
+  struct Emitted {
+    size_t kernels = 0;
+    int block_functions = 0, shared = 0, kernel_functions = 0;
+  };
+  auto emitted = [](int64_t layers) {
+    DecoderConfig c = decoder_config("qwen3-tiny");
+    c.layers = layers;
+    const ProgramPlan plan =
+        lower_graph(parse_graph(decoder_program(c), "qwen3-tiny"), target_by_name("h100"));
+    const std::string bodies = emit_cuda_task_bodies(plan, {});
+    const std::string per_kernel = emit_cuda_source(plan);
+    return Emitted{plan.kernels.size(), count(bodies, "WEFT_BLOCK_FN void "),
+                   count(bodies, ": the code of kernel "), count(per_kernel, "WEFT_KERNEL(")};
+  };
+  const Emitted two = emitted(2), three = emitted(3);
+  EXPECT_GT(three.kernels, two.kernels);
+  EXPECT_EQ(three.block_functions, two.block_functions);
+  EXPECT_EQ(three.kernel_functions, two.kernel_functions);
+  EXPECT_LT(two.block_functions, static_cast<int>(two.kernels) / 2 + 2);
+  EXPECT_EQ(two.block_functions + two.shared, static_cast<int>(two.kernels));
+
+  DecoderConfig c = decoder_config("qwen3-tiny");
+  expect_bodies_match(parse_graph(decoder_program(c), "qwen3-tiny"));
+}
+
+// Kernels that differ in a constant keep their own code: sharing it would compute the first
+// kernel's epsilon for both.
+TEST(MpkTaskBodies, KernelsThatDifferInAConstantKeepTheirOwnCode) {
+  auto program = [](const char* eps) {
+    return parse_graph(fmt::format("program two_norms\n"
+                                   "input X: f32[4, 64]\n"
+                                   "A = rms_norm(X, eps=1e-6)\n"
+                                   "B = rms_norm(A, eps={})\n"
+                                   "output B\n",
+                                   eps),
+                       "two_norms");
+  };
+  auto functions = [](const Graph& g) {
+    return count(emit_cuda_task_bodies(lower_graph(g, target_by_name("h100")), {}),
+                 "WEFT_BLOCK_FN void ");
+  };
+  const Graph same = program("1e-6"), different = program("1/2");
+  EXPECT_LT(functions(same), functions(different));
+  expect_bodies_match(different);
 }
 
 // The NaN-poisoned outputs catch a body that does not cover its kernel: every task given block

@@ -141,10 +141,12 @@ class Emitter {
     for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
     for (const KernelPlan& k : p_.kernels) {
       line("");
+      const size_t start = out_.size();
       if (k.library)
         library_kernel(k);
       else
         block_kernel(k);
+      share_identical_code(k, start);
     }
     launcher();
     return std::move(out_);
@@ -165,10 +167,12 @@ class Emitter {
     for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
     for (const KernelPlan& k : p_.kernels) {
       line("");
+      const size_t start = out_.size();
       if (k.library)
         library_body(k);
       else
         block_kernel(k);
+      share_identical_code(k, start);
     }
     task_switch();
     return std::move(out_);
@@ -187,6 +191,54 @@ class Emitter {
   void close(const char* text = "}") {
     --ind_;
     line("{}", text);
+  }
+
+  // Kernels whose code is the same but for their name and their tensors (a model's layers) share
+  // one copy: the code emitted since `start` is dropped when an earlier kernel's is the same up to
+  // names, and `k` runs the earlier kernel's code on its own tensors (code_of_). A 28-layer
+  // decoder then compiles 1/28 of the code (nvcc took minutes per unit) and a persistent kernel
+  // keeps one copy of each body in the instruction cache.
+  void share_identical_code(const KernelPlan& k, size_t start) {
+    code_of_[k.name] = k.name;
+    if (out_.size() == start) return;  // no code of its own (a cuBLAS call in the launcher)
+    auto [it, fresh] = shared_code_.emplace(canonical_code(out_.substr(start), k.name), k.name);
+    code_of_[k.name] = it->second;
+    if (fresh) return;
+    out_.resize(start);
+    line("// kernel {}: the code of kernel {}, on its own tensors", k.name, it->second);
+  }
+  // `code` with comments dropped, the kernel's name (as an identifier or a prefix of one, as in
+  // NAME_block) replaced, and the tensors T<i> renamed in order of first use: equal for two
+  // kernels when one's code runs the other's on the tensors passed in the same order.
+  static std::string canonical_code(const std::string& code, const std::string& name) {
+    std::string out;
+    std::map<std::string, size_t> tensors;
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t i = 0; i < code.size();) {
+      if (code.compare(i, 2, "//") == 0) {
+        i = code.find('\n', i);
+        if (i == std::string::npos) break;
+        continue;
+      }
+      if (!ident(code[i]) || (i > 0 && ident(code[i - 1]))) {
+        out += code[i++];
+        continue;
+      }
+      size_t end = i;
+      while (end < code.size() && ident(code[end])) ++end;
+      const std::string id = code.substr(i, end - i);
+      if (id == name || id.rfind(name + "_", 0) == 0) {
+        out += "@K" + id.substr(name.size());
+      } else if (id.size() > 1 && id[0] == 'T' && std::all_of(id.begin() + 1, id.end(), [](char c) {
+                   return std::isdigit(static_cast<unsigned char>(c));
+                 })) {
+        out += fmt::format("@T{}", tensors.emplace(id, tensors.size()).first->second);
+      } else {
+        out += id;
+      }
+      i = end;
+    }
+    return out;
   }
 
   std::string tvar(const std::string& name) const {
@@ -410,7 +462,8 @@ class Emitter {
                          written ? "" : "const ", ctype(p_.tensors[i].dtype), i);
     return out;
   }
-  std::string args(const KernelPlan& k) const {
+  // The tensors a kernel's code takes, in params' order.
+  std::vector<size_t> tensor_args(const KernelPlan& k) const {
     std::set<size_t> used;
     for (const auto* steps : {&k.loop_steps, &k.post_steps})
       for (const Step& s : *steps) {
@@ -419,8 +472,11 @@ class Emitter {
         if (s.kind == StepKind::store || s.kind == StepKind::call)
           for (const std::string& n : s.outputs) used.insert(tensor_index_.at(n));
       }
+    return {used.begin(), used.end()};
+  }
+  std::string args(const KernelPlan& k) const {
     std::string out;
-    for (size_t i : used) out += fmt::format("{}T{}", out.empty() ? "" : ", ", i);
+    for (size_t i : tensor_args(k)) out += fmt::format("{}T{}", out.empty() ? "" : ", ", i);
     return out;
   }
 
@@ -935,14 +991,15 @@ class Emitter {
         int64_t units = library_units(s, ins, outs);
         int64_t grid = std::clamp<int64_t>((units + kLibraryThreads - 1) / kLibraryThreads, 1,
                                            kMaxLibraryBlocks);
-        line("WEFT_LAUNCH({}, {}, 1, 1, {}, 0, stream, {});", k.name, grid, kLibraryThreads,
-             args(k));
+        line("WEFT_LAUNCH({}, {}, 1, 1, {}, 0, stream, {});", code_of_.at(k.name), grid,
+             kLibraryThreads, args(k));
       } else {
-        if (k.smem_bytes > kDefaultSmemLimit) line("WEFT_SET_SMEM({0}, {0}_smem_bytes);", k.name);
+        const std::string& code = code_of_.at(k.name);
+        if (k.smem_bytes > kDefaultSmemLimit) line("WEFT_SET_SMEM({0}, {0}_smem_bytes);", code);
         line(
             "WEFT_LAUNCH({0}, {0}_grid_x, {0}_grid_y, {0}_grid_z, {0}_threads, {0}_smem_bytes, "
             "stream, {1});",
-            k.name, args(k));
+            code, args(k));
       }
     }
     line("return 0;");
@@ -1003,12 +1060,25 @@ class Emitter {
         "inputs, void* const* outputs, unsigned char* workspace) {{");
     ++ind_;
     tensor_pointers(false);
+    // Two switches: the kernel picks its tensors P and the code it runs (share_identical_code),
+    // then each code is inlined once, on P, however many kernels run it.
+    std::map<std::string, size_t> code_index;  // first kernel of a code -> its case
+    size_t arity = 1;
+    for (const KernelPlan& k : p_.kernels) {
+      code_index.emplace(code_of_.at(k.name), code_index.size());
+      arity = std::max(arity, tensor_args(k).size());
+    }
+    line("void* P[{}];", arity);
+    line("uint32_t code = 0;");
     open("switch (kernel) {");
     for (size_t i = 0; i < p_.kernels.size(); ++i) {
       const KernelPlan& k = p_.kernels[i];
-      line("case {}:", i);
-      line("  if (weft_tid() < {0}_threads) {0}_block({1}, bx, by, bz, smem);", k.name, args(k));
-      line("  return;");
+      std::string picks;
+      const std::vector<size_t> tensors = tensor_args(k);
+      for (size_t j = 0; j < tensors.size(); ++j)
+        picks += fmt::format(" P[{}] = T{};", j, tensors[j]);
+      line("case {}: code = {};{} break;  // {}", i, code_index.at(code_of_.at(k.name)), picks,
+           k.name);
     }
     if (extra.empty()) {
       line("default:  // not a kernel of this plan: the task graph's decoder checks indices");
@@ -1019,6 +1089,20 @@ class Emitter {
            p_.kernels.size());
       line("  return;");
     }
+    close();
+    open("switch (code) {");
+    for (const KernelPlan& k : p_.kernels) {
+      if (code_of_.at(k.name) != k.name) continue;
+      std::string casts;
+      const std::vector<size_t> tensors = tensor_args(k);
+      for (size_t j = 0; j < tensors.size(); ++j)
+        casts += fmt::format("static_cast<decltype(T{})>(P[{}]), ", tensors[j], j);
+      line("case {}:", code_index.at(k.name));
+      line("  if (weft_tid() < {0}_threads) {0}_block({1}bx, by, bz, smem);", k.name, casts);
+      line("  return;");
+    }
+    line("default:");
+    line("  return;");
     close();
     close();
   }
@@ -1058,6 +1142,8 @@ class Emitter {
   std::string out_;
   int ind_ = 0;
   std::map<std::string, size_t> tensor_index_;
+  std::map<std::string, std::string> shared_code_;  // canonical_code -> first kernel with it
+  std::map<std::string, std::string> code_of_;      // kernel -> the kernel whose code it runs
   std::map<std::string, std::string> buf_var_;
   std::map<std::string, std::string> fused_;    // matmul result -> accumulator it adds into
   std::set<std::string> skipped_accums_;        // accumulators fed by a fused matmul
