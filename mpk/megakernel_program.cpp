@@ -93,23 +93,33 @@ struct DeviceBuffers {
 
 }  // namespace
 
-MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
-                                     const MegakernelProgramOptions& options)
-    : plan_(plan), decode_on_device_(options.mpk.decode_on_device) {
+MegakernelUnit emit_megakernel_program_unit(const ProgramPlan& plan,
+                                            const MegakernelProgramOptions& options) {
   TaskBodyOptions body_options = options.bodies;
   if (body_options.runtime_smem_reserve_bytes == 0)
     body_options.runtime_smem_reserve_bytes = kWeftMpkCommandBytes;
-  if (decode_on_device_) {
+  if (options.mpk.decode_on_device) {
     // The decode bodies' shared memory depends on the worker's threads: resolve them first.
-    body_options.worker_threads = fit_task_bodies(plan_, body_options).worker_threads;
+    body_options.worker_threads = fit_task_bodies(plan, body_options).worker_threads;
     body_options.extra_task_function = kDecodeTaskFunction;
     body_options.extra_smem_bytes = decode_bodies_smem_bytes(body_options.worker_threads);
   }
-  fit_ = fit_task_bodies(plan_, body_options);
-  compiled_ = compile_task_graph(plan_, options.mpk);
-  std::string bodies = emit_cuda_task_bodies(plan_, body_options);
-  if (decode_on_device_) bodies += emit_decode_task_bodies(plan_);
-  unit_ = emit_megakernel_unit(bodies, decode_task_graph(compiled_.blob), options.kernel);
+  MegakernelUnit u;
+  u.fit = fit_task_bodies(plan, body_options);
+  u.compiled = compile_task_graph(plan, options.mpk);
+  std::string bodies = emit_cuda_task_bodies(plan, body_options);
+  if (options.mpk.decode_on_device) bodies += emit_decode_task_bodies(plan);
+  u.unit = emit_megakernel_unit(bodies, decode_task_graph(u.compiled.blob), options.kernel);
+  return u;
+}
+
+MegakernelProgram::MegakernelProgram(const ProgramPlan& plan,
+                                     const MegakernelProgramOptions& options)
+    : plan_(plan), decode_on_device_(options.mpk.decode_on_device) {
+  MegakernelUnit u = emit_megakernel_program_unit(plan_, options);
+  fit_ = std::move(u.fit);
+  compiled_ = std::move(u.compiled);
+  unit_ = std::move(u.unit);
   kernel_ = build_megakernel(unit_, options.emulated, options.arch);
 }
 

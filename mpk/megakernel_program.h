@@ -47,6 +47,16 @@ struct MegakernelResult {
   MegakernelRun run;                        // ok / the watchdog's report, trace, seconds
 };
 
+// The unit a MegakernelProgram builds (prelude, task bodies, protocol, platform, entry points),
+// with the bodies' fit and the task graph; UserError as for MegakernelProgram.
+struct MegakernelUnit {
+  std::string unit;
+  TaskBodyFit fit;
+  MpkCompiled compiled;
+};
+MegakernelUnit emit_megakernel_program_unit(const ProgramPlan& plan,
+                                            const MegakernelProgramOptions& options);
+
 class MegakernelProgram {
  public:
   // Compiles the task graph and the unit and loads it. `plan` must be lowered for a GPU target.

@@ -7,9 +7,14 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "lower/pipeline.h"
+#include "mpk/decode_demo.h"
+#include "mpk/decode_tasks.h"
 #include "mpk/decoder_program.h"
+#include "mpk/megakernel_program.h"
 #include "tests/test_util.h"
 
 namespace weft {
@@ -96,6 +101,31 @@ TEST(MpkDecoder, CliWritesTheProgramAndRejectsBadFlags) {
   EXPECT_NE(log2.find("error"), std::string::npos) << log2;
   auto [rc3, log3] = test::run_weft("mpk decoder --config qwen3-tiny --dtype f16 -o " + out);
   EXPECT_EQ(rc3, 1) << log3;
+}
+
+// `weft mpk unit` writes the unit `weft mpk run --on gpu` would compile: with the decode loop's
+// task function only when asked; a CPU target is refused.
+TEST(MpkDecoder, CliWritesThePersistentKernelsUnit) {
+  const std::string example = test::example_path("qwen3_tiny_decode_step.weft");
+  const std::string out = testing::TempDir() + "/qwen3_unit.cu";
+  auto [rc, log] =
+      test::run_weft("mpk unit " + example + " --decode-loop --workers 3 --target a100 -o " + out);
+  ASSERT_EQ(rc, 0) << log;
+  const ProgramPlan plan =
+      lower_graph(parse_graph(test::read_text(example), example), target_by_name("a100"));
+  MegakernelProgramOptions o;
+  o.mpk.assign = {3, Dispatch::hybrid};
+  o.mpk.data_dependent = kernels_reading(plan, "Kc");
+  o.mpk.decode_on_device = true;
+  const std::string unit = test::read_text(out);
+  EXPECT_EQ(unit, emit_megakernel_program_unit(plan, o).unit);
+  EXPECT_NE(unit.find(kDecodeTaskFunction), std::string::npos);
+  auto [rc2, log2] = test::run_weft("mpk unit " + example + " -o " + out);
+  ASSERT_EQ(rc2, 0) << log2;
+  EXPECT_EQ(test::read_text(out).find(kDecodeTaskFunction), std::string::npos);
+  auto [rc3, log3] = test::run_weft("mpk unit " + example + " --target cpu -o " + out);
+  EXPECT_EQ(rc3, 1) << log3;
+  EXPECT_NE(log3.find("needs a GPU target"), std::string::npos) << log3;
 }
 
 }  // namespace

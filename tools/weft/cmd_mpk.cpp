@@ -192,10 +192,14 @@ struct GpuBuilt {
   MegakernelProgramOptions options;
 };
 
-GpuBuilt gpu_build(const MpkArgs& a, uint32_t schedulers, bool gpu) {
+// `target`: lower for it instead (no device needed).
+GpuBuilt gpu_build(const MpkArgs& a, uint32_t schedulers, bool gpu,
+                   const Target* target = nullptr) {
   GpuBuilt b;
   b.graph = load_graph(a.file);
-  b.target = gpu ? &target_for_device(require_cuda_device()) : &target_by_name("h100");
+  b.target = target ? target
+             : gpu  ? &target_for_device(require_cuda_device())
+                    : &target_by_name("h100");
   b.plan = lower_graph(b.graph, *b.target);
   MegakernelProgramOptions& o = b.options;
   o.mpk.assign = {a.workers, dispatch_by_name(a.dispatch)};
@@ -290,6 +294,27 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
                      ? fmt::format(", {:.0f}% (batched)", 100 * floor / resident_batched->median_s)
                      : std::string());
   }
+  return 0;
+}
+
+// `weft mpk unit FILE -o FILE.cu`: the persistent kernel's unit for a GPU target, as
+// MegakernelProgram builds it, for reading or compiling by hand.
+int write_unit_command(MpkArgs a, const std::string& target_name, bool decode_loop,
+                       uint32_t schedulers, const std::string& out) {
+  const Target& target = target_by_name(target_name);
+  if (target.kind != TargetKind::gpu)
+    throw UserError(
+        fmt::format("--target {}: the persistent kernel needs a GPU target", target.name));
+  GpuBuilt b = gpu_build(a, schedulers, false, &target);
+  b.options.mpk.decode_on_device = decode_loop;
+  MegakernelUnit u = emit_megakernel_program_unit(b.plan, b.options);
+  write(out, u.unit);
+  fmt::print(
+      "{}: {} tasks on {} workers, {} plan kernels, {} worker threads, {} B of body shared "
+      "memory; wrote {} ({} bytes; nvcc -arch={})\n",
+      b.graph.name.empty() ? a.file : b.graph.name, u.compiled.graph.tasks.size(), a.workers,
+      b.plan.kernels.size(), u.fit.worker_threads, u.fit.body_smem_bytes, out, u.unit.size(),
+      target.arch);
   return 0;
 }
 
@@ -503,8 +528,25 @@ static Register reg(
       hop->add_option("--threads", ho->worker_threads, "Threads per worker CTA")
           ->capture_default_str();
       hop->add_option("--reps", ho->reps, "Traced launches")->capture_default_str();
+      auto ua = std::make_shared<MpkArgs>();
+      auto unit_out = std::make_shared<std::string>();
+      auto unit_target = std::make_shared<std::string>("h100");
+      auto unit_decode = std::make_shared<bool>(false);
+      auto unit_schedulers = std::make_shared<uint32_t>(1);
+      CLI::App* unit = sub.add_subcommand(
+          "unit", "Write the persistent kernel's CUDA unit (what --on gpu compiles with nvcc)");
+      add_common(unit, *ua);
+      unit->add_option("-o,--output", *unit_out, "The .cu file")->required();
+      unit->add_option("--target", *unit_target, "A GPU target (weft targets)")
+          ->capture_default_str();
+      unit->add_flag("--decode-loop", *unit_decode,
+                     "With the decode loop's tasks (a decode-step program, as `weft mpk run` "
+                     "builds it)");
+      unit->add_option("--schedulers", *unit_schedulers, "Scheduler warps")->capture_default_str();
       return [=]() -> int {
         if (decoder->parsed()) return run_decoder(*dec);
+        if (unit->parsed())
+          return write_unit_command(*ua, *unit_target, *unit_decode, *unit_schedulers, *unit_out);
         if (bench->parsed())
           return bench_megakernel_command(*ba, *bench_schedulers, *bench_on == "gpu", *bo);
         if (hop->parsed()) {
