@@ -100,8 +100,8 @@ bench: build
 
 # The one command for a GPU machine (scripts/gpu-check.sh): Release build in build-gpu, the GPU
 # tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; logs in gpu-out, results
-# copied to $$OUT when set. GPU_CHECK_PART=1, 2 or 3 runs one part (each under 10 minutes on an H100
-# machine). Without a GPU it says so and fails.
+# copied to $$OUT when set. GPU_CHECK_PART=1, 2, 3 or 4 runs one part (each under 10 minutes on
+# an H100 machine). Without a GPU it says so and fails.
 gpu-check:
 	JOBS=$(JOBS) scripts/gpu-check.sh
 

@@ -6,8 +6,10 @@
 #
 # Three parts, each under the device tool's 10-minute limit per command on a 16-core H100 machine
 # (GPU_CHECK_PART): 1 = build, tests, sanitizers; 2 = search, peers, ranking; 3 = the persistent
-# mega-kernel (docs/mpk.md): its GPU tests, compute-sanitizer racecheck and synccheck on them
-# (each part reuses build-gpu when the machine is still warm, else rebuilds); all (default) = all.
+# mega-kernel (docs/mpk.md): its GPU tests, compute-sanitizer racecheck and synccheck on them,
+# the hop chain; 4 = its benches, the 1,000-iteration soak and the 256-token decode of the 0.6B
+# step (each part reuses build-gpu when the machine is still warm, else rebuilds); all (default)
+# = all.
 #
 # Logs go to a work folder (gpu-out); what comes back from the device tool is limited to 8 files
 # two folders deep, so $OUT gets summary.md, peers.md/json, ranking.md/json, gpu-tests.xml and
@@ -43,8 +45,8 @@ export WEFT_BINARY=$weft
 examples=(rms_norm_linear gated_mlp gqa_attention)
 started=$SECONDS
 case "$part" in
-  1 | 2 | 3 | all) ;;
-  *) echo "gpu-check: GPU_CHECK_PART must be 1, 2, 3 or all, not '$part'" >&2; exit 2 ;;
+  1 | 2 | 3 | 4 | all) ;;
+  *) echo "gpu-check: GPU_CHECK_PART must be 1, 2, 3, 4 or all, not '$part'" >&2; exit 2 ;;
 esac
 in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 
@@ -255,7 +257,7 @@ if in_part 2; then
   step ranking python3 bench/gpu_peers.py ranking "${peer_args[@]}"
 fi
 
-# ---- part 3: the persistent mega-kernel ----
+# ---- parts 3 and 4: the persistent mega-kernel ----
 mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkDecodeTasksGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
 mpk_tests() {
   "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
@@ -307,6 +309,8 @@ if in_part 3; then
   step mpk-racecheck mpk_sanitize racecheck
   step mpk-synccheck mpk_sanitize synccheck
   step mpk-hop mpk_hop
+fi
+if in_part 4; then
   step mpk-bench mpk_bench
   step mpk-soak mpk_soak
   step mpk-decode-256 mpk_decode
