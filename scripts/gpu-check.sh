@@ -286,7 +286,12 @@ mpk_bench() {
   "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu &&
     "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --dispatch aot &&
     "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$out/qwen3_0_6b.weft" &&
-    "$build/weft" mpk bench "$out/qwen3_0_6b.weft" --on gpu --reps 10 --iterations-per-launch 4
+    "$build/weft" mpk bench "$out/qwen3_0_6b.weft" --on gpu --reps 10 --iterations-per-launch 4 &&
+    # Narrower projection tiles and more cache splits: more blocks than the preset's 16 for the
+    # output and down projections (32) and 32 for attention (64), on 132 SMs.
+    "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 --tile 32 --kv-splits 8 \
+      -o "$out/qwen3_0_6b_t32.weft" &&
+    "$build/weft" mpk bench "$out/qwen3_0_6b_t32.weft" --on gpu --reps 10 --iterations-per-launch 4
 }
 mpk_soak() {
   "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --warmup 0 --reps 1 \

@@ -1,6 +1,7 @@
 // The Qwen3-shaped decode-step generator (mpk/decoder_program.h): it reproduces the checked-in
 // tiny program, its output parses and round-trips, the 0.6B shapes come out as the model has
 // them, and configurations that do not divide are refused with a message.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -101,6 +102,21 @@ TEST(MpkDecoder, CliWritesTheProgramAndRejectsBadFlags) {
   EXPECT_NE(log2.find("error"), std::string::npos) << log2;
   auto [rc3, log3] = test::run_weft("mpk decoder --config qwen3-tiny --dtype f16 -o " + out);
   EXPECT_EQ(rc3, 1) << log3;
+  // Kernel shapes: the generator's own for those values; refused when they do not divide.
+  auto [rc4, log4] =
+      test::run_weft("mpk decoder --config qwen3-tiny --tile 64 --kv-splits 4 -o " + out);
+  ASSERT_EQ(rc4, 0) << log4;
+  DecoderConfig c = decoder_config("qwen3-tiny");
+  c.tile = 64;
+  c.kv_splits = 4;
+  EXPECT_EQ(test::read_text(out), decoder_program(c));
+  EXPECT_NE(decoder_program(c), decoder_program(decoder_config("qwen3-tiny")));
+  for (const char* bad : {"--tile 48", "--tile -1", "--kv-splits 3", "--cache-chunk 0 --tile 7"}) {
+    auto [rc5, log5] =
+        test::run_weft(fmt::format("mpk decoder --config qwen3-tiny {} -o {}", bad, out));
+    EXPECT_EQ(rc5, 1) << bad << log5;
+    EXPECT_NE(log5.find("error"), std::string::npos) << bad << log5;
+  }
 }
 
 // `weft mpk unit` writes the unit `weft mpk run --on gpu` would compile: with the decode loop's

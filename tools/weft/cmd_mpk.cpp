@@ -117,6 +117,8 @@ void print_summary(const Built& b) {
 struct DecoderArgs {
   std::string config = "qwen3-tiny", dtype = "bf16", output;
   int64_t cache = 0;
+  // Kernel shapes (DecoderConfig); 0: the preset's.
+  int64_t tile = 0, k_chunk = 0, kv_splits = 0, cache_chunk = 0;
 };
 
 CLI::App* add_decoder(CLI::App& sub, DecoderArgs& a) {
@@ -125,6 +127,14 @@ CLI::App* add_decoder(CLI::App& sub, DecoderArgs& a) {
       ->capture_default_str();
   d->add_option("--cache", a.cache, "KV-cache positions (default: the preset's)");
   d->add_option("--dtype", a.dtype, "Tensor dtype: bf16 or f32")->capture_default_str();
+  d->add_option("--tile", a.tile,
+                "Output columns per block of a projection kernel (default: the preset's)");
+  d->add_option("--k-chunk", a.k_chunk,
+                "Reduction rows per loop iteration (default: the preset's)");
+  d->add_option("--kv-splits", a.kv_splits,
+                "Attention blocks per KV head along the cache (default: the preset's)");
+  d->add_option("--cache-chunk", a.cache_chunk,
+                "Cache positions per attention loop iteration (default: the preset's)");
   d->add_option("-o,--output", a.output, "Output .weft file")->required();
   return d;
 }
@@ -132,6 +142,13 @@ CLI::App* add_decoder(CLI::App& sub, DecoderArgs& a) {
 int run_decoder(const DecoderArgs& a) {
   DecoderConfig c = decoder_config(a.config);
   if (a.cache != 0) c.cache = a.cache;
+  for (auto [value, field] :
+       {std::pair{a.tile, &c.tile}, std::pair{a.k_chunk, &c.k_chunk},
+        std::pair{a.kv_splits, &c.kv_splits}, std::pair{a.cache_chunk, &c.cache_chunk}}) {
+    if (value < 0)
+      throw UserError(fmt::format("a kernel shape of {}: expected a positive number", value));
+    if (value != 0) *field = value;
+  }
   if (a.dtype != "bf16" && a.dtype != "f32")
     throw UserError(fmt::format("--dtype {}: expected bf16 or f32", a.dtype));
   c.dtype = a.dtype == "bf16" ? DType::bf16 : DType::f32;
