@@ -101,6 +101,10 @@ std::string chrome_trace_json(const DeviceGraph& graph, const std::vector<Launch
   uint64_t origin = std::numeric_limits<uint64_t>::max();
   for (const LaunchTrace& l : launches) origin = earliest_start(l.spans, origin);
   nlohmann::json events = worker_tracks(graph);
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args", {{"name", fmt::format("{} (decode loop on the device)", name)}}}});
   // The launches' and steps' tracks, sorted above the workers'.
   const uint32_t launch_tid = graph.workers, step_tid = graph.workers + 1;
   int sort = -2;
@@ -138,8 +142,10 @@ std::string chrome_trace_json(const DeviceGraph& graph, const std::vector<Launch
       first = std::min(first, extent.first);
       last = std::max(last, extent.second);
     }
+    const int64_t a = steps.begin()->first, b = steps.rbegin()->first;
     events.push_back(complete_event(
-        fmt::format("launch {} (steps {}-{})", l, steps.begin()->first, steps.rbegin()->first),
+        a == b ? fmt::format("launch {} (step {})", l, a)
+               : fmt::format("launch {} (steps {}-{})", l, a, b),
         "launch", launch_tid, first, last, origin,
         {{"launch", l}, {"first_step", launch.first_step}, {"steps", steps.size()}}));
   }

@@ -339,8 +339,9 @@ bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeRes
     for (const Operator& op : mk.compiled().graph.ops) kernels.push_back(op.kernel);
     write(r.trace_file, chrome_trace_json(decode_task_graph(mk.compiled().blob), got.traces,
                                           kernels, mk.plan().name));
-    fmt::print("  wrote the trace of {} launches ({} steps of {} tasks) to {}\n", got.traces.size(),
-               r.tokens, mk.compiled().graph.tasks.size(), r.trace_file);
+    fmt::print("  wrote the trace of {} launch{} ({} steps of {} tasks) to {}\n", got.traces.size(),
+               got.traces.size() == 1 ? "" : "es", r.tokens, mk.compiled().graph.tasks.size(),
+               r.trace_file);
   }
   return same;
 }
