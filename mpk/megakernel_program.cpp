@@ -245,9 +245,10 @@ ResidentDecode MegakernelProgram::decode(const DecodeOptions& options,
   int64_t done = 0;
   while (done < options.tokens) {
     const int64_t n = std::min<int64_t>(resident.tokens_per_launch, options.tokens - done);
-    MegakernelRun run = launch->run(static_cast<uint64_t>(n));
+    MegakernelRun run = launch->run(static_cast<uint64_t>(n), resident.trace);
     if (!run.ok) throw UserError(fmt::format("the persistent kernel tripped: {}", run.report));
     r.decode.run.seconds += run.seconds;
+    if (resident.trace) r.traces.push_back({done, std::move(run.trace)});
     ++r.launches;
     done += n;
     newest.push_back(0);

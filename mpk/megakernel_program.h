@@ -15,6 +15,7 @@
 #include "mpk/decode_demo.h"
 #include "mpk/megakernel.h"
 #include "mpk/megakernel_run.h"
+#include "mpk/trace.h"
 
 namespace weft {
 
@@ -30,6 +31,7 @@ struct MegakernelProgramOptions {
 struct ResidentDecodeOptions {
   int tokens_per_launch = 1;  // decode steps per launch (iterations of the step's task graph)
   bool logits = false;        // copy LOGITS back after each launch (its last step's)
+  bool trace = false;         // record every task of every launch (ResidentDecode::traces)
 };
 struct ResidentDecode {
   // The tokens (as decode_with's); with ResidentDecodeOptions::logits one logits vector per
@@ -40,6 +42,10 @@ struct ResidentDecode {
   // Copied per launch, device to host: the newest token id (and LOGITS when asked); nothing is
   // copied to the device between launches.
   int64_t bytes_per_launch = 0;
+  // With ResidentDecodeOptions::trace, one per launch in order: launch l ran steps first_step ..
+  // first_step + iterations - 1 (step s decodes position s), its spans indexed (iteration - 1) *
+  // tasks + task. Not counted in bytes_per_launch.
+  std::vector<LaunchTrace> traces;
 };
 
 struct MegakernelResult {

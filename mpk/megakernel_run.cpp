@@ -185,16 +185,24 @@ struct DeviceRun {
 };
 
 // One launch's device side, set up once and launched any number of times: the blob, the zeroed
-// state, the pointer tables, the trace, and the report in mapped pinned memory.
+// state, the pointer tables, the report in mapped pinned memory and, for traced runs, the trace.
 struct DeviceLaunch {
   DeviceRun d;
   WeftMpkArgs args{};
-  size_t state_bytes = 0, spans = 0;
+  size_t state_bytes = 0;
+  size_t spans = 0;  // spans the next launch records (args.trace holds them), 0: untraced
+  // The trace buffer, kept across traced runs and grown when a run needs more.
+  struct TraceBuffer {
+    TaskSpan* p = nullptr;
+    size_t capacity = 0;
+    ~TraceBuffer() {
+      if (p) cudaFree(p);
+    }
+  } trace_buffer;
 
   DeviceLaunch(const std::vector<uint8_t>& blob, size_t state_words,
                const std::vector<void*>& inputs, const std::vector<void*>& outputs, void* workspace,
                uint64_t iterations, size_t spans_wanted) {
-    spans = spans_wanted;
     state_bytes = state_words * 8;
     check(cudaHostAlloc(reinterpret_cast<void**>(&d.report), sizeof(ProtocolReport),
                         cudaHostAllocMapped),
@@ -203,18 +211,35 @@ struct DeviceLaunch {
     ProtocolReport* device_report = nullptr;
     check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_report), d.report, 0),
           "cudaHostGetDevicePointer");
-    args = WeftMpkArgs{
-        static_cast<const unsigned char*>(d.copy(blob.data(), blob.size(), "blob")),
-        static_cast<uint64_t*>(d.copy(nullptr, state_bytes, "protocol state")),
-        static_cast<void* const*>(
-            d.copy(inputs.data(), inputs.size() * sizeof(void*), "input table")),
-        static_cast<void* const*>(
-            d.copy(outputs.data(), outputs.size() * sizeof(void*), "output table")),
-        static_cast<unsigned char*>(workspace),
-        device_report,
-        spans > 0 ? static_cast<TaskSpan*>(d.copy(nullptr, spans * sizeof(TaskSpan), "trace"))
-                  : nullptr,
-        iterations};
+    args = WeftMpkArgs{static_cast<const unsigned char*>(d.copy(blob.data(), blob.size(), "blob")),
+                       static_cast<uint64_t*>(d.copy(nullptr, state_bytes, "protocol state")),
+                       static_cast<void* const*>(
+                           d.copy(inputs.data(), inputs.size() * sizeof(void*), "input table")),
+                       static_cast<void* const*>(
+                           d.copy(outputs.data(), outputs.size() * sizeof(void*), "output table")),
+                       static_cast<unsigned char*>(workspace),
+                       device_report,
+                       nullptr,
+                       iterations};
+    trace_next(spans_wanted);
+  }
+
+  // The next launch records `n` spans (0: none): the buffer grown to fit and zeroed, so a span
+  // a trip left unwritten reads as end 0.
+  void trace_next(size_t n) {
+    spans = n;
+    args.trace = nullptr;
+    if (n == 0) return;
+    if (n > trace_buffer.capacity) {
+      if (trace_buffer.p) cudaFree(trace_buffer.p);
+      trace_buffer.p = nullptr;
+      trace_buffer.capacity = 0;
+      check(cudaMalloc(reinterpret_cast<void**>(&trace_buffer.p), n * sizeof(TaskSpan)),
+            "cudaMalloc of the trace");
+      trace_buffer.capacity = n;
+    }
+    check(cudaMemset(trace_buffer.p, 0, n * sizeof(TaskSpan)), "cudaMemset of the trace");
+    args.trace = trace_buffer.p;
   }
 
   // Zeroes the state (every launch starts from zero counters), then launches on the default
@@ -354,15 +379,17 @@ std::unique_ptr<PreparedLaunch> LoadedMegakernel::prepare(const std::vector<uint
   return std::unique_ptr<PreparedLaunch>(new PreparedLaunch(std::move(impl)));
 }
 
-MegakernelRun PreparedLaunch::run(uint64_t iterations) {
+MegakernelRun PreparedLaunch::run(uint64_t iterations, bool trace) {
   WEFT_CHECK(iterations >= 1, "{} iterations", iterations);
   Impl& p = *impl_;
   if (p.kernel->emulated())
     return p.kernel->run_emulated(p.blob, p.graph, p.inputs, p.outputs, p.workspace, iterations,
-                                  false);
+                                  trace);
 #ifdef WEFT_HAVE_CUDA
-  p.device->args.iterations = iterations;
-  return launch_and_wait(*p.device, p.kernel->launch_);
+  DeviceLaunch& l = *p.device;
+  l.args.iterations = iterations;
+  l.trace_next(trace ? iterations * p.graph.tasks.size() : 0);
+  return launch_and_wait(l, p.kernel->launch_);
 #else
   throw UserError("this weft was built without the CUDA toolkit");
 #endif

@@ -27,14 +27,17 @@ class LoadedMegakernel;
 // A launch set up once and run any number of times (a decode loop): on a GPU the blob, the
 // protocol state, the pointer tables and the mapped report are on the device from `prepare` on,
 // so a run copies nothing but zeroes the protocol state and launches. The tensors are the
-// caller's and stay where they are between runs. No trace.
+// caller's and stay where they are between runs.
 class PreparedLaunch {
  public:
   ~PreparedLaunch();
   PreparedLaunch(const PreparedLaunch&) = delete;
   PreparedLaunch& operator=(const PreparedLaunch&) = delete;
   // One launch of `iterations` iterations; the watchdog's report as LoadedMegakernel::run's.
-  MegakernelRun run(uint64_t iterations);
+  // `trace`: every task's span, as LoadedMegakernel::run's (on a GPU the trace buffer is
+  // allocated at the first traced run, grown when a run needs more, zeroed before each traced
+  // run and copied back after it; an untraced run passes no buffer and copies nothing more).
+  MegakernelRun run(uint64_t iterations, bool trace = false);
 
  private:
   friend class LoadedMegakernel;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "codegen/cuda/emit_task_bodies.h"
@@ -29,6 +31,7 @@
 #include "mpk/megakernel_bench.h"
 #include "mpk/megakernel_program.h"
 #include "mpk/tgraph_text.h"
+#include "mpk/trace.h"
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/dtype_convert.h"
@@ -299,6 +302,59 @@ MegakernelProgramOptions resident_options(const ProgramPlan& plan, int workers, 
   return o;
 }
 
+// A traced resident decode of `tokens` steps, `per_launch` steps per launch: one trace per
+// launch, every (step, task) recorded exactly once on a worker, each task starting after every
+// task it depends on ended (within its step), and every task of step k + 1 starting after step
+// k's decode_finish and every other task of step k ended (the protocol starts an iteration once
+// the last one's end event fired; the next launch starts after the last one returned).
+void expect_decode_trace(const MegakernelProgram& mk, const ResidentDecode& got, int64_t tokens,
+                         int per_launch) {
+  const TaskGraph& g = mk.compiled().graph;
+  const size_t n = g.tasks.size();
+  ASSERT_EQ(got.traces.size(), static_cast<size_t>(got.launches));
+  std::vector<std::vector<const TaskSpan*>> by_step(static_cast<size_t>(tokens),
+                                                    std::vector<const TaskSpan*>(n, nullptr));
+  for (size_t l = 0; l < got.traces.size(); ++l) {
+    const LaunchTrace& t = got.traces[l];
+    EXPECT_EQ(t.first_step, static_cast<int64_t>(l) * per_launch);
+    ASSERT_EQ(t.spans.size() % n, 0u);
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      const TaskSpan& s = t.spans[i];
+      const int64_t step = t.first_step + static_cast<int64_t>(i / n);
+      ASSERT_LT(step, tokens) << "launch " << l;
+      ASSERT_EQ(s.task, i % n);
+      ASSERT_LT(s.worker, static_cast<uint32_t>(g.workers));
+      ASSERT_GT(s.end, 0u) << "step " << step << " task " << s.task << " never ran";
+      ASSERT_LE(s.start, s.end);
+      const TaskSpan*& slot = by_step[static_cast<size_t>(step)][s.task];
+      ASSERT_EQ(slot, nullptr) << "step " << step << " task " << s.task << " twice";
+      slot = &s;
+    }
+  }
+  int finish = -1;
+  for (size_t t = 0; t < n; ++t)
+    if (g.tasks[t].op != kEmptyTask &&
+        g.ops[static_cast<size_t>(g.tasks[t].op)].kernel == "decode_finish")
+      finish = static_cast<int>(t);
+  ASSERT_GE(finish, 0);
+  const auto succ = task_successors(g);
+  for (size_t k = 0; k < by_step.size(); ++k) {
+    for (size_t t = 0; t < n; ++t)
+      ASSERT_NE(by_step[k][t], nullptr) << "step " << k << " task " << t;
+    for (size_t u = 0; u < n; ++u)
+      for (int v : succ[u])
+        EXPECT_LE(by_step[k][u]->end, by_step[k][static_cast<size_t>(v)]->start)
+            << "step " << k << ": " << u << " -> " << v;
+    if (k == 0) continue;
+    uint64_t last_end = 0;
+    for (const TaskSpan* s : by_step[k - 1]) last_end = std::max(last_end, s->end);
+    EXPECT_EQ(last_end, by_step[k - 1][static_cast<size_t>(finish)]->end)
+        << "step " << k - 1 << " has a task ending after its decode_finish";
+    for (const TaskSpan* s : by_step[k])
+      EXPECT_LE(last_end, s->start) << "step " << k << " task " << s->task;
+  }
+}
+
 // The loop with its state on the device against the per-kernel path with the host hooks: the same
 // tokens, and bit for bit the same logits (one launch per token), and the same tokens with several
 // tokens per launch (each launch's last logits equal that step's).
@@ -326,8 +382,12 @@ void expect_resident_decodes_like_per_kernel(const char* path, const DecodeOptio
   MegakernelProgram mk(plan, resident_options(plan, emulated ? 3 : 16, emulated));
   for (int per_launch : tokens_per_launch) {
     SCOPED_TRACE(fmt::format("{} tokens per launch", per_launch));
-    const ResidentDecode got = mk.decode(d, {per_launch, true});
+    // The last is traced: tracing changes no token.
+    const bool traced = per_launch == tokens_per_launch.back();
+    const ResidentDecode got = mk.decode(d, {per_launch, true, traced});
     EXPECT_EQ(got.decode.tokens, want.tokens);
+    if (traced) expect_decode_trace(mk, got, d.tokens, per_launch);
+    EXPECT_EQ(got.traces.empty(), !traced);
     EXPECT_EQ(got.launches, (d.tokens + per_launch - 1) / per_launch);
     ASSERT_EQ(got.decode.logits.size(), static_cast<size_t>(got.launches));
     for (int64_t l = 0; l < got.launches; ++l) {
@@ -371,6 +431,64 @@ TEST(MpkDecodeTasks, ResidentDecodeOfQwen3TinyGivesThePerKernelPathsTokens) {
   q.prompt = {5, 17};
   q.normal_std = 0.1;  // at 0.02 this shallow random model keeps predicting its input token
   expect_resident_decodes_like_per_kernel("examples/qwen3_tiny_decode_step.weft", q, {2}, true);
+}
+
+// The trace of a whole decode (5 steps, launches of 2, 2 and 1): the same tokens as untraced, and
+// its Chrome JSON has one event per (step, task) named after the task's kernel, steps in order
+// on the one clock, and one slice per step and per launch.
+TEST(MpkDecodeTasks, TracedResidentDecodeWritesEveryStepsTasks) {
+  const ProgramPlan plan = load_plan("examples/tiny_decoder_step.weft");
+  MegakernelProgram mk(plan, resident_options(plan, 3, true));
+  DecodeOptions d;
+  d.tokens = 5;
+  const ResidentDecode plain = mk.decode(d, {2, false, false});
+  const ResidentDecode got = mk.decode(d, {2, false, true});
+  const std::set<int> distinct(plain.decode.tokens.begin(), plain.decode.tokens.end());
+  ASSERT_GT(distinct.size(), 2u) << "the decoded sequence is trivial";
+  EXPECT_EQ(got.decode.tokens, plain.decode.tokens);
+  EXPECT_EQ(got.bytes_per_launch, plain.bytes_per_launch);
+  ASSERT_EQ(got.launches, 3);
+  expect_decode_trace(mk, got, d.tokens, 2);
+
+  const TaskGraph& g = mk.compiled().graph;
+  std::vector<std::string> kernels;
+  for (const Operator& op : g.ops) kernels.push_back(op.kernel);
+  const nlohmann::json doc = nlohmann::json::parse(
+      chrome_trace_json(decode_task_graph(mk.compiled().blob), got.traces, kernels, "tiny"));
+  std::map<std::pair<int64_t, size_t>, int> runs;
+  std::map<std::string, int> names;
+  std::map<int64_t, std::pair<double, double>> steps;  // step: earliest ts, latest ts + dur
+  int step_slices = 0, launch_slices = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    const std::string cat = e.at("cat");
+    if (cat == "step") ++step_slices;
+    if (cat == "launch") ++launch_slices;
+    if (cat != "task" && cat != "empty") continue;
+    const int64_t step = e.at("args").at("step");
+    const size_t task = e.at("args").at("task");
+    ++runs[{step, task}];
+    ++names[e.at("name")];
+    EXPECT_EQ(e.at("args").at("launch").get<int64_t>(), step / 2);
+    const double ts = e.at("ts"), end = ts + e.at("dur").get<double>();
+    auto [it, fresh] = steps.try_emplace(step, ts, end);
+    if (!fresh) it->second = {std::min(it->second.first, ts), std::max(it->second.second, end)};
+  }
+  EXPECT_EQ(runs.size(), static_cast<size_t>(d.tokens) * g.tasks.size());
+  for (const auto& [key, count] : runs)
+    EXPECT_EQ(count, 1) << "step " << key.first << " task " << key.second;
+  for (const char* k : {"decode_embed", "decode_finish", "k0"}) {
+    int blocks = 0;  // tasks of that kernel per step (k0 has several)
+    for (const Task& t : g.tasks)
+      blocks += t.op != kEmptyTask && g.ops[static_cast<size_t>(t.op)].kernel == k;
+    EXPECT_GE(blocks, 1) << k;
+    EXPECT_EQ(names[k], d.tokens * blocks) << k;
+  }
+  ASSERT_EQ(steps.size(), static_cast<size_t>(d.tokens));
+  for (int64_t k = 1; k < d.tokens; ++k)
+    EXPECT_LE(steps[k - 1].second, steps[k].first + 1e-3) << "step " << k;
+  EXPECT_EQ(step_slices, d.tokens);
+  EXPECT_EQ(launch_slices, 3);
 }
 
 TEST(MpkDecodeTasks, RefusesWhatTheStateCannotHold) {

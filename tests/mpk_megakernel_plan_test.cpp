@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/target.h"
@@ -177,12 +179,36 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
   EXPECT_NE(resident_out.find("identical tokens and logits"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("2 launches of up to 2 tokens"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("none to the device"), std::string::npos) << resident_out;
-  // The decode loop on the device is not traced.
-  auto [trace_rc, trace_out] =
-      test::run_weft(fmt::format("mpk run {} --on emulation --tokens 2 --trace /dev/null",
-                                 test::source_path("examples/tiny_decoder_step.weft")));
-  EXPECT_EQ(trace_rc, 1) << trace_out;
-  EXPECT_NE(trace_out.find("--host-loop"), std::string::npos) << trace_out;
+  // --trace: the decode loop on the device gives every step's tasks (3 steps in launches of 2
+  // and 1), the host loop its last launch's.
+  const std::string file =
+      testing::TempDir() + "/weft_mpk_resident_trace_" + std::to_string(getpid()) + ".json";
+  for (const char* loop : {"--tokens-per-launch 2", "--host-loop"}) {
+    SCOPED_TRACE(loop);
+    auto [trace_rc, trace_out] = test::run_weft(
+        fmt::format("mpk run {} --on emulation --tokens 3 --workers 2 {} --trace '{}'",
+                    test::source_path("examples/tiny_decoder_step.weft"), loop, file));
+    ASSERT_EQ(trace_rc, 0) << trace_out;
+    const size_t at = trace_out.find(" operators, ");
+    ASSERT_NE(at, std::string::npos) << trace_out;
+    const size_t tasks = std::stoul(trace_out.substr(at + 12));
+    const nlohmann::json doc = nlohmann::json::parse(test::read_text(file));
+    std::map<std::string, int> cats;
+    std::set<std::pair<int64_t, int64_t>> runs;  // (step, task)
+    for (const auto& e : doc.at("traceEvents"))
+      if (e.at("ph") == "X") {
+        ++cats[e.at("cat")];
+        const auto& args = e.at("args");
+        if (args.contains("task"))
+          runs.insert({args.value("step", int64_t{-1}), args.at("task").get<int64_t>()});
+      }
+    const bool resident = std::string(loop) != "--host-loop";
+    EXPECT_EQ(cats["task"] + cats["empty"], static_cast<int>((resident ? 3 : 1) * tasks));
+    EXPECT_EQ(runs.size(), (resident ? 3 : 1) * tasks);
+    EXPECT_EQ(cats["step"], resident ? 3 : 0);
+    EXPECT_EQ(cats["launch"], resident ? 2 : 0);
+    std::remove(file.c_str());
+  }
   if (cuda_unavailable_reason().empty()) return;
   // Without a GPU, --on gpu is a clear error, not a crash.
   auto [gpu_rc, gpu_out] = test::run_weft(fmt::format(

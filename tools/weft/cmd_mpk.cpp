@@ -2,7 +2,8 @@
 // its host runtime. compile writes NAME.tgraph, NAME.mpk (the encoded blob), NAME.tgraph.dot and
 // prints a summary; run executes the task graph on host threads and compares with the kernels
 // run one after another (a decoder step program decodes tokens; any other program runs its
-// iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace;
+// iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace
+// (with the decode loop on the device, every task of every step);
 // --on emulation|gpu runs the program as one persistent kernel (mpk/megakernel_program.h) in host
 // emulation or on the GPU against the per-kernel CUDA path; a decode-step program decodes with
 // the decode loop on the device (--tokens-per-launch N), or with --host-loop one launch per token.
@@ -353,7 +354,8 @@ int bench_hops_command(const HopBenchOptions& o) {
 // (`want`), and the traffic and time per token.
 bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeResult& want,
                   bool gpu) {
-  const ResidentDecode got = mk.decode(r.decode, {r.tokens_per_launch, r.logits});
+  const ResidentDecode got =
+      mk.decode(r.decode, {r.tokens_per_launch, r.logits, !r.trace_file.empty()});
   fmt::print("  tokens (persistent kernel, decode loop on the device): {}\n",
              fmt::join(got.decode.tokens, " "));
   fmt::print("  tokens (per-kernel path, host loop):                   {}\n",
@@ -374,6 +376,15 @@ bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeRes
       r.tokens_per_launch == 1 ? "" : "s", got.decode.run.seconds * 1e3 / r.tokens,
       gpu ? " (host wall time of launch and wait)" : " (host emulation: not a GPU time)",
       got.setup_bytes, got.bytes_per_launch);
+  if (!r.trace_file.empty()) {
+    std::vector<std::string> kernels;
+    for (const Operator& op : mk.compiled().graph.ops) kernels.push_back(op.kernel);
+    write(r.trace_file, chrome_trace_json(decode_task_graph(mk.compiled().blob), got.traces,
+                                          kernels, mk.plan().name));
+    fmt::print("  wrote the trace of {} launch{} ({} steps of {} tasks) to {}\n", got.traces.size(),
+               got.traces.size() == 1 ? "" : "es", r.tokens, mk.compiled().graph.tasks.size(),
+               r.trace_file);
+  }
   return same;
 }
 
@@ -385,10 +396,6 @@ int run_megakernel(MpkArgs a, const RunArgs& r, bool gpu) {
   const ProgramPlan& plan = built.plan;
   const bool decoder = plan.find_tensor("LOGITS") && plan.find_tensor("M");
   const bool resident = decoder && !r.host_loop;
-  if (resident && !r.trace_file.empty())
-    throw UserError(
-        "--trace records launches of the host loop: add --host-loop (the decode loop on the "
-        "device is not traced)");
   built.options.mpk.decode_on_device = resident;
   MegakernelProgram mk(plan, built.options);
   Built shown{plan, mk.compiled(), g.name, {}};
@@ -468,7 +475,9 @@ static Register reg(
       run->add_option("--schedulers", *schedulers, "Scheduler threads")->capture_default_str();
       run->add_option("--delay-seed", *delay_seed, "Nonzero: inject seeded random delays");
       run->add_option("--trace", *trace_file,
-                      "Write each task's span (start, end, worker) as a Chrome/Perfetto trace");
+                      "Write each task's span (start, end, worker) as a Chrome/Perfetto trace "
+                      "(the decode loop on the device: every step of every launch; --host-loop: "
+                      "the last launch)");
       auto dump = std::make_shared<std::string>();
       auto prompt = std::make_shared<std::vector<int>>();
       run->add_option("--dump", *dump, "Decoder: write DIR/weights.npz and DIR/decode.npz");
