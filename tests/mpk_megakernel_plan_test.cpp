@@ -178,6 +178,11 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
   EXPECT_NE(resident_out.find("identical tokens and logits"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("2 launches of up to 2 tokens"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("none to the device"), std::string::npos) << resident_out;
+  // The same bodies launched one by one with the loop on the device, timed too.
+  EXPECT_NE(resident_out.find("tokens (per-kernel launches, loop on the device):"),
+            std::string::npos)
+      << resident_out;
+  EXPECT_NE(resident_out.find("per-kernel launches: "), std::string::npos) << resident_out;
   // The decode loop on the device is not traced.
   auto [trace_rc, trace_out] =
       test::run_weft(fmt::format("mpk run {} --on emulation --tokens 2 --trace /dev/null",

@@ -5,7 +5,9 @@
 // iterations on seeded inputs); --trace writes every task's span as a Chrome/Perfetto trace;
 // --on emulation|gpu runs the program as one persistent kernel (mpk/megakernel_program.h) in host
 // emulation or on the GPU against the per-kernel CUDA path; a decode-step program decodes with
-// the decode loop on the device (--tokens-per-launch N), or with --host-loop one launch per token.
+// the decode loop on the device (--tokens-per-launch N), against the same bodies launched one by
+// one with the loop on the device too (and on a GPU as a CUDA graph), or with --host-loop one
+// launch per token.
 // decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -281,10 +283,10 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
                timing_text(*resident_batched),
                std::min<uint64_t>(bo.iterations_per_launch, resident_tokens));
   if (per_kernel_decode)
-    fmt::print("  per-kernel loop on device: {} per token, one step of launches per token\n",
+    fmt::print("  per-kernel device loop:  {} per token, the step's kernels launched one by one\n",
                timing_text(*per_kernel_decode));
   if (per_kernel_graph)
-    fmt::print("  per-kernel loop on device: {} per token, one CUDA graph replay per token\n",
+    fmt::print("  its CUDA graph:          {} per token, one graph replay per token\n",
                timing_text(*per_kernel_graph));
   fmt::print("  weight bytes per step:   {}\n", r.weight_bytes);
   if (r.bandwidth_bytes_per_s) {
@@ -302,7 +304,7 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
                      ? fmt::format(", {:.0f}% (batched)", 100 * floor / resident_batched->median_s)
                      : std::string());
     if (per_kernel_decode)
-      fmt::print("  per-kernel loop on device: {:.0f}% of the floor (launches){}\n",
+      fmt::print("  per-kernel device loop:  {:.0f}% of the floor (launches){}\n",
                  100 * floor / per_kernel_decode->median_s,
                  per_kernel_graph ? fmt::format(", {:.0f}% (CUDA graph)",
                                                 100 * floor / per_kernel_graph->median_s)
