@@ -142,6 +142,14 @@ int64_t decode_bodies_smem_bytes(int worker_threads) {
   return 8 * int64_t{worker_threads};  // the argmax's value and index per thread
 }
 
+TaskBodyOptions with_decode_bodies(const ProgramPlan& plan, TaskBodyOptions bodies) {
+  // The decode bodies' shared memory depends on the worker's threads: resolve them first.
+  bodies.worker_threads = fit_task_bodies(plan, bodies).worker_threads;
+  bodies.extra_task_function = kDecodeTaskFunction;
+  bodies.extra_smem_bytes = decode_bodies_smem_bytes(bodies.worker_threads);
+  return bodies;
+}
+
 std::string emit_decode_task_bodies(const ProgramPlan& plan) {
   const DecodeInterface in = decode_interface(plan);
   const DecodeDeviceLayout layout = decode_device_layout(plan, in);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/emit_task_bodies.h"
 #include "lower/plan.h"
 #include "mpk/decode_demo.h"
 #include "mpk/task_graph.h"
@@ -52,6 +53,11 @@ TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan);
 // (TaskBodyOptions::extra_task_function), and the shared memory its bodies need.
 inline constexpr const char* kDecodeTaskFunction = "weft_mpk_decode_task";
 int64_t decode_bodies_smem_bytes(int worker_threads);
+
+// `bodies` with the decode bodies added (extra_task_function, their shared memory at the resolved
+// worker size): the options both the persistent kernel and the per-kernel decode loop
+// (mpk/per_kernel_decode.h) emit the plan's bodies with, so both run the same body code.
+TaskBodyOptions with_decode_bodies(const ProgramPlan& plan, TaskBodyOptions bodies);
 
 // Text defining kDecodeTaskFunction: the bodies of decode_bodies.cuh with the plan's tensors and
 // sizes, for a unit whose plan bodies (emit_cuda_task_bodies) precede it.

@@ -57,4 +57,19 @@ Timing bench_resident_decode(const MegakernelProgram& resident, int tokens, int 
   return summarize_times(std::move(per_token));
 }
 
+Timing bench_per_kernel_decode(const PerKernelDecoder& decoder, int tokens, bool cuda_graph,
+                               int reps) {
+  WEFT_CHECK(tokens >= (cuda_graph ? 2 : 1) && reps >= 1, "{} tokens, {} reps", tokens, reps);
+  DecodeOptions d;
+  d.tokens = tokens;
+  decoder.decode(d, {cuda_graph, false});
+  std::vector<double> per_token;
+  for (int i = 0; i < reps; ++i) {
+    const PerKernelDecode r = decoder.decode(d, {cuda_graph, false});
+    per_token.push_back(cuda_graph ? r.graph_seconds / static_cast<double>(r.graph_steps)
+                                   : r.launched_seconds / static_cast<double>(r.launched_steps));
+  }
+  return summarize_times(std::move(per_token));
+}
+
 }  // namespace weft

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mpk/megakernel_program.h"
+#include "mpk/per_kernel_decode.h"
 #include "runtime/program.h"
 
 namespace weft {
@@ -50,5 +51,11 @@ MegakernelBench bench_megakernel(const MegakernelProgram& mk, const Program& per
 // decode, outside the time.
 Timing bench_resident_decode(const MegakernelProgram& resident, int tokens, int per_launch,
                              int reps);
+
+// The per-kernel decode loop on the device, timed as bench_resident_decode: one untimed decode,
+// then `reps` decodes of `tokens` tokens, each decode's per-token time: of the launched steps, or
+// with `cuda_graph` (GPU only) of the graph replays (every step after the first).
+Timing bench_per_kernel_decode(const PerKernelDecoder& decoder, int tokens, bool cuda_graph,
+                               int reps);
 
 }  // namespace weft

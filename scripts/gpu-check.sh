@@ -258,7 +258,7 @@ if in_part 2; then
 fi
 
 # ---- parts 3 and 4: the persistent mega-kernel ----
-mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkDecodeTasksGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
+mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkDecodeTasksGpu.*:MpkPerKernelDecodeGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
 mpk_tests() {
   "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
   local rc=$?
@@ -300,7 +300,9 @@ mpk_soak() {
 # The decode loop on the device (weights and state resident, the token id back per launch): 256
 # tokens one per launch, 64 at 16 per launch; then the host loop (one launch per token, the
 # hooks on the host, every input stored per launch) for 64 tokens, for its per-token time. Each
-# run also decodes on the per-kernel path and seeds the 0.6B weights twice (tens of seconds).
+# run also decodes on the per-kernel path with host hooks and (the device loop's runs) with the
+# same bodies launched one by one on the device, launched and as a CUDA graph, each against the
+# persistent kernel's tokens, seeding the 0.6B weights each time (tens of seconds).
 mpk_decode() {
   "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
     --tokens 256 --prompt 1 2 3 &&

@@ -24,6 +24,7 @@
 #include "lower/pipeline.h"
 #include "mpk/decode_demo.h"
 #include "mpk/megakernel_program.h"
+#include "mpk/per_kernel_decode.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
@@ -179,6 +180,11 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
   EXPECT_NE(resident_out.find("identical tokens and logits"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("2 launches of up to 2 tokens"), std::string::npos) << resident_out;
   EXPECT_NE(resident_out.find("none to the device"), std::string::npos) << resident_out;
+  // The same bodies launched one by one with the loop on the device, timed too.
+  EXPECT_NE(resident_out.find("tokens (per-kernel launches, loop on the device):"),
+            std::string::npos)
+      << resident_out;
+  EXPECT_NE(resident_out.find("per-kernel launches: "), std::string::npos) << resident_out;
   // --trace: the decode loop on the device gives every step's tasks (3 steps in launches of 2
   // and 1), the host loop its last launch's.
   const std::string file =
@@ -226,11 +232,12 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
   } catch (const UserError&) {
     GTEST_SKIP() << "nvcc not found";
   }
-  // The Qwen3-tiny step also with its decode loop on the device (the decode tasks' bodies).
+  // The Qwen3-tiny step also with its decode loop on the device (the decode tasks' bodies), and
+  // its per-kernel decode step (the same bodies launched one by one, mpk/per_kernel_decode.h).
+  std::vector<std::pair<std::string, std::string>> units;
   for (auto [path, decode_on_device] : {std::pair{"examples/tiny_decoder_step.weft", false},
                                         std::pair{"examples/qwen3_tiny_decode_step.weft", false},
                                         std::pair{"examples/qwen3_tiny_decode_step.weft", true}}) {
-    SCOPED_TRACE(fmt::format("{}{}", path, decode_on_device ? ", decode loop on the device" : ""));
     ProgramPlan plan =
         lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
     MegakernelProgramOptions o;
@@ -239,11 +246,20 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
     o.mpk.decode_on_device = decode_on_device;
     o.kernel.schedulers = 2;
     MegakernelProgram mk(plan, o);  // built for emulation; its text is the GPU's too
+    units.emplace_back(
+        fmt::format("{}{}", path, decode_on_device ? ", decode loop on the device" : ""),
+        mk.unit());
+    if (decode_on_device)
+      units.emplace_back(fmt::format("{}, per-kernel decode step", path),
+                         emit_per_kernel_decode_unit(plan));
+  }
+  for (const auto& [name, unit] : units) {
+    SCOPED_TRACE(name);
     const std::string dir =
         testing::TempDir() + "/weft_megakernel_plan_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     const std::string cu = dir + "/unit.cu", log = cu + ".log";
-    std::ofstream(cu) << mk.unit();
+    std::ofstream(cu) << unit;
     const std::string cmd = fmt::format(
         "'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
         "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "

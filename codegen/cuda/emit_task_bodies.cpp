@@ -103,8 +103,27 @@ TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& opti
 }
 
 std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyOptions& options,
-                                        TaskBodyLaunch launch) {
+                                        TaskBodyLaunch launch, const CheckUnitExtras& extras) {
   const TaskBodyFit fit = fit_task_bodies(plan, options);
+  WEFT_CHECK(extras.before.empty() && extras.after.empty() ? extras.text.empty()
+                                                           : !options.extra_task_function.empty(),
+             "bodies beyond the plan of {} without an extra task function", plan.name);
+  // Every task in launch order: the extras before, the plan's kernels (library: one block), the
+  // extras after, as (kernel index, grid, name).
+  struct Launch {
+    uint64_t kernel;
+    std::array<int64_t, 3> grid;
+    std::string name;
+  };
+  std::vector<Launch> order;
+  for (const CheckUnitExtras::Body& b : extras.before)
+    order.push_back({plan.kernels.size() + b.index, {1, 1, 1}, b.name});
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const KernelPlan& k = plan.kernels[i];
+    order.push_back({i, k.library ? std::array<int64_t, 3>{1, 1, 1} : k.grid, k.name});
+  }
+  for (const CheckUnitExtras::Body& b : extras.after)
+    order.push_back({plan.kernels.size() + b.index, {1, 1, 1}, b.name});
   const size_t ni = std::max<size_t>(1, plan.inputs.size()),
                no = std::max<size_t>(1, plan.outputs.size());
   std::string out = fmt::format(
@@ -115,6 +134,7 @@ std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyO
                                         : "one launch per kernel");
   out += cuda_prelude();
   out += emit_cuda_task_bodies(plan, options);
+  out += extras.text;
   // The pointer arrays travel by value: a kernel cannot read the host's arrays.
   out += fmt::format(
       "\nstruct weft_mpk_args {{\n  void* inputs[{}];\n  void* outputs[{}];\n"
@@ -123,16 +143,14 @@ std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyO
   std::string launches;
   if (launch == TaskBodyLaunch::one_cta) {
     out += "WEFT_KERNEL(weft_mpk_worker_threads) weft_mpk_check(weft_mpk_args a) {\n";
-    for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      const KernelPlan& k = plan.kernels[i];
-      const int64_t gx = k.library ? 1 : k.grid[0], gy = k.library ? 1 : k.grid[1];
-      const int64_t blocks = k.library ? 1 : k.num_blocks();
+    for (const Launch& l : order) {
+      const int64_t gx = l.grid[0], gy = l.grid[1];
       out += fmt::format(
           "  for (int b = 0; b < {}; ++b) {{  // {}\n"
           "    weft_mpk_task({}u, b % {}, b / {} % {}, b / {}, weft_smem_base(), a.inputs, "
           "a.outputs, a.workspace);\n"
           "    weft_sync();\n  }}\n",
-          blocks, k.name, i, gx, gx, gy, gx * gy);
+          gx * gy * l.grid[2], l.name, l.kernel, gx, gx, gy, gx * gy);
     }
     out += "}\n";
     launches =
@@ -143,14 +161,11 @@ std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyO
         "WEFT_KERNEL(weft_mpk_worker_threads) weft_mpk_check(uint32_t kernel, weft_mpk_args a) {\n"
         "  weft_mpk_task(kernel, weft_bid_x(), weft_bid_y(), weft_bid_z(), weft_smem_base(), "
         "a.inputs, a.outputs, a.workspace);\n}\n";
-    for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      const KernelPlan& k = plan.kernels[i];
-      std::array<int64_t, 3> g = k.library ? std::array<int64_t, 3>{1, 1, 1} : k.grid;
+    for (const Launch& l : order)
       launches += fmt::format(
           "  WEFT_LAUNCH(weft_mpk_check, {}, {}, {}, weft_mpk_worker_threads, "
           "weft_mpk_body_smem_bytes, stream, {}u, a);  // {}\n",
-          g[0], g[1], g[2], i, k.name);
-    }
+          l.grid[0], l.grid[1], l.grid[2], l.kernel, l.name);
   }
   out += fmt::format(
       "\nextern \"C\" const char* weft_cuda_plan_name(void) {{ return \"{}\"; }}\n\n"

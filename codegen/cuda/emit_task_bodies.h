@@ -88,11 +88,25 @@ enum class TaskBodyLaunch : uint8_t {
   per_kernel,  // one launch per plan kernel: its grid (library: 1) of worker CTAs
 };
 
+// Bodies beyond the plan's (TaskBodyOptions::extra_task_function) that a check unit runs around
+// the plan's kernels, each as one worker CTA (per_kernel: a launch of a one-CTA grid): `before`
+// the plan's kernels and `after` them, by their index past the plan's kernels, named in comments;
+// `text` (defining the extra function) is pasted after the plan's bodies.
+struct CheckUnitExtras {
+  struct Body {
+    uint32_t index = 0;  // the kernel index less plan.kernels.size()
+    std::string name;
+  };
+  std::string text;
+  std::vector<Body> before, after;
+};
+
 // A whole unit with the weft_cuda_launch ABI of emit_cuda_source (prelude, the bodies, a kernel
 // calling weft_mpk_task, the entry points) that runs the bodies without the mega-kernel's
 // runtime: the outputs of the plan's program, from the task bodies alone. Tests run it in host
-// emulation against emit_cuda_source's unit.
+// emulation against emit_cuda_source's unit. With `extras` one call of weft_cuda_launch also runs
+// those bodies before and after the plan's (the per-kernel decode step, mpk/per_kernel_decode.h).
 std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyOptions& options,
-                                        TaskBodyLaunch launch);
+                                        TaskBodyLaunch launch, const CheckUnitExtras& extras = {});
 
 }  // namespace weft

@@ -6,7 +6,9 @@
 // (with the decode loop on the device, every task of every step);
 // --on emulation|gpu runs the program as one persistent kernel (mpk/megakernel_program.h) in host
 // emulation or on the GPU against the per-kernel CUDA path; a decode-step program decodes with
-// the decode loop on the device (--tokens-per-launch N), or with --host-loop one launch per token.
+// the decode loop on the device (--tokens-per-launch N), against the same bodies launched one by
+// one with the loop on the device too (and on a GPU as a CUDA graph), or with --host-loop one
+// launch per token.
 // decoder writes a Qwen3-shaped decode-step program.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,6 +30,7 @@
 #include "mpk/host_runtime.h"
 #include "mpk/megakernel_bench.h"
 #include "mpk/megakernel_program.h"
+#include "mpk/per_kernel_decode.h"
 #include "mpk/tgraph_dot.h"
 #include "mpk/tgraph_text.h"
 #include "mpk/trace.h"
@@ -268,7 +271,7 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
              gpu ? "GPU" : "host emulation: thread times, not GPU times",
              mk.compiled().graph.tasks.size(), a.workers, a.dispatch, b.plan.kernels.size());
   MegakernelBench r = bench_megakernel(mk, *per_kernel, seeded_inputs(b.plan), bo);
-  std::optional<Timing> resident, resident_batched;
+  std::optional<Timing> resident, resident_batched, per_kernel_decode, per_kernel_graph;
   int resident_tokens = 0;
   if (b.plan.find_tensor("LOGITS") && b.plan.find_tensor("M")) {
     // The decode loop on the device: per-token time of whole decodes, state resident.
@@ -282,6 +285,11 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
       resident_batched = bench_resident_decode(
           loop, resident_tokens,
           static_cast<int>(std::min<uint64_t>(bo.iterations_per_launch, resident_tokens)), reps);
+    // The same bodies launched one by one, the decode loop's too, and (GPU) as a CUDA graph.
+    const PerKernelDecoder per_kernel_loop(b.plan, !gpu);
+    per_kernel_decode = bench_per_kernel_decode(per_kernel_loop, resident_tokens, false, reps);
+    if (gpu && resident_tokens > 1)
+      per_kernel_graph = bench_per_kernel_decode(per_kernel_loop, resident_tokens, true, reps);
   }
   fmt::print("  per-kernel launches:     {}\n", timing_text(r.per_kernel));
   if (r.cuda_graph) fmt::print("  per-kernel CUDA graph:   {}\n", timing_text(*r.cuda_graph));
@@ -296,6 +304,12 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
     fmt::print("  decode loop on device:   {} per token, {} tokens per launch\n",
                timing_text(*resident_batched),
                std::min<uint64_t>(bo.iterations_per_launch, resident_tokens));
+  if (per_kernel_decode)
+    fmt::print("  per-kernel device loop:  {} per token, the step's kernels launched one by one\n",
+               timing_text(*per_kernel_decode));
+  if (per_kernel_graph)
+    fmt::print("  its CUDA graph:          {} per token, one graph replay per token\n",
+               timing_text(*per_kernel_graph));
   fmt::print("  weight bytes per step:   {}\n", r.weight_bytes);
   if (r.bandwidth_bytes_per_s) {
     const double floor = *r.floor_s();
@@ -311,6 +325,12 @@ int bench_megakernel_command(MpkArgs a, uint32_t schedulers, bool gpu,
                  resident_batched
                      ? fmt::format(", {:.0f}% (batched)", 100 * floor / resident_batched->median_s)
                      : std::string());
+    if (per_kernel_decode)
+      fmt::print("  per-kernel device loop:  {:.0f}% of the floor (launches){}\n",
+                 100 * floor / per_kernel_decode->median_s,
+                 per_kernel_graph ? fmt::format(", {:.0f}% (CUDA graph)",
+                                                100 * floor / per_kernel_graph->median_s)
+                                  : std::string());
   }
   return 0;
 }
@@ -350,17 +370,29 @@ int bench_hops_command(const HopBenchOptions& o) {
   return 0;
 }
 
-// The decode loop on the device: the same tokens as the per-kernel path with host hooks
-// (`want`), and the traffic and time per token.
+// The decode loop on the device: the persistent kernel's tokens against the per-kernel decode
+// loop on the device (the same bodies launched one by one, and on a GPU as a CUDA graph) and the
+// per-kernel path with host hooks (`want`); the traffic and time per token of each.
 bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeResult& want,
                   bool gpu) {
   const ResidentDecode got =
       mk.decode(r.decode, {r.tokens_per_launch, r.logits, !r.trace_file.empty()});
+  const PerKernelDecoder per_kernel(mk.plan(), !gpu);
+  std::vector<std::pair<std::string, PerKernelDecode>> loops;
+  loops.emplace_back("per-kernel launches", per_kernel.decode(r.decode, {false, r.logits}));
+  if (gpu && r.tokens > 1)
+    loops.emplace_back("per-kernel CUDA graph", per_kernel.decode(r.decode, {true, r.logits}));
   fmt::print("  tokens (persistent kernel, decode loop on the device): {}\n",
              fmt::join(got.decode.tokens, " "));
+  for (const auto& [name, loop] : loops)
+    fmt::print("  {:<54} {}\n", fmt::format("tokens ({}, loop on the device):", name),
+               fmt::join(loop.decode.tokens, " "));
   fmt::print("  tokens (per-kernel path, host loop):                   {}\n",
              fmt::join(want.tokens, " "));
   bool same = got.decode.tokens == want.tokens;
+  for (const auto& [name, loop] : loops)
+    same = same && loop.decode.tokens == want.tokens &&
+           (!r.logits || loop.decode.logits == want.logits);
   if (r.logits)
     for (size_t l = 0; l < got.decode.logits.size(); ++l) {
       const size_t step = std::min<size_t>(want.logits.size(), (l + 1) * r.tokens_per_launch) - 1;
@@ -369,12 +401,13 @@ bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeRes
   fmt::print("  {}\n", !same      ? "MISMATCH"
                        : r.logits ? "identical tokens and logits"
                                   : "identical tokens");
+  const char* kind =
+      gpu ? " (host wall time of launch and wait)" : " (host emulation: not a GPU time)";
   fmt::print(
       "  {} launch{} of up to {} token{}: {:.3f} ms per token{}; placed once: {} bytes; per "
       "launch: {} bytes to the host, none to the device\n",
       got.launches, got.launches == 1 ? "" : "es", r.tokens_per_launch,
-      r.tokens_per_launch == 1 ? "" : "s", got.decode.run.seconds * 1e3 / r.tokens,
-      gpu ? " (host wall time of launch and wait)" : " (host emulation: not a GPU time)",
+      r.tokens_per_launch == 1 ? "" : "s", got.decode.run.seconds * 1e3 / r.tokens, kind,
       got.setup_bytes, got.bytes_per_launch);
   if (!r.trace_file.empty()) {
     std::vector<std::string> kernels;
@@ -384,6 +417,16 @@ bool run_resident(const MegakernelProgram& mk, const RunArgs& r, const DecodeRes
     fmt::print("  wrote the trace of {} launch{} ({} steps of {} tasks) to {}\n", got.traces.size(),
                got.traces.size() == 1 ? "" : "es", r.tokens, mk.compiled().graph.tasks.size(),
                r.trace_file);
+  }
+  for (const auto& [name, loop] : loops) {
+    const bool graph = loop.graph_steps > 0;
+    const double seconds = graph ? loop.graph_seconds : loop.launched_seconds;
+    const int64_t steps = graph ? loop.graph_steps : loop.launched_steps;
+    fmt::print(
+        "  {}: {:.3f} ms per token{}{}; per step: {} bytes to the host, none to the device\n", name,
+        seconds * 1e3 / static_cast<double>(steps),
+        graph ? fmt::format(" (the {} replays after the first step)", steps) : "", kind,
+        loop.bytes_per_step);
   }
   return same;
 }
