@@ -298,18 +298,21 @@ mpk_soak() {
     --iterations-per-launch 1000
 }
 # The decode loop on the device (weights and state resident, the token id back per launch): 256
-# tokens one per launch, 64 at 16 per launch; then the host loop (one launch per token, the
-# hooks on the host, every input stored per launch) for 64 tokens, for its per-token time. Each
-# run also decodes on the per-kernel path with host hooks and (the device loop's runs) with the
-# same bodies launched one by one on the device, launched and as a CUDA graph, each against the
-# persistent kernel's tokens, seeding the 0.6B weights each time (tens of seconds).
+# tokens one per launch and 64 at 16 per launch, each against the same bodies launched one by one
+# with the loop on the device and as a CUDA graph (--no-host-reference: the host-hook path would
+# copy every input each step); a traced 4-token decode (Perfetto JSON in the logs); then the host
+# loop (one launch per token, the hooks on the host, every input stored per launch) for 16 tokens,
+# against the host-hook per-kernel path.
 mpk_decode() {
-  "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
-    --tokens 256 --prompt 1 2 3 &&
-    "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
-      --tokens 64 --prompt 1 2 3 --tokens-per-launch 16 &&
-    "$build/weft" mpk run "$out/qwen3_0_6b.weft" --on gpu --workers 0 \
-      --tokens 64 --prompt 1 2 3 --host-loop
+  local f="$out/qwen3_0_6b.weft"
+  [ -f "$f" ] || "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" || return 1
+  "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 256 --prompt 1 2 3 \
+    --no-host-reference &&
+    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 64 --prompt 1 2 3 \
+      --tokens-per-launch 16 --no-host-reference &&
+    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 4 --prompt 1 2 3 \
+      --tokens-per-launch 2 --no-host-reference --trace "$out/qwen3_0_6b.trace.json" &&
+    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 16 --prompt 1 2 3 --host-loop
 }
 if in_part 3; then
   step mpk-tests mpk_tests

@@ -185,6 +185,15 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
             std::string::npos)
       << resident_out;
   EXPECT_NE(resident_out.find("per-kernel launches: "), std::string::npos) << resident_out;
+  // --no-host-reference: the per-kernel launches are the reference, the host loop does not run.
+  auto [quick_rc, quick_out] = test::run_weft(
+      fmt::format("mpk run {} --on emulation --tokens 2 --workers 2 --no-host-reference",
+                  test::source_path("examples/tiny_decoder_step.weft")));
+  ASSERT_EQ(quick_rc, 0) << quick_out;
+  EXPECT_NE(quick_out.find("identical tokens"), std::string::npos) << quick_out;
+  EXPECT_NE(quick_out.find("per-kernel launches, loop on the device"), std::string::npos)
+      << quick_out;
+  EXPECT_EQ(quick_out.find("host loop"), std::string::npos) << quick_out;
   // --trace: the decode loop on the device gives every step's tasks (3 steps in launches of 2
   // and 1), the host loop its last launch's.
   const std::string file =
