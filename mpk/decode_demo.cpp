@@ -8,9 +8,8 @@
 #include <optional>
 #include <random>
 
-#include <tbb/parallel_for.h>
-
 #include "core/error.h"
+#include "core/parallel.h"
 #include "runtime/dtype_convert.h"
 
 namespace weft {
@@ -114,14 +113,15 @@ class DecodeSession {
  private:
   // Seeded draws: the host embedding table is stream 0, the weight at plan input i stream i + 1.
   // Each stream is drawn in chunks of kSeedChunk values, every chunk from its own engine seeded
-  // by (seed, stream, chunk), so the chunks fill in parallel and the values do not depend on the
+  // by (seed, stream, chunk), so the chunks fill in parallel (core/parallel.h: std::threads, which
+  // ThreadSanitizer sees through, unlike oneTBB) and the values do not depend on the
   // thread count (a 0.6B-shaped step's 596 M values took 30 s drawn from one engine).
   static constexpr int64_t kSeedChunk = int64_t{1} << 16;
   void fill_stream(std::vector<float>& w, uint64_t stream, bool normal, float scale, bool gain,
                    DType declared) const {
     const int64_t n = static_cast<int64_t>(w.size());
     const int64_t chunks = (n + kSeedChunk - 1) / kSeedChunk;
-    tbb::parallel_for(int64_t{0}, chunks, [&](int64_t c) {
+    parallel_for_index(chunks, 0, [&](int64_t c) {
       std::seed_seq seq{static_cast<uint32_t>(o_.seed), static_cast<uint32_t>(o_.seed >> 32),
                         static_cast<uint32_t>(stream), static_cast<uint32_t>(c)};
       std::mt19937_64 rng(seq);
