@@ -6,27 +6,14 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "mpk/cuda_error.h"
 #include "mpk/decode_tasks.h"
 #include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
 #include "mpk/placed_decode.h"
 #include "runtime/dtype_convert.h"
 
-#ifdef WEFT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace weft {
-namespace {
-
-#ifdef WEFT_HAVE_CUDA
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess)
-    throw UserError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
-#endif
-
-}  // namespace
 
 MegakernelUnit emit_megakernel_program_unit(const ProgramPlan& plan,
                                             const MegakernelProgramOptions& options) {
@@ -125,9 +112,7 @@ ResidentDecode MegakernelProgram::decode(const DecodeOptions& options,
   r.setup_bytes = placed.setup_bytes;
   std::unique_ptr<PreparedLaunch> launch =
       kernel_->prepare(compiled_.blob, placed.inputs, placed.outputs, placed.workspace);
-  r.bytes_per_launch =
-      4 +
-      (resident.logits ? static_cast<int64_t>(placed.host.out[placed.interface.logits].size()) : 0);
+  r.bytes_per_launch = placed.bytes_back(resident.logits);
   std::vector<float> newest;  // the token each launch left for the next step
   int64_t done = 0;
   while (done < options.tokens) {

@@ -8,14 +8,11 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "mpk/cuda_error.h"
 #include "mpk/device/megakernel_abi.cuh"
 #include "runtime/build_cache.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/timing.h"
-
-#ifdef WEFT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace weft {
 
@@ -158,11 +155,6 @@ MegakernelRun LoadedMegakernel::run_emulated(const std::vector<uint8_t>& blob,
 #ifdef WEFT_HAVE_CUDA
 
 namespace {
-
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess)
-    throw UserError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
 
 // Device copies of the host-side arrays a run needs, freed on every path out.
 struct DeviceRun {

@@ -8,22 +8,15 @@
 #include <functional>
 
 #include "core/error.h"
+#include "mpk/cuda_error.h"
 #include "mpk/decode_tasks.h"
 #include "mpk/placed_decode.h"
-
-#ifdef WEFT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace weft {
 
 namespace {
 
 #ifdef WEFT_HAVE_CUDA
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess)
-    throw UserError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
 
 // A stream of its own and, once captured, the step's graph.
 class StepStream {
@@ -112,8 +105,7 @@ PerKernelDecode PerKernelDecoder::decode(const DecodeOptions& options,
   };
   PerKernelDecode r;
   r.setup_bytes = placed.setup_bytes;
-  r.bytes_per_step =
-      4 + (o.logits ? static_cast<int64_t>(placed.host.out[placed.interface.logits].size()) : 0);
+  r.bytes_per_step = placed.bytes_back(o.logits);
   std::vector<float> newest;  // the token each step left for the next
   for (int64_t step = 0; step < options.tokens; ++step) {
     // The first step is launched: on a GPU it loads the module and sets the kernel's shared

@@ -7,11 +7,8 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "mpk/cuda_error.h"
 #include "runtime/dtype_convert.h"
-
-#ifdef WEFT_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace weft {
 
@@ -53,10 +50,6 @@ std::vector<void*> pointers(std::vector<std::vector<uint8_t>>& buffers) {
 
 #ifdef WEFT_HAVE_CUDA
 namespace {
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess)
-    throw UserError(fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
 void* upload(const std::vector<uint8_t>& host) {
   void* p = nullptr;
   check(cudaMalloc(&p, std::max<size_t>(host.size(), 8)), "cudaMalloc");
@@ -122,12 +115,16 @@ std::vector<float> PlacedDecode::logits(const ProgramPlan& plan) {
   return v;
 }
 
+int64_t PlacedDecode::bytes_back(bool logits) const {
+  return 4 + (logits ? static_cast<int64_t>(host.out[interface.logits].size()) : 0);
+}
+
 std::vector<int> PlacedDecode::tokens(int64_t decoded) const {
   std::vector<float> state(static_cast<size_t>(layout.state_words));
   fetch(state.data(), workspace + layout.state_offset, state.size() * sizeof(float));
   WEFT_CHECK(static_cast<int64_t>(state[0]) == decoded, "the device decoded to position {}, not {}",
              state[0], decoded);
-  const int64_t kept = std::max<int64_t>(static_cast<int64_t>(start.tokens.size()), decoded + 1);
+  const int64_t kept = std::max<int64_t>(prompt, decoded + 1);
   std::vector<int> t;
   for (int64_t i = 0; i < kept; ++i)
     t.push_back(static_cast<int>(state[static_cast<size_t>(2 + i)]));
@@ -138,26 +135,25 @@ PlacedDecode place_decode(const ProgramPlan& plan, const DecodeOptions& options,
   PlacedDecode p;
   p.interface = decode_interface(plan);
   p.layout = decode_device_layout(plan, p.interface);
-  p.start = decode_start(plan, options);
-  const int64_t prompt = static_cast<int64_t>(p.start.tokens.size());
-  if (prompt > p.interface.ctx + 1)
-    throw UserError(fmt::format("a prompt of {} tokens: the cache holds {} positions", prompt,
+  // The f32 inputs (every weight) are dropped once encoded in the plan's dtypes.
+  const DecodeStart start = decode_start(plan, options);
+  p.prompt = static_cast<int64_t>(start.tokens.size());
+  if (p.prompt > p.interface.ctx + 1)
+    throw UserError(fmt::format("a prompt of {} tokens: the cache holds {} positions", p.prompt,
                                 p.interface.ctx));
-  p.host = host_buffers(plan, p.start.inputs, p.layout.workspace_bytes);
+  p.host = host_buffers(plan, start.inputs, p.layout.workspace_bytes);
   std::vector<float> state(static_cast<size_t>(p.layout.state_words), 0.0f);
-  state[1] = static_cast<float>(prompt);
-  for (size_t i = 0; i < p.start.tokens.size(); ++i)
-    state[2 + i] = static_cast<float>(p.start.tokens[i]);
+  state[1] = static_cast<float>(p.prompt);
+  for (size_t i = 0; i < start.tokens.size(); ++i)
+    state[2 + i] = static_cast<float>(start.tokens[i]);
   auto place = [&](int64_t offset, const void* data, size_t bytes) {
     std::memcpy(p.host.workspace.data() + offset, data, bytes);
   };
   place(p.layout.state_offset, state.data(), state.size() * sizeof(float));
   if (p.layout.inv_freq_offset >= 0)
-    place(p.layout.inv_freq_offset, p.start.inv_freq.data(),
-          p.start.inv_freq.size() * sizeof(double));
+    place(p.layout.inv_freq_offset, start.inv_freq.data(), start.inv_freq.size() * sizeof(double));
   if (p.layout.table_offset >= 0)
-    place(p.layout.table_offset, p.start.embedding.data(),
-          p.start.embedding.size() * sizeof(float));
+    place(p.layout.table_offset, start.embedding.data(), start.embedding.size() * sizeof(float));
   for (const auto& b : p.host.in) p.setup_bytes += static_cast<int64_t>(b.size());
   for (const auto& b : p.host.out) p.setup_bytes += static_cast<int64_t>(b.size());
   p.setup_bytes += static_cast<int64_t>(p.host.workspace.size());

@@ -43,7 +43,7 @@ struct DeviceBuffers {
 struct PlacedDecode {
   DecodeInterface interface;
   DecodeDeviceLayout layout;
-  DecodeStart start;
+  int64_t prompt = 0;  // tokens fed first (the prompt, or the first token)
   HostBuffers host;
   std::unique_ptr<DeviceBuffers> device;  // on a GPU
   std::vector<void*> inputs, outputs;
@@ -56,6 +56,8 @@ struct PlacedDecode {
   float token(int64_t i) const;
   // LOGITS as the last step left them, as floats.
   std::vector<float> logits(const ProgramPlan& plan);
+  // Bytes a step or launch copies back: the newest token id, and LOGITS when `logits`.
+  int64_t bytes_back(bool logits) const;
   // The tokens after `decoded` steps (the prompt or first token, then one per step), checking the
   // state's position is `decoded`.
   std::vector<int> tokens(int64_t decoded) const;
