@@ -27,8 +27,9 @@ build: deps $(BUILD)/build.ninja
 demo: build
 	@scripts/demo.sh $(BUILD)/weft
 
-# Test suites that load generated libraries (CPU backend, CUDA host emulation): see test-asan.
-LOADS_GENERATED = ^(CpuBackend|CudaEmulation|Program|DriverCompile|DriverRun|DriverMeasure|DriverCli|MpkRuntime|MpkSequential|MpkMegakernel|MpkTaskBodies|MpkTrace|ModelCompile|ModelDir)
+# Test tiers are ctest labels that each test file declares beside its tests (tests/tiers.h):
+# unit, golden, property, gpu; loads_generated (leak detection off under ASan), tsan (run under
+# ThreadSanitizer). `ctest -L NAME` runs one tier.
 
 # Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
 # the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
@@ -71,21 +72,20 @@ test-asan: deps
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS) >/dev/null
 	ninja -C $(BUILD_SAN) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -E '$(LOADS_GENERATED)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -LE loads_generated
 	# LeakSanitizer's tracer can crash at exit once generated libraries (CPU backend, CUDA host
 	# emulation; with their worker threads) are loaded, so those tests run without leak detection.
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -R '$(LOADS_GENERATED)'
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -L loads_generated
 
-# The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime) under
-# ThreadSanitizer.
-TSAN_TESTS = MpkRuntime.*:MpkTrace.*:Optimize.*:OptimizeDriver.*:AbsexprOracle.*:AbsexprTermStore.*:FieldMatmul.*:SearchMemoryBudget.AccountFollows*:SearchMemoryBudget.AFullMemo*:SymConcurrency.*:SymProve.*
+# The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime: the tests
+# of the tsan tier) under ThreadSanitizer.
 test-tsan: deps
 	cmake -S . -B $(BUILD_TSAN) -G Ninja -DWEFT_WERROR=ON -DWEFT_SANITIZE=thread \
 	  -DWEFT_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
 	ninja -C $(BUILD_TSAN) -j$(JOBS)
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" WEFT_BINARY=$(BUILD_TSAN)/weft \
-	  $(BUILD_TSAN)/weft_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --test-dir $(BUILD_TSAN) -j$(JOBS) --output-on-failure -L tsan
 
 test-fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD_FUZZ) -G Ninja -DWEFT_BUILD_FUZZ=ON \

@@ -12,6 +12,7 @@
 #include "mpk/device/megakernel_abi.cuh"
 #include "runtime/build_cache.h"
 #include "runtime/cuda_runtime.h"
+#include "runtime/generated_library.h"
 #include "runtime/timing.h"
 
 namespace weft {
@@ -86,8 +87,7 @@ std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string& unit, bool
   }
   std::unique_ptr<LoadedMegakernel> k(new LoadedMegakernel());
   k->emulated_ = emulated;
-  k->handle_ = dlopen(r.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!k->handle_) throw UserError(fmt::format("cannot load {}: {}", r.artifact, dlerror()));
+  k->handle_ = open_generated_library(r.artifact);
   k->launch_ = dlsym(k->handle_, "weft_mpk_launch");
   k->state_words_ = dlsym(k->handle_, "weft_mpk_state_words");
   void* grid = dlsym(k->handle_, "weft_mpk_grid");

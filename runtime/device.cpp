@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/emulated_program.h"
+#include "runtime/generated_library.h"
 
 namespace weft {
 
@@ -40,8 +41,7 @@ void Device::load_kernels() {
   }
   WEFT_CHECK(!built.failed, "the model kernel library did not compile ({}; source kept at {}):\n{}",
              built.command, built.kept_source, built.log);
-  library_ = dlopen(built.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library_) throw UserError(fmt::format("cannot load {}: {}", built.artifact, dlerror()));
+  library_ = open_generated_library(built.artifact);
 }
 
 void* Device::kernel(const char* name) const {

@@ -12,6 +12,7 @@
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/emulated_program.h"
+#include "runtime/generated_library.h"
 
 namespace weft {
 
@@ -62,8 +63,7 @@ void Program::load(const CacheResult& built) {
              plan_.name);
   artifact_ = built.artifact;
   from_cache_ = built.from_cache;
-  handle_ = dlopen(artifact_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle_) throw UserError(fmt::format("cannot load {}: {}", artifact_, dlerror()));
+  handle_ = open_generated_library(artifact_);
 }
 
 void* Program::symbol(const char* name) const {

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
   libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev
-  zlib1g-dev python3-numpy python3-dev python3-venv python3-pip
+  zlib1g-dev patchelf python3-numpy python3-dev python3-venv python3-pip
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 missing=()
 for p in "${packages[@]}"; do

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <string>
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace {
 

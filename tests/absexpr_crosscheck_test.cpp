@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "absexpr/oracle.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

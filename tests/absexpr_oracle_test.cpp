@@ -13,6 +13,10 @@
 #include "absexpr/oracle.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("AbsexprOracle.*", "tsan");
 
 namespace weft {
 namespace {

@@ -11,6 +11,10 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("AbsexprTermStore.*", "tsan");
 
 namespace weft {
 namespace {

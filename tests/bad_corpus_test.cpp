@@ -10,6 +10,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+
 namespace weft {
 namespace {
 
@@ -52,7 +57,7 @@ std::string expectation(const std::filesystem::path& p) {
 TEST(BadCorpus, EveryFileIsRejectedWithALocatedMessage) {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
-       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/tests/bad"))
+       std::filesystem::directory_iterator(weft::test::source_dir() + "/tests/bad"))
     if (e.path().extension() == ".weft") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 40u);

@@ -14,6 +14,9 @@
 #include "search/fuse_region.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -15,6 +15,9 @@
 #include "cost/cost_model.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {
@@ -131,7 +134,7 @@ TEST(CostModel, GqaAttentionFusedBeatsUnfused) {
 // post-loop SiLU and product as two block operators move more shared-memory bytes and are never
 // faster.
 TEST(CostModel, ThreadGraphsSaveSharedMemoryTraffic) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft";
+  std::string path = weft::test::source_dir() + "/examples/gated_mlp.fused.weft";
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -315,7 +318,7 @@ std::string run_cli(const std::string& args, int* exit_code) {
 
 TEST(CostCli, PrintsBreakdownTotalAndFloor) {
   int rc = -1;
-  std::string example = std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft";
+  std::string example = weft::test::source_dir() + "/examples/rms_norm_linear.weft";
   std::string out = run_cli("cost " + example + " --target h100", &rc);
   EXPECT_EQ(rc, 0) << out;
   for (const char* s : {"rms_norm", "matmul", "memory", "total:", "roofline floor:", "waves"})

@@ -18,6 +18,9 @@
 #include "runtime/host_tensors.h"
 #include "runtime/timing.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {
@@ -27,7 +30,7 @@ Graph load(const std::string& path) {
 }
 
 std::string small(const std::string& name) {
-  return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/" + name;
+  return weft::test::source_dir() + "/tests/golden/lower/" + name;
 }
 
 // Runs `g` with the CPU backend and with the interpreter (f64) on the same seeded inputs.
@@ -78,7 +81,7 @@ TEST(CpuBackend, MatchesInterpreterOnEveryExample) {
   int n = 0;
   std::vector<std::string> files;
   for (const auto& e :
-       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples"))
+       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
     if (e.path().extension() == ".weft") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) {

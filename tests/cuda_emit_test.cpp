@@ -20,6 +20,9 @@
 #include "runtime/program.h"
 #include "tests/emulation_check.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

@@ -23,6 +23,10 @@
 #include "runtime/dtype_convert.h"
 #include "runtime/host_tensors.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("GpuBackend.*", "gpu");
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_bf16.h>
@@ -271,7 +275,7 @@ TEST(CudaRuntime, BadSourceGivesNvccsMessage) {
 TEST(CudaRuntime, RejectsPlansForTheCpu) {
   SKIP_WITHOUT_NVCC();
   EXPECT_THROW(build_cuda_program(scale_add_plan("cpu"), scale_add_source()), UserError);
-  Graph g = load(std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.weft");
+  Graph g = load(weft::test::source_dir() + "/examples/gated_mlp.weft");
   EXPECT_THROW(compile_program(g, target_by_name("cpu"), Backend::cuda), UserError);
 }
 
@@ -312,7 +316,7 @@ TEST(CudaRuntime, NoDeviceIsAUserError) {
 
 TEST(CudaRuntime, CliWithoutDeviceExitsOne) {
   if (cuda_unavailable_reason().empty()) GTEST_SKIP() << "a CUDA device is present";
-  std::string ex = std::string(WEFT_SOURCE_DIR) + "/examples/";
+  std::string ex = weft::test::source_dir() + "/examples/";
   for (std::string args :
        {"run " + ex + "gated_mlp.weft --backend cuda",
         "run " + ex + "gated_mlp.fused.weft --backend cuda --compare " + ex + "gated_mlp.weft",
@@ -395,7 +399,7 @@ void expect_gpu_matches_interpreter(const Graph& g, uint64_t seed = 11) {
 TEST(GpuBackend, MatchesInterpreterOnEveryExample) {
   SKIP_WITHOUT_DEVICE();
   int n = 0;
-  for (const std::string& f : weft_files(std::string(WEFT_SOURCE_DIR) + "/examples")) {
+  for (const std::string& f : weft_files(weft::test::source_dir() + "/examples")) {
     SCOPED_TRACE(f);
     expect_gpu_matches_interpreter(load(f));
     ++n;
@@ -406,7 +410,7 @@ TEST(GpuBackend, MatchesInterpreterOnEveryExample) {
 TEST(GpuBackend, MatchesInterpreterOnTestPrograms) {
   SKIP_WITHOUT_DEVICE();
   int n = 0;
-  for (const std::string& f : weft_files(std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower")) {
+  for (const std::string& f : weft_files(weft::test::source_dir() + "/tests/golden/lower")) {
     SCOPED_TRACE(f);
     expect_gpu_matches_interpreter(load(f));
     ++n;
@@ -416,7 +420,7 @@ TEST(GpuBackend, MatchesInterpreterOnTestPrograms) {
 
 TEST(GpuBackend, TimesAnExampleWithEvents) {
   SKIP_WITHOUT_DEVICE();
-  Graph g = load(std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft");
+  Graph g = load(weft::test::source_dir() + "/examples/gated_mlp.fused.weft");
   auto prog = compile_program(g, target_for_device(require_cuda_device()), Backend::cuda);
   std::vector<std::vector<float>> in;
   for (const auto& t : random_inputs(g, 1)) in.emplace_back(t.data.begin(), t.data.end());

@@ -13,6 +13,9 @@
 #include "tests/emulation_check.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

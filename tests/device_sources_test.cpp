@@ -16,6 +16,9 @@
 #include "core/embedded_files.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -9,6 +9,10 @@
 #include <fstream>
 
 #include "ir/dot.h"
+#include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {
@@ -110,7 +114,7 @@ TEST(Dot, EscapesQuotesInNames) {
 TEST(DotCommand, WritesDotTextToStdoutOrAFile) {
   const char* env = std::getenv("WEFT_BINARY");
   std::string bin = env && *env ? env : WEFT_BINARY;
-  std::string example = std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft";
+  std::string example = weft::test::source_dir() + "/examples/gated_mlp.fused.weft";
   std::string out = testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".dot";
   std::string std_out =
       testing::TempDir() + "/weft_dot_test." + std::to_string(getpid()) + ".stdout";

@@ -13,6 +13,9 @@
 #include "lower/plan_text.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

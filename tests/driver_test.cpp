@@ -23,6 +23,10 @@
 #include "driver/optimize.h"
 #include "driver/optimize_report.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("OptimizeDriver.*", "tsan");
 
 namespace weft {
 namespace {

@@ -11,6 +11,9 @@
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

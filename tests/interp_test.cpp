@@ -21,6 +21,9 @@
 #include "ir/printer.h"
 #include "ir/validate.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

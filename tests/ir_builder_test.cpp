@@ -3,6 +3,9 @@
 
 #include "core/rational.h"
 #include "ir/graph.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -27,12 +27,16 @@
 #include "lower/schedule.h"
 #include "lower/select_layouts.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("LowerGolden.*", "golden");
 
 namespace weft {
 namespace {
 
 std::string golden_dir() {
-  return std::string(WEFT_SOURCE_DIR) + "/tests/golden/lower/";
+  return weft::test::source_dir() + "/tests/golden/lower/";
 }
 
 std::string read(const std::string& path) {
@@ -204,7 +208,7 @@ TEST(SelectLayouts, IsNoWorseThanRowMajorAndHonoursConstraints) {
   }
   // On the GPU, matmul operands with 128-byte rows (f16[256, 64] tiles of the full-size example)
   // are swizzled against bank conflicts; on the CPU nothing is.
-  std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft");
+  std::ifstream in(weft::test::source_dir() + "/examples/gated_mlp.fused.weft");
   std::stringstream ss;
   ss << in.rdbuf();
   Graph full = parse_graph(ss.str(), "gated_mlp.fused.weft");

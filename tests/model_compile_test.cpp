@@ -22,6 +22,9 @@
 #include "model/vm.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

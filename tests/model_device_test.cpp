@@ -19,6 +19,10 @@
 #include "onnx/import.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
+WEFT_TEST_TIERS_OF("DeviceVm.OnAGpu*", "gpu");
 
 namespace weft {
 namespace {

@@ -18,6 +18,9 @@
 #include "model/run_io.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

@@ -11,6 +11,9 @@
 #include "model/vm.h"
 #include "runtime/dtype_convert.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -14,6 +14,9 @@
 #include "model/printer.h"
 #include "model/vm.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -13,6 +13,9 @@
 #include "model/vm.h"
 #include "sym/interval.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -13,6 +13,10 @@
 #include "runtime/cuda_runtime.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("MpkBenchGpu.*", "gpu");
 
 namespace weft {
 namespace {

@@ -38,6 +38,10 @@
 #include "runtime/emulated_program.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("MpkDecodeTasksGpu.*", "gpu");
 
 namespace weft {
 namespace {

@@ -17,6 +17,9 @@
 #include "mpk/decoder_program.h"
 #include "mpk/megakernel_program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -29,6 +29,10 @@
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
+WEFT_TEST_TIERS_OF("MpkMegakernelGpu.*", "gpu");
 
 namespace weft {
 namespace {

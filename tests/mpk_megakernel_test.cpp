@@ -23,6 +23,10 @@
 #include "mpk/megakernel_run.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
+WEFT_TEST_TIERS_OF("MpkMegakernel.GpuRefusesWhatCannotBeCoResident", "gpu");
 
 namespace weft {
 namespace {

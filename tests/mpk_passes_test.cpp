@@ -15,6 +15,10 @@
 #include "mpk/tgraph_text.h"
 #include "mpk/verify_tgraph.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("MpkGolden.*", "golden");
 
 namespace weft {
 namespace {

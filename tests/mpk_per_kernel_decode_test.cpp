@@ -22,6 +22,10 @@
 #include "runtime/cuda_runtime.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("MpkPerKernelDecodeGpu.*", "gpu");
 
 namespace weft {
 namespace {

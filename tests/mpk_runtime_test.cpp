@@ -22,6 +22,11 @@
 #include "runtime/dtype_convert.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
+WEFT_TEST_TIERS_OF("MpkRuntime.*", "tsan");
+WEFT_TEST_TIERS_OF("MpkTrace.*", "tsan");
 
 namespace weft {
 namespace {

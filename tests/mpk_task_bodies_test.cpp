@@ -30,6 +30,9 @@
 #include "runtime/program.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

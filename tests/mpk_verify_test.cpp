@@ -14,6 +14,10 @@
 #include "mpk/verify_tgraph.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("MpkProperty.*", "property");
 
 namespace weft {
 namespace {

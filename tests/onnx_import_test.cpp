@@ -18,6 +18,9 @@
 #include "onnx/import.h"
 #include "onnx/run.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -8,6 +8,9 @@
 #include "onnx/import.h"
 #include "onnx/operators.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

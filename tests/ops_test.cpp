@@ -29,6 +29,9 @@
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
 #include "verify/error_bound.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

@@ -17,6 +17,9 @@
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

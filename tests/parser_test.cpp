@@ -9,6 +9,9 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {
@@ -20,7 +23,7 @@ std::string read_file(const std::filesystem::path& p) {
 std::vector<std::filesystem::path> example_files() {
   std::vector<std::filesystem::path> files;
   for (const auto& e :
-       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples"))
+       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
     if (e.path().extension() == ".weft") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
@@ -48,7 +51,7 @@ TEST(Parser, EveryExampleParses) {
 }
 
 TEST(Parser, FusedRmsNormLinearHasTheExpectedStructure) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.fused.weft";
+  std::string path = weft::test::source_dir() + "/examples/rms_norm_linear.fused.weft";
   Graph g = parse_graph(read_file(path), path);
   EXPECT_EQ(g.name, "rms_norm_linear_fused");
   ASSERT_EQ(g.inputs.size(), 2u);
@@ -185,7 +188,7 @@ TEST(Parser, ErrorsAreLocatedAndSayWhatWasExpected) {
 }
 
 TEST(Parser, ThreadGraphsAndStages) {
-  std::string path = std::string(WEFT_SOURCE_DIR) + "/examples/gated_mlp.fused.weft";
+  std::string path = weft::test::source_dir() + "/examples/gated_mlp.fused.weft";
   Graph g = parse_graph(read_file(path), path);
   const Graph& b = *g.ops[0].body;
   const Op* thread = nullptr;

@@ -10,6 +10,9 @@
 #include "search/partition.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -13,6 +13,9 @@
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

@@ -11,6 +11,9 @@
 #include "ir/validate.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {
@@ -33,7 +36,7 @@ void expect_round_trip(const Graph& g, const std::string& what) {
 TEST(RoundTrip, Examples) {
   int n = 0;
   for (const auto& e :
-       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples")) {
+       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples")) {
     if (e.path().extension() != ".weft") continue;
     Graph g = test::load_graph_file(e.path().string());
     expect_round_trip(g, e.path().string());

@@ -16,6 +16,11 @@
 #include "search/kernel_search.h"
 #include "search/memory_account.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("SearchMemoryBudget.AccountFollows*", "tsan");
+WEFT_TEST_TIERS_OF("SearchMemoryBudget.AFullMemo*", "tsan");
 
 namespace weft {
 namespace {

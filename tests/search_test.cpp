@@ -24,6 +24,10 @@
 #include "search/dim_classes.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("Optimize.*", "tsan");
 
 namespace weft {
 namespace {
@@ -131,7 +135,7 @@ TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
 
 TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
   Graph p =
-      expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+      expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   ASSERT_TRUE(dc.usable);
   int8_t rows = dc.input_dims[0][0], k_x = dc.input_dims[0][1];
@@ -147,7 +151,7 @@ TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
 
 TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
   Graph p =
-      expand_composites(load(std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.weft"));
+      expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   std::vector<TensorType> operands = {p.type(p.inputs[0]), p.type(p.inputs[1])};
   SearchConfig config;

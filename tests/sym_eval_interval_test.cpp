@@ -5,6 +5,9 @@
 #include "sym/evaluate.h"
 #include "sym/interval.h"
 #include "tests/sym_test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -8,6 +8,9 @@
 
 #include "tests/sym_test_util.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("golden");
 
 namespace weft {
 namespace {

@@ -6,6 +6,9 @@
 
 #include "sym/parse.h"
 #include "tests/sym_test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

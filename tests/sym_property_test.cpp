@@ -23,6 +23,9 @@
 #include "sym/prove.h"
 #include "sym/rewrite.h"
 #include "tests/sym_test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("property");
 
 namespace weft {
 namespace {

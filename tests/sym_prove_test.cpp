@@ -8,6 +8,11 @@
 #include "sym/parse.h"
 #include "sym/prove.h"
 #include "tests/sym_test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("SymConcurrency.*", "tsan");
+WEFT_TEST_TIERS_OF("SymProve.*", "tsan");
 
 namespace weft {
 namespace {

@@ -14,8 +14,15 @@
 
 namespace weft::test {
 
+std::string source_dir() {
+  // A test binary that travels without its build tree (make gpu-bundle) finds the checkout it
+  // runs in through $WEFT_SOURCE_DIR.
+  if (const char* env = std::getenv("WEFT_SOURCE_DIR"); env && *env) return env;
+  return WEFT_SOURCE_DIR;
+}
+
 std::string source_path(const std::string& relative) {
-  return std::string(WEFT_SOURCE_DIR) + "/" + relative;
+  return source_dir() + "/" + relative;
 }
 
 std::string example_path(const std::string& name) {

@@ -10,7 +10,9 @@
 
 namespace weft::test {
 
-// WEFT_SOURCE_DIR/relative, and examples/NAME in particular.
+// The checkout the tests read their data from: $WEFT_SOURCE_DIR, else the one they were built in.
+std::string source_dir();
+// source_dir()/relative, and examples/NAME in particular.
 std::string source_path(const std::string& relative);
 std::string example_path(const std::string& name);
 

@@ -13,6 +13,9 @@
 #include "ir/parser.h"
 #include "ir/validate.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {
@@ -528,7 +531,7 @@ std::string read_file(const std::string& path) {
 TEST(Validate, EveryExampleFileIsValidOnH100AndH200) {
   int count = 0;
   for (const auto& e :
-       std::filesystem::directory_iterator(std::string(WEFT_SOURCE_DIR) + "/examples")) {
+       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples")) {
     if (e.path().extension() != ".weft") continue;
     Graph g = parse_graph(read_file(e.path().string()), e.path().string());
     for (const char* t : {"h100", "h200"}) {
@@ -548,7 +551,7 @@ std::pair<int, std::string> run_cli(const std::string& args) {
 TEST(CheckCommand, PrintsASummaryOrEveryViolation) {
   std::string dir = testing::TempDir();
   auto [rc, out] =
-      run_cli("check " + std::string(WEFT_SOURCE_DIR) + "/examples/rms_norm_linear.fused.weft");
+      run_cli("check " + weft::test::source_dir() + "/examples/rms_norm_linear.fused.weft");
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out,
             "ok: 2 inputs, 1 output, 1 graph-defined kernel (grid 96x1x1, loop 16, 56.2 KiB "

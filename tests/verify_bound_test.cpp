@@ -6,6 +6,9 @@
 #include "ir/parser.h"
 #include "verify/error_bound.h"
 #include "verify/field.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

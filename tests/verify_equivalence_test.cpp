@@ -17,6 +17,9 @@
 #include "verify/field_domain.h"
 #include "verify/fingerprint_cache.h"
 #include "verify/float_check.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -7,6 +7,10 @@
 #include "verify/field.h"
 #include "verify/field_domain.h"
 #include "verify/field_matmul.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS_OF("FieldMatmul.*", "tsan");
 
 namespace weft {
 namespace {

@@ -11,6 +11,9 @@
 #include "testing/mutate.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
 
 namespace weft {
 namespace {

@@ -10,6 +10,9 @@
 
 #include "ir/parser.h"
 #include "verify/equivalence.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("property");
 
 namespace weft {
 namespace {
