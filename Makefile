@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps build demo test check-layers test-unit python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps clean
+.PHONY: all deps build demo test check-layers test-unit python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps gpu-bundle gpu-rehearse clean
 
 all: build
 
@@ -31,10 +31,10 @@ demo: build
 # unit, golden, property, gpu; loads_generated (leak detection off under ASan), tsan (run under
 # ThreadSanitizer). `ctest -L NAME` runs one tier.
 
-# Everything CI runs: the include-layering check first (a second), unit/golden/property tests,
-# the same under ASan+UBSan, the parallel search under TSan, and a short fuzz run; the unit tests
-# run last so their summary closes the output.
-test: check-layers test-fuzz test-asan test-tsan test-python test-unit
+# Everything CI runs: the include-layering check first (a second), a short fuzz run, the tests
+# under ASan+UBSan, the tsan tier under TSan, the Python tests, the GPU check's rehearsal, and the
+# whole ctest suite last so its summary closes the output.
+test: check-layers test-fuzz test-asan test-tsan test-python gpu-rehearse test-unit
 
 # No #include against the layer order of scripts/layers.txt (also a ctest test).
 check-layers:
@@ -98,17 +98,27 @@ test-fuzz: deps
 bench: build
 	scripts/run-benchmarks.sh $(BUILD)
 
-# The one command for a GPU machine (scripts/gpu-check.sh): Release build in build-gpu, the GPU
-# tests, compute-sanitizer, weft vs PyTorch and the cost model's ranking; logs in gpu-out, results
-# copied to $$OUT when set. GPU_CHECK_PART=1, 2, 3 or 4 runs one part (each under 10 minutes on
-# an H100 machine). Without a GPU it says so and fails.
+# The one command for a GPU machine (scripts/gpu-check.sh), sized to one device call (at most 8
+# minutes on one H100): the steps that return the most first, each under its own limit, summary.md
+# copied to $$OUT after each. GPU_CHECK_PART=full runs the long sweeps. It uses the binaries of
+# `make gpu-bundle` (carry .gpu-bundle), else builds weft there from .gpu-deps.
 gpu-check:
 	JOBS=$(JOBS) scripts/gpu-check.sh
 
-# The build dependencies as Debian packages in .gpu-deps/, for a GPU machine with no package
-# registry (gpu-check unpacks them there into a private prefix).
+# weft and weft_tests with the shared libraries they need, in .gpu-bundle/ (carried to a GPU
+# machine that has no package registry: run(carry=[".gpu-bundle"])).
+gpu-bundle: build
+	scripts/gpu-bundle.sh $(BUILD)
+
+# The build dependencies as Debian packages in .gpu-deps/, for gpu-check's fallback build on a GPU
+# machine without a package registry (unpacked there into a private prefix).
 gpu-deps:
 	scripts/gpu-deps.sh fetch
+
+# The GPU check rehearsed without a GPU (part of `make test`): the bundle, the fallback build from
+# the carried packages alone, the script's dry run, and negative controls (scripts/gpu-rehearse.sh).
+gpu-rehearse: build
+	scripts/gpu-rehearse.sh $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

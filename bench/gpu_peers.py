@@ -116,13 +116,19 @@ def time_cuda(torch, fn, warmup, reps):
     return statistics.median(times)
 
 
-def peer_programs(torch, name, shapes):
-    """{label: fn} for one example, on random f16 inputs of `shapes` (weft's input shapes)."""
+def peer_programs(torch, name, shapes, compile_peer=True):
+    """{label: fn} for one example, on random f16 inputs of `shapes` (weft's input shapes);
+    torch.compile only when `compile_peer` (it compiles for minutes)."""
     F = torch.nn.functional
     gen = torch.Generator(device="cuda").manual_seed(0)
 
     def rand(shape):
         return (torch.rand(shape, device="cuda", generator=gen, dtype=torch.float32) * 2 - 1).half()
+
+    def with_compile(fns):
+        if compile_peer:
+            fns["torch.compile"] = torch.compile(fns["eager"])
+        return fns
 
     if name == "rms_norm_linear":
         X, W = rand(shapes["X"]), rand(shapes["W"])
@@ -130,16 +136,15 @@ def peer_programs(torch, name, shapes):
         def eager():
             return F.rms_norm(X, (X.shape[-1],), eps=1e-6) @ W
 
-        return {"eager": eager, "torch.compile": torch.compile(eager),
-                "cuBLAS only": lambda: torch.mm(X, W)}
+        return with_compile({"eager": eager, "cuBLAS only": lambda: torch.mm(X, W)})
     if name == "gated_mlp":
         X, W1, W2 = rand(shapes["X"]), rand(shapes["W1"]), rand(shapes["W2"])
 
         def eager():
             return F.silu(X @ W1) * (X @ W2)
 
-        return {"eager": eager, "torch.compile": torch.compile(eager),
-                "cuBLAS only": lambda: (torch.mm(X, W1), torch.mm(X, W2))}
+        return with_compile({"eager": eager,
+                             "cuBLAS only": lambda: (torch.mm(X, W1), torch.mm(X, W2))})
     if name == "gqa_attention":
         Q, K, V = rand(shapes["Q"]), rand(shapes["K"]), rand(shapes["V"])
 
@@ -152,10 +157,10 @@ def peer_programs(torch, name, shapes):
         # softmax(Q K / sqrt(D)) V with K given as [B, D, S]: SDPA wants [B, H, S, D] (its default
         # scale is the same 1/sqrt(D); SDPA subtracts the row max, which the program does not).
         Kt = K.transpose(1, 2).contiguous()
-        return {"eager": eager, "torch.compile": torch.compile(eager),
+        return with_compile({"eager": eager,
                 "cuBLAS only": lambda: torch.bmm(torch.bmm(Q, K), V),
                 "SDPA": lambda: F.scaled_dot_product_attention(
-                    Q.unsqueeze(1), Kt.unsqueeze(1), V.unsqueeze(1), scale=scale)}
+                    Q.unsqueeze(1), Kt.unsqueeze(1), V.unsqueeze(1), scale=scale)})
     return {}
 
 
@@ -239,7 +244,8 @@ def run_peers(a, header):
             row["peers_error"] = why_not
         else:
             try:
-                for label, fn in peer_programs(torch, name, input_shapes(program)).items():
+                for label, fn in peer_programs(torch, name, input_shapes(program),
+                                               not a.no_compile).items():
                     row["peers"][label] = round(time_cuda(torch, fn, a.warmup, a.reps), 2)
                     print(f"  {label}: {row['peers'][label]:.1f} us", flush=True)
             except Exception as e:  # report, keep the weft figures
@@ -389,6 +395,8 @@ def main():
     ap.add_argument("--driver", default="unknown")
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--no-compile", action="store_true",
+                    help="leave torch.compile out (it takes minutes; make gpu-check's quick part)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     global OUT_DIR

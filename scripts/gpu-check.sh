@@ -1,70 +1,172 @@
 #!/usr/bin/env bash
-# `make gpu-check`: the one command for a GPU machine. Builds Release in build-gpu, runs the GPU
-# tests, compute-sanitizer (memcheck, racecheck) on every example at test size, weft vs PyTorch
-# peers, and the cost model's rank correlation on the top-k of `weft optimize`. A failing step does
-# not stop the others; the script exits non-zero at the end, after a summary.
+# `make gpu-check`: the one command for a GPU machine, sized to one device call: at most 8 minutes
+# on one H100 with 16 cores, from a bare machine, when the binaries come prepared
+# (`make gpu-bundle` here, carried as .gpu-bundle). Its steps run in the order of the value of what
+# they return, each under its own time limit, and summary.md is written (and copied to $OUT) after
+# every step, so a run cut short still reports what it finished:
 #
-# Three parts, each under the device tool's 10-minute limit per command on a 16-core H100 machine
-# (GPU_CHECK_PART): 1 = build, tests, sanitizers; 2 = search, peers, ranking; 3 = the persistent
-# mega-kernel (docs/mpk.md): its GPU tests, compute-sanitizer racecheck and synccheck on them,
-# the hop chain; 4 = its benches, the 1,000-iteration soak and the 256-token decode of the 0.6B
-# step (each part reuses build-gpu when the machine is still warm, else rebuilds); all (default)
-# = all.
+#   probe         nvidia-smi, nvcc, compute-sanitizer, PyTorch
+#   binaries      the bundle checked (or, without one, weft built here from carried packages)
+#   prebuild      the CUDA units of the examples and test programs, nvcc in parallel
+#   kernels       the GPU tests of generated kernels (one process each: a trapped kernel names its
+#                 test and cannot poison the others) and the examples' fused µGraphs vs the
+#                 interpreter
+#   peers         weft vs PyTorch eager (cuBLAS, SDPA) on the same programs, CUDA events, medians
+#   mpk-tiny      the persistent kernel's GPU tests, the tiny decode vs the per-kernel path, the
+#                 hop latency
+#   mpk-0.6b      one decode step of the Qwen3-0.6B-shaped program vs the weight-bandwidth floor
+#   model-device  a compiled ONNX transformer device-resident vs its CPU run
+#   sanitizer     memcheck on a fused kernel and a graph replay; synccheck and racecheck on the
+#                 tiny persistent kernel
 #
-# Logs go to a work folder (gpu-out); what comes back from the device tool is limited to 8 files
-# two folders deep, so $OUT gets summary.md, peers.md/json, ranking.md/json, gpu-tests.xml and
-# one gpu-check-logs.tar.gz of the work folder, refreshed after every step (a run cut short at its
-# time limit still returns what it finished).
+# GPU_CHECK_PART=full runs the long sweeps instead (every program under memcheck and racecheck,
+# optimize with torch.compile peers and the cost model's ranking, the mega-kernel's soak and its
+# 256-token decode): several calls' worth.
 #
-# Dependencies: a GPU machine without a package registry builds against the Debian packages of
-# .gpu-deps/ (fetched here by `make gpu-deps`, carried along: run(carry=[".gpu-deps"])), unpacked
-# to a private prefix; nothing is installed.
+# GPU_CHECK_DRY_RUN=1 runs nothing on a GPU: it prints the plan and every command with its limit,
+# and fails when a program or file a step needs is missing (make gpu-rehearse runs it here).
 #
-# Environment: OUT, GPU_CHECK_PART (all), WEFT_GPU_BUILD (build-gpu), JOBS (nproc),
-# GPU_CHECK_SEARCH_BUDGET (seconds of search per example, 20), GPU_CHECK_TOP_K (10),
-# GPU_CHECK_REPS (200), GPU_CHECK_STEP_TIMEOUT (seconds per step, 420),
-# GPU_CHECK_WITHOUT_GPU=1 (run the steps anyway without a GPU: a dry run of the script),
-# GPU_CHECK_SKIP_BUILD=1 (use the existing build directory as it is).
+# Environment: OUT (where results are copied), GPU_CHECK_PART (quick), GPU_CHECK_BUNDLE
+# (.gpu-bundle), WEFT_GPU_BUILD (build-gpu, the fallback build), JOBS (nproc), GPU_CHECK_REPS (50),
+# GPU_CHECK_WITHOUT_GPU=1 (run the steps without a GPU: they fail, the script is exercised).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 publish_dir=${OUT:-}
 out=$root/gpu-out
-mkdir -p "$out"
-part=${GPU_CHECK_PART:-all}
+part=${GPU_CHECK_PART:-quick}
+dry=${GPU_CHECK_DRY_RUN:-0}
+bundle=${GPU_CHECK_BUNDLE:-.gpu-bundle}
 build=${WEFT_GPU_BUILD:-build-gpu}
 jobs=${JOBS:-$(nproc)}
-budget=${GPU_CHECK_SEARCH_BUDGET:-20}
-top_k=${GPU_CHECK_TOP_K:-10}
-reps=${GPU_CHECK_REPS:-200}
-step_timeout=${GPU_CHECK_STEP_TIMEOUT:-420}
-weft=$root/$build/weft
-# One nvcc cache for the whole run: the parallel prebuild below fills it for the later steps.
-export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-$root/$build/weft-cache}
-export WEFT_BINARY=$weft
-examples=(rms_norm_linear gated_mlp gqa_attention)
+reps=${GPU_CHECK_REPS:-50}
 started=$SECONDS
 case "$part" in
-  1 | 2 | 3 | 4 | all) ;;
-  *) echo "gpu-check: GPU_CHECK_PART must be 1, 2, 3, 4 or all, not '$part'" >&2; exit 2 ;;
+  quick | full) ;;
+  *) echo "gpu-check: GPU_CHECK_PART must be quick or full, not '$part'" >&2; exit 2 ;;
 esac
-in_part() { [ "$part" = all ] || [ "$part" = "$1" ]; }
+mkdir -p "$out"
 
+# ---- the plan: each step's time limit in seconds, estimated for the 16-core H100 machine ----
+# (estimates until a run on a GPU measures them; docs/benchmarks.md keeps the measured times)
+if [ -x "$bundle/bin/weft" ]; then binaries_limit=30; else binaries_limit=300; fi
+quick_steps=(probe binaries prebuild kernels peers mpk-tiny mpk-0.6b model-device sanitizer)
+declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=45 [kernels]=60 [peers]=60
+  [mpk-tiny]=60 [mpk-0.6b]=60 [model-device]=75 [sanitizer]=60
+  [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
+  [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
+  [mpk-soak]=300 [mpk-decode-256]=420)
+full_steps=(probe binaries prebuild gpu-tests memcheck racecheck optimize prebuild-candidates
+  peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench mpk-soak mpk-decode-256)
+if [ "$part" = quick ]; then steps=("${quick_steps[@]}"); else steps=("${full_steps[@]}"); fi
+planned=0
+for s in "${steps[@]}"; do planned=$((planned + limit[$s])); done
+echo "gpu-check: part $part, planned step budget $planned s ($((planned / 60)) min $((planned % 60)) s;" \
+  "estimates for one H100 with 16 cores, not yet measured on a GPU):"
+for s in "${steps[@]}"; do printf '  %-14s %4d s\n' "$s" "${limit[$s]}"; done
+if [ "$part" = quick ] && [ $planned -gt 480 ]; then
+  echo "gpu-check: the plan exceeds 8 minutes: without a bundle weft is built here first;" \
+    "run \`make gpu-bundle\` where nvcc is and carry .gpu-bundle"
+fi
+
+# ---- results ----
 names=() results=() durations=()
-# step NAME COMMAND...: runs COMMAND with its output in $out/NAME.log and records the result.
-step() {
-  local name=$1 t0=$SECONDS rc
+summary() {
+  {
+    echo "# gpu-check on ${gpu:-no GPU}"
+    echo
+    echo "driver ${driver:-none}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, part $part," \
+      "$((SECONDS - started)) s of $planned s planned"
+    echo
+    echo "| step | result | seconds | limit |"
+    echo "| --- | --- | --- | --- |"
+    for i in "${!names[@]}"; do
+      echo "| ${names[$i]} | ${results[$i]} | ${durations[$i]} | ${limit[${names[$i]}]:-} |"
+    done
+    local f
+    for f in "$out"/figures-*.txt; do
+      [ -f "$f" ] || continue
+      echo
+      echo "## ${f##*/figures-}" | sed 's/\.txt$//'
+      echo
+      echo '```'
+      cat "$f"
+      echo '```'
+    done
+  } >"$out/summary.md"
+  publish
+}
+# Copies what the device tool can bring back (at most 8 files) into $OUT.
+publish() {
+  [ -n "$publish_dir" ] || return 0
+  mkdir -p "$publish_dir"
+  local f
+  for f in summary.md peers.md peers.json gpu-tests.txt ranking.md; do
+    [ -f "$out/$f" ] && cp "$out/$f" "$publish_dir/"
+  done
+  tar -czf "$publish_dir/gpu-check-logs.tar.gz" -C "$root" --exclude='*.so' --exclude='*.o' \
+    --exclude='*.npz' --exclude='compiled' gpu-out 2>/dev/null
+  return 0
+}
+# figures NAME LINES...: key lines of a step, shown in summary.md.
+figures() {
+  local name=$1
   shift
-  printf '== %-22s ' "$name"
-  # Each step runs in its own process group (set -m), so the watchdog can stop all of it
-  # (nvcc, compute-sanitizer, python) when it outlives its time; shell functions cannot run under
-  # timeout(1).
+  printf '%s\n' "$@" >>"$out/figures-$name.txt"
+}
+
+# ---- running a step ----
+# x COMMAND...: every command a step runs goes through x; a dry run prints it and checks that the
+# program exists instead of running it.
+x() {
+  if [ "$dry" = 1 ]; then
+    echo "    $*"
+    # The GPU machine's own tools are checked by its probe step, not here.
+    case "${1##*/}" in nvidia-smi | compute-sanitizer) return 0 ;; esac
+    if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ]; then
+      echo "gpu-check: dry run: '$1' is not a program here" >&2
+      return 1
+    fi
+    # weft's own commands are parsed (not run) by the binary the run would use, so a wrong flag
+    # fails the rehearsal; a file an earlier step would have written is allowed to be missing.
+    if [ "$1" = "$weft" ]; then
+      local msg
+      if ! msg=$(WEFT_PARSE_ONLY=1 "$@" 2>&1) && ! grep -q "does not exist" <<<"$msg"; then
+        echo "gpu-check: dry run: weft rejects these arguments: $msg" >&2
+        return 1
+      fi
+    fi
+    return 0
+  fi
+  "$@"
+}
+# need FILE...: a file a step reads (checked in a dry run too).
+need() {
+  local f
+  for f in "$@"; do
+    [ -e "$f" ] || { echo "gpu-check: $f is missing"; return 1; }
+  done
+}
+# step NAME FUNCTION: runs FUNCTION under the step's limit, its output in $out/NAME.log.
+step() {
+  local name=$1 fn=$2 t0=$SECONDS rc
+  local lim=${limit[$name]}
+  if [ "$dry" = 1 ]; then
+    echo "== $name (limit $lim s)"
+    "$fn"
+    rc=$?
+    names+=("$name") durations+=(0)
+    if [ $rc -eq 0 ]; then results+=("dry run"); else results+=("FAILED dry run (exit $rc)"); fi
+    return 0
+  fi
+  printf '== %-14s (limit %3d s) ' "$name" "$lim"
+  # Its own process group (set -m), so the watchdog stops all of it (nvcc, compute-sanitizer,
+  # python) when it outlives its limit.
   set -m
-  ("$@") >"$out/$name.log" 2>&1 &
+  ("$fn") >"$out/$name.log" 2>&1 &
   local pid=$!
-  (sleep "$step_timeout" && echo "gpu-check: step $name stopped after $step_timeout s" \
-    >>"$out/$name.log" && kill -TERM -- -"$pid" && sleep 10 && kill -KILL -- -"$pid") \
-    >/dev/null 2>&1 &
+  (sleep "$lim" && echo "gpu-check: step $name stopped at its limit of $lim s" >>"$out/$name.log" &&
+    kill -TERM -- -"$pid" && sleep 5 && kill -KILL -- -"$pid") >/dev/null 2>&1 &
   local watchdog=$!
   set +m
   wait "$pid"
@@ -72,38 +174,16 @@ step() {
   kill -TERM -- -"$watchdog" 2>/dev/null
   wait "$watchdog" 2>/dev/null
   names+=("$name") durations+=($((SECONDS - t0)))
-  if [ $rc -eq 0 ]; then results+=(ok); else results+=("FAILED (exit $rc)"); fi
-  printf '%s in %ds (log: %s)\n' "${results[-1]}" $((SECONDS - t0)) "$out/$name.log"
-  [ $rc -eq 0 ] || tail -n 15 "$out/$name.log" | sed 's/^/   | /'
-  summary >/dev/null
-  return 0
-}
-
-summary() {
-  {
-    echo "# gpu-check on ${gpu:-no GPU}"
-    echo
-    echo "driver ${driver:-none}, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, part $part, total $((SECONDS - started)) s"
-    echo
-    echo "| step | result | seconds |"
-    echo "| --- | --- | --- |"
-    for i in "${!names[@]}"; do echo "| ${names[$i]} | ${results[$i]} | ${durations[$i]} |"; done
-  } >"$out/summary.md"
-  publish
-  echo
-  cat "$out/summary.md"
-}
-
-# Copies the results the device tool can bring back (at most 8 files) into $OUT.
-publish() {
-  [ -n "$publish_dir" ] || return 0
-  mkdir -p "$publish_dir"
-  local f
-  for f in summary.md peers.md peers.json ranking.md ranking.json gpu-tests.xml mpk-tests.xml; do
-    [ -f "$out/$f" ] && cp "$out/$f" "$publish_dir/"
-  done
-  tar -czf "$publish_dir/gpu-check-logs.tar.gz" -C "$root" --exclude='*.so' --exclude='*.o' \
-    gpu-out 2>/dev/null
+  if [ $rc -eq 0 ]; then
+    results+=(ok)
+  elif grep -q "stopped at its limit" "$out/$name.log"; then
+    results+=("CUT at its limit")
+  else
+    results+=("FAILED (exit $rc)")
+  fi
+  printf '%s in %ds\n' "${results[-1]}" $((SECONDS - t0))
+  [ $rc -eq 0 ] || tail -n 12 "$out/$name.log" | sed 's/^/   | /'
+  summary
   return 0
 }
 
@@ -112,19 +192,15 @@ gpu="" driver=""
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
   driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
-elif ls /proc/driver/nvidia/gpus/*/information >/dev/null 2>&1; then
-  gpu=$(grep -h -m1 '^Model:' /proc/driver/nvidia/gpus/*/information | head -n 1 | cut -d: -f2 | xargs)
-  driver=$(sed -n 's/.*Kernel Module *\([0-9.]*\).*/\1/p' /proc/driver/nvidia/version | head -n 1)
 fi
-if [ -z "$gpu" ]; then
-  echo "gpu-check: NO GPU on this machine: nvidia-smi finds no NVIDIA GPU and there is no"
-  echo "gpu-check: /proc/driver/nvidia. Run \`make gpu-check\` on a machine with an NVIDIA GPU."
+if [ -z "$gpu" ] && [ "$dry" != 1 ]; then
+  echo "gpu-check: NO GPU on this machine (nvidia-smi finds none). Run \`make gpu-check\` on a"
+  echo "gpu-check: machine with an NVIDIA GPU; GPU_CHECK_DRY_RUN=1 checks the plan without one."
   if [ "${GPU_CHECK_WITHOUT_GPU:-0}" != 1 ]; then
     names+=(gpu) results+=("FAILED: no GPU") durations+=(0)
     summary
     exit 1
   fi
-  echo "gpu-check: GPU_CHECK_WITHOUT_GPU=1: running the steps anyway (the GPU ones will fail)"
 fi
 case "$gpu" in
   *H200*) target=h200 ;;
@@ -132,205 +208,297 @@ case "$gpu" in
   *) target=h100 ;;
 esac
 echo "gpu-check: ${gpu:-no GPU} (driver ${driver:-none}), weft target $target, $jobs jobs, logs in $out"
+rm -f "$out"/figures-*.txt
 
-# ---- (a) build ----
-# Build dependencies: the machine's own, or the Debian packages carried in .gpu-deps/.
-if ls .gpu-deps/*.deb >/dev/null 2>&1; then
-  deps_prefix=$(scripts/gpu-deps.sh unpack "$root/$build/deps") || exit 1
-  export CMAKE_PREFIX_PATH=$deps_prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export LD_LIBRARY_PATH=$deps_prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  echo "gpu-check: build dependencies from .gpu-deps, unpacked under $deps_prefix"
-fi
-build_weft() {
-  # No -Werror here: the GPU machine's compiler may warn where CI's does not; CI holds that line.
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=OFF \
-    -DWEFT_BUILD_BENCH=OFF | tee "$out/cmake.txt" || {
-    echo "gpu-check: cmake failed; on a machine without fmt, TBB, Z3, GTest, CLI11 and"
-    echo "gpu-check: nlohmann-json, run \`make gpu-deps\` where apt works and carry .gpu-deps along"
-    return 1
-  }
-  if ! grep -q "CUDA runtime enabled" "$out/cmake.txt"; then
-    echo "gpu-check: cmake did not find the CUDA toolkit: the CUDA backend would be disabled"
-    return 1
-  fi
-  ninja -C "$build" -j"$jobs" weft weft_tests
-}
-if [ "${GPU_CHECK_SKIP_BUILD:-0}" = 1 ]; then
-  echo "gpu-check: GPU_CHECK_SKIP_BUILD=1: using the existing $build"
+# ---- the binaries: the bundle, or a build from carried packages ----
+if [ -x "$bundle/bin/weft" ]; then
+  bin=$root/$bundle/bin
 else
-  step build build_weft
+  bin=$root/$build
 fi
-if [ ! -x "$weft" ]; then
-  echo "gpu-check: no weft binary, nothing else can run"
-  summary
-  exit 1
-fi
+weft=$bin/weft
+tests_bin=$bin/weft_tests
+export WEFT_BINARY=$weft WEFT_SOURCE_DIR=$root
+# One nvcc cache for the whole run: prebuild fills it for the later steps.
+export WEFT_CACHE_DIR=${WEFT_CACHE_DIR:-$out/weft-cache}
+sanitizer=$(command -v compute-sanitizer || true)
+for s in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  [ -n "$sanitizer" ] || { [ -x "$s" ] && sanitizer=$s; }
+done
+[ -n "$sanitizer" ] || sanitizer=compute-sanitizer
 
-# Builds every CUDA library the later steps load, in parallel (nvcc is the slow part of each).
-prebuild() {
-  [ $# -gt 0 ] || { echo "nothing to build"; return 1; }
+probe() {
+  x nvidia-smi
+  x nvcc --version
+  x "$sanitizer" --version
+  x python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
+  x nproc
+  [ "$dry" = 1 ] || figures probe "${gpu:-no GPU}, driver ${driver:-none}, $(nproc) cores" \
+    "$(nvcc --version 2>/dev/null | tail -n 1)"
+  return 0
+}
+
+build_from_source() {
+  # Build dependencies: the machine's own, or the Debian packages carried in .gpu-deps/.
+  if ls .gpu-deps/*.deb >/dev/null 2>&1; then
+    local prefix
+    prefix=$(x scripts/gpu-deps.sh unpack "$root/$build/deps") || return 1
+    export CMAKE_PREFIX_PATH=$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+    export LD_LIBRARY_PATH=$prefix/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  x cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_WERROR=OFF \
+    -DWEFT_BUILD_BENCH=OFF | tee "$out/cmake.txt" || return 1
+  [ "$dry" = 1 ] || grep -q "CUDA runtime enabled" "$out/cmake.txt" ||
+    { echo "gpu-check: cmake did not find the CUDA toolkit"; return 1; }
+  x ninja -C "$build" -j"$jobs" weft weft_tests
+}
+binaries() {
+  if [ -x "$bundle/bin/weft" ]; then
+    x scripts/gpu-bundle.sh check "$bundle" || return 1
+    head -n 1 "$bundle/MANIFEST"
+  else
+    echo "gpu-check: no $bundle: building weft here (make gpu-bundle prepares it where nvcc is)"
+    build_from_source || return 1
+  fi
+  x "$weft" --version
+}
+
+# The CUDA units the later steps load, built in parallel (nvcc is the slow part of each).
+prebuild_units() {
   # shellcheck disable=SC2016  # the inner script expands its own variables
   printf '%s\n' "$@" | xargs -P "$jobs" -I{} sh -c \
     'd=$(mktemp -d) && "$0" compile "{}" --target "$1" -o "$d" >"$d/log" 2>&1 || { cat "$d/log"; echo "FAILED: {}"; exit 1; }; tail -n 1 "$d/log"; rm -rf "$d"' \
     "$weft" "$target"
 }
-small=(tests/golden/lower/*.weft)
+programs=(examples/rms_norm_linear.weft examples/gated_mlp.weft examples/gqa_attention.weft
+  examples/rms_norm_linear.fused.weft examples/gated_mlp.fused.weft examples/gqa_attention.fused.weft
+  tests/golden/lower/*.weft)
+prebuild() {
+  need "${programs[@]}" || return 1
+  if [ "$dry" = 1 ]; then
+    x "$weft" compile PROGRAM --target "$target" -o DIR
+    return
+  fi
+  prebuild_units "${programs[@]}"
+}
 
-# ---- part 1: GPU tests and sanitizers ----
-gpu_tests() {
-  "$build/weft_tests" --gtest_filter='GpuBackend.*:CudaRuntime.*:CudaCompile.*' \
-    --gtest_output="xml:$out/gpu-tests.xml"
+# tier_tests LABEL PATTERN: the tests of a tier (tests/tiers.h) whose name matches PATTERN (grep -E).
+tier_tests() {
+  "$tests_bin" --weft_list_tiers | awk -F'\t' -v l="$1" '$2 ~ "(^|,)" l "(,|$)" {print $1}' |
+    grep -E "$2"
+}
+# one_test LIMIT NAME: one test in its own process under LIMIT seconds, so that a kernel that traps
+# (which poisons its CUDA context) or hangs is named and cannot take other tests down with it.
+one_test() {
+  local lim=$1 t=$2 r log
+  log=$out/tests/$t.log
+  timeout -k 5 "$lim" "$tests_bin" --gtest_filter="$t" >"$log" 2>&1
+  r=$?
+  if [ $r -eq 0 ] && grep -q '^\[  SKIPPED \]' "$log" && [ -n "$gpu" ]; then
+    echo "SKIPPED $t although a GPU is present: $(grep -A1 'Skipped' "$log" | tail -n 1)"
+    return 1
+  fi
+  case $r in
+    0) echo "ok      $t" ;;
+    124 | 137) echo "HUNG    $t (killed after $lim s)" ;;
+    *)
+      if grep -qiE 'trap|illegal instruction|unspecified launch failure|watchdog' "$log"; then
+        echo "TRAPPED $t: $(grep -iE -m1 'trap|illegal|unspecified|watchdog' "$log")"
+      else
+        echo "FAILED  $t (exit $r): $(grep -m1 -E 'Failure|error' "$log")"
+      fi
+      ;;
+  esac
+  return $r
+}
+# run_tests LIMIT NAME...: the tests, 4 processes at a time (nvcc dominates; the GPU is shared),
+# each under LIMIT seconds; their results are appended to gpu-tests.txt.
+run_tests() {
+  local lim=$1 t
+  shift
+  if [ "$dry" = 1 ]; then
+    for t in "$@"; do echo "    $tests_bin --gtest_filter=$t  (limit $lim s)"; done
+    return 0
+  fi
+  [ $# -gt 0 ] || { echo "no tests to run"; return 1; }
+  mkdir -p "$out/tests"
+  export -f one_test
+  export out tests_bin gpu
+  printf '%s\n' "$@" | xargs -P 4 -I{} bash -c 'one_test "$0" "$1"' "$lim" {} |
+    tee -a "$out/gpu-tests.txt"
+}
+
+kernels() {
+  local rc=0 f
+  x "$tests_bin" --weft_list_tiers >/dev/null || return 1
+  # shellcheck disable=SC2046  # one name per word
+  run_tests 50 $(tier_tests gpu '^(GpuBackend|DeviceVm)\.') || rc=1
+  for f in examples/*.fused.weft; do
+    need "$f" || return 1
+    x "$weft" bench "$f" --backend cuda --target "$target" --check --reps 5 || rc=1
+  done
+  return $rc
+}
+
+peers() {
+  need bench/gpu_peers.py || return 1
+  x python3 bench/gpu_peers.py peers --weft "$weft" --out "$out" --target "$target" \
+    --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps "$reps" --warmup 10 --no-compile
   local rc=$?
-  if [ -n "$gpu" ] && grep -q '^\[  SKIPPED \] GpuBackend' "$out/gpu-tests.log"; then
-    echo
-    echo "gpu-check: ERROR: GpuBackend tests were SKIPPED although a GPU ($gpu) is present:"
-    grep -A1 'Skipped$' "$out/gpu-tests.log" | grep -v -e '^--$' -e 'Skipped$' | sort -u
-    return 1
-  fi
+  [ -f "$out/peers.md" ] && figures peers "$(grep '^|' "$out/peers.md")"
   return $rc
 }
-sanitizer=$(command -v compute-sanitizer)
-for s in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
-  [ -n "$sanitizer" ] || { [ -x "$s" ] && sanitizer=$s; }
-done
-sanitize() {
-  local tool=$1 f rc=0
-  if [ -z "$sanitizer" ]; then
-    echo "compute-sanitizer not found (PATH, /usr/local/cuda/bin, /usr/local/cuda/compute-sanitizer)"
-    return 1
-  fi
-  for f in "${small[@]}"; do
-    echo "== compute-sanitizer --tool $tool weft run $f --backend cuda"
-    "$sanitizer" --tool "$tool" --error-exitcode 97 --target-processes application-only \
-      "$weft" run "$f" --backend cuda --target "$target" || { echo "FAILED: $f"; rc=1; }
-  done
-  return $rc
-}
-# The committed ONNX transformers compiled for the GPU and run device-resident (issue 15): the
-# executor's GPU test (a CUDA graph captured per binding, replayed), then each model compiled with
-# a short search, run on the GPU against the CPU path, and benched (graph replays between CUDA
-# events) against its per-operator baseline.
-model_device() {
-  "$build/weft_tests" --gtest_filter='DeviceVm.*Gpu*' --gtest_output="xml:$out/model-device.xml" ||
-    return 1
-  local m rc=0 d
-  for m in bert llama; do
-    d="$out/model-device/$m"
-    mkdir -p "$d"
-    python3 bench/model_inputs.py "$m" 2 16 "$d/inputs.npz" || return 1
-    "$weft" compile "examples/onnx/${m}_tiny.onnx" -o "$d/compiled" --target "$target" \
-      --bind batch=2,seq=16 --bound seq=64 --time-budget 60 || { rc=1; continue; }
-    "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/cpu.npz" --backend cpu || rc=1
-    "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/gpu.npz" --backend cuda ||
-      rc=1
-    "$weft" bench "$d/compiled" --inputs "$d/inputs.npz" --backend cuda || rc=1
-  done
-  return $rc
-}
-if in_part 1; then
-  step prebuild prebuild examples/*.weft "${small[@]}"
-  step gpu-tests gpu_tests
-  step model-device model_device
-  step memcheck sanitize memcheck
-  step racecheck sanitize racecheck
-fi
 
-# ---- part 2: search, peers, ranking ----
+mpk_tiny() {
+  local rc=0 log=$out/mpk-tiny-figures.log
+  need examples/qwen3_tiny_decode_step.weft || return 1
+  : >"$log"
+  # shellcheck disable=SC2046
+  run_tests 60 $(tier_tests gpu '^Mpk') || rc=1
+  x "$weft" mpk run examples/qwen3_tiny_decode_step.weft --on gpu --tokens 8 --prompt 1 2 3 2>&1 |
+    tee -a "$log" || rc=1
+  x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --reps 20 2>&1 |
+    tee -a "$log" || rc=1
+  x "$weft" mpk hop --on gpu --tasks 1000 2>&1 | tee -a "$log" || rc=1
+  [ "$dry" = 1 ] || figures mpk-tiny "$(grep -iE 'token|us|µs|hop|floor' "$log" | head -n 30)"
+  return $rc
+}
+
+mpk_06b() {
+  local f=$out/qwen3_0_6b.weft log=$out/mpk-0.6b-figures.log rc=0
+  x "$weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" || return 1
+  x "$weft" mpk bench "$f" --on gpu --reps 5 --iterations-per-launch 2 2>&1 | tee "$log" || rc=1
+  [ "$dry" = 1 ] || figures mpk-0.6b "$(grep -iE 'us|µs|floor|GB/s' "$log" | head -n 20)"
+  return $rc
+}
+
+model_device() {
+  local d=$out/model-device/bert rc=0
+  need examples/onnx/bert_tiny.onnx bench/model_inputs.py || return 1
+  mkdir -p "$d"
+  x python3 bench/model_inputs.py bert 2 16 "$d/inputs.npz" || return 1
+  x "$weft" compile examples/onnx/bert_tiny.onnx -o "$d/compiled" --target "$target" \
+    --bind batch=2,seq=16 --bound seq=64 --time-budget 15 || return 1
+  x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/cpu.npz" --backend cpu || rc=1
+  x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/gpu.npz" --backend cuda ||
+    rc=1
+  x "$weft" bench "$d/compiled" --inputs "$d/inputs.npz" --backend cuda 2>&1 |
+    tee "$out/model-device-bench.log" || rc=1
+  [ "$dry" = 1 ] || figures model-device "$(tail -n 8 "$out/model-device-bench.log")"
+  return $rc
+}
+
+# cs TOOL COMMAND...: compute-sanitizer with errors as exit 97.
+cs() {
+  local tool=$1
+  shift
+  if [ "$dry" = 1 ]; then
+    echo "    $sanitizer --tool $tool ... under:"
+    x "$@"
+    return
+  fi
+  "$sanitizer" --tool "$tool" --error-exitcode 97 --target-processes application-only "$@"
+}
+sanitizer_sample() {
+  local rc=0
+  cs memcheck "$weft" run examples/rms_norm_linear.fused.weft --backend cuda --target "$target" ||
+    rc=1
+  cs memcheck "$tests_bin" --gtest_filter='DeviceVm.OnAGpu*' || rc=1
+  cs synccheck "$weft" mpk run examples/tiny_decoder_step.weft --on gpu --tokens 2 || rc=1
+  cs racecheck "$weft" mpk run examples/tiny_decoder_step.weft --on gpu --tokens 2 || rc=1
+  return $rc
+}
+
+# ---- the long sweeps (GPU_CHECK_PART=full) ----
+full_gpu_tests() {
+  # shellcheck disable=SC2046
+  run_tests 300 $(tier_tests gpu '.')
+}
+sweep() {
+  local tool=$1 f rc=0
+  for f in tests/golden/lower/*.weft examples/*.weft; do
+    cs "$tool" "$weft" run "$f" --backend cuda --target "$target" || { echo "FAILED: $f"; rc=1; }
+  done
+  return $rc
+}
+full_memcheck() { sweep memcheck; }
+full_racecheck() { sweep racecheck; }
 optimize_all() {
   local ex rc=0
-  for ex in "${examples[@]}"; do
-    "$weft" optimize "examples/$ex.weft" -o "$out/optimize/$ex" --target "$target" \
-      --time-budget "$budget" --top-k "$top_k" --quiet || rc=1
-    head -n 5 "$out/optimize/$ex/summary.json" 2>/dev/null
+  for ex in rms_norm_linear gated_mlp gqa_attention; do
+    x "$weft" optimize "examples/$ex.weft" -o "$out/optimize/$ex" --target "$target" \
+      --time-budget 20 --top-k 10 --quiet || rc=1
   done
   return $rc
 }
-if in_part 2; then
-  step optimize optimize_all
+prebuild_candidates() {
   shopt -s nullglob
-  candidates=("$out"/optimize/*/top-*.weft)
+  local c=("$out"/optimize/*/top-*.weft)
   shopt -u nullglob
-  step prebuild-candidates prebuild examples/*.weft "${candidates[@]}"
-  peer_args=(--weft "$weft" --out "$out" --optimized "$out/optimize" --target "$target"
-    --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps "$reps")
-  step peers python3 bench/gpu_peers.py peers "${peer_args[@]}"
-  step ranking python3 bench/gpu_peers.py ranking "${peer_args[@]}"
-fi
-
-# ---- parts 3 and 4: the persistent mega-kernel ----
-mpk_filter='MpkMegakernelGpu.*:MpkBenchGpu.*:MpkDecodeTasksGpu.*:MpkPerKernelDecodeGpu.*:MpkMegakernel.GpuRefusesWhatCannotBeCoResident'
-mpk_tests() {
-  "$build/weft_tests" --gtest_filter="$mpk_filter" --gtest_output="xml:$out/mpk-tests.xml"
-  local rc=$?
-  if [ -n "$gpu" ] && grep -q '^\[  SKIPPED \]' "$out/mpk-tests.log"; then
-    echo "gpu-check: ERROR: mega-kernel GPU tests were SKIPPED although a GPU ($gpu) is present"
-    return 1
-  fi
-  return $rc
+  [ "$dry" = 1 ] && { x "$weft" compile CANDIDATE --target "$target" -o DIR; return; }
+  prebuild_units "${c[@]}"
 }
+peer_args() {
+  echo --weft "$weft" --out "$out" --optimized "$out/optimize" --target "$target" \
+    --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps 200
+}
+# shellcheck disable=SC2046
+full_peers() { x python3 bench/gpu_peers.py peers $(peer_args); }
+# shellcheck disable=SC2046
+full_ranking() { x python3 bench/gpu_peers.py ranking $(peer_args); }
 mpk_sanitize() {
-  [ -n "$sanitizer" ] || { echo "compute-sanitizer not found"; return 1; }
-  "$sanitizer" --tool "$1" --error-exitcode 97 --target-processes application-only \
-    "$build/weft_tests" --gtest_filter='MpkMegakernelGpu.*:MpkDecodeTasksGpu.*'
+  # shellcheck disable=SC2046
+  cs "$1" "$tests_bin" --gtest_filter="$(tier_tests gpu '^Mpk' | paste -sd:)"
 }
-# The acceptance figures (docs/benchmarks.md, MPK): the dependent-hop latency of an empty-task
-# chain across every worker CTA; per-step time of the per-kernel launches, their CUDA graph and
-# the persistent kernel against the weight-bandwidth floor, for the Qwen3-tiny step and the
-# Qwen3-0.6B-shaped step; 1,000 iterations in one launch without a hang; 256 decoded tokens of
-# the 0.6B step matching the per-kernel path.
-mpk_hop() {
-  "$build/weft" mpk hop --on gpu --tasks 1000 &&
-    "$build/weft" mpk hop --on gpu --tasks 1000 --dispatch jit
-}
-mpk_bench() {
-  "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu &&
-    "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --dispatch aot &&
-    "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$out/qwen3_0_6b.weft" &&
-    "$build/weft" mpk bench "$out/qwen3_0_6b.weft" --on gpu --reps 10 --iterations-per-launch 4 &&
-    # Narrower projection tiles and more cache splits: more blocks than the preset's 16 for the
-    # output and down projections (32) and 32 for attention (64), on 132 SMs.
-    "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 --tile 32 --kv-splits 8 \
+full_mpk_racecheck() { mpk_sanitize racecheck; }
+full_mpk_synccheck() { mpk_sanitize synccheck; }
+full_mpk_bench() {
+  local f=$out/qwen3_0_6b.weft
+  x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu &&
+    x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --dispatch aot &&
+    x "$weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" &&
+    x "$weft" mpk bench "$f" --on gpu --reps 10 --iterations-per-launch 4 &&
+    x "$weft" mpk decoder --config qwen3-0.6b --cache 512 --tile 32 --kv-splits 8 \
       -o "$out/qwen3_0_6b_t32.weft" &&
-    "$build/weft" mpk bench "$out/qwen3_0_6b_t32.weft" --on gpu --reps 10 --iterations-per-launch 4
+    x "$weft" mpk bench "$out/qwen3_0_6b_t32.weft" --on gpu --reps 10 --iterations-per-launch 4
 }
-mpk_soak() {
-  "$build/weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --warmup 0 --reps 1 \
+full_mpk_soak() {
+  x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --warmup 0 --reps 1 \
     --iterations-per-launch 1000
 }
-# The decode loop on the device (weights and state resident, the token id back per launch): 256
-# tokens one per launch and 64 at 16 per launch, each against the same bodies launched one by one
-# with the loop on the device and as a CUDA graph (--no-host-reference: the host-hook path would
-# copy every input each step); a traced 4-token decode (Perfetto JSON in the logs); then the host
-# loop (one launch per token, the hooks on the host, every input stored per launch) for 16 tokens,
-# against the host-hook per-kernel path.
-mpk_decode() {
-  local f="$out/qwen3_0_6b.weft"
-  [ -f "$f" ] || "$build/weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" || return 1
-  "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 256 --prompt 1 2 3 \
-    --no-host-reference &&
-    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 64 --prompt 1 2 3 \
+full_mpk_decode() {
+  local f=$out/qwen3_0_6b.weft
+  [ -f "$f" ] || x "$weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" || return 1
+  x "$weft" mpk run "$f" --on gpu --workers 0 --tokens 256 --prompt 1 2 3 --no-host-reference &&
+    x "$weft" mpk run "$f" --on gpu --workers 0 --tokens 64 --prompt 1 2 3 \
       --tokens-per-launch 16 --no-host-reference &&
-    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 4 --prompt 1 2 3 \
-      --tokens-per-launch 2 --no-host-reference --trace "$out/qwen3_0_6b.trace.json" &&
-    "$build/weft" mpk run "$f" --on gpu --workers 0 --tokens 16 --prompt 1 2 3 --host-loop
+    x "$weft" mpk run "$f" --on gpu --workers 0 --tokens 16 --prompt 1 2 3 --host-loop
 }
-if in_part 3; then
-  step mpk-tests mpk_tests
-  step mpk-racecheck mpk_sanitize racecheck
-  step mpk-synccheck mpk_sanitize synccheck
-  step mpk-hop mpk_hop
-fi
-if in_part 4; then
-  step mpk-bench mpk_bench
-  step mpk-soak mpk_soak
-  step mpk-decode-256 mpk_decode
-fi
+
+declare -A fn=([probe]=probe [binaries]=binaries [prebuild]=prebuild [kernels]=kernels
+  [peers]=peers [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
+  [sanitizer]=sanitizer_sample [gpu-tests]=full_gpu_tests [memcheck]=full_memcheck
+  [racecheck]=full_racecheck [optimize]=optimize_all [prebuild-candidates]=prebuild_candidates
+  [peers-compile]=full_peers [ranking]=full_ranking [mpk-racecheck]=full_mpk_racecheck
+  [mpk-synccheck]=full_mpk_synccheck [mpk-bench]=full_mpk_bench [mpk-soak]=full_mpk_soak
+  [mpk-decode-256]=full_mpk_decode)
+rm -f "$out/gpu-tests.txt"
+for s in "${steps[@]}"; do
+  step "$s" "${fn[$s]}"
+  if [ "$s" = binaries ] && [ "${results[-1]}" != ok ] && [ "$dry" != 1 ]; then
+    echo "gpu-check: no usable weft binary, nothing else can run"
+    break
+  fi
+done
 
 summary
+cat "$out/summary.md"
 failed=0
-for r in "${results[@]}"; do [ "$r" = ok ] || failed=1; done
+for r in "${results[@]}"; do
+  case "$r" in ok | "dry run") ;; *) failed=1 ;; esac
+done
 if [ $failed -ne 0 ]; then
-  echo "gpu-check: FAILED (see the logs above); results in $out${publish_dir:+ and $publish_dir}"
+  echo "gpu-check: FAILED; results in $out${publish_dir:+ and $publish_dir}"
   exit 1
 fi
-echo "gpu-check: part $part passed; results in $out${publish_dir:+ and $publish_dir} (summary.md, peers.md, ranking.md)"
+echo "gpu-check: part $part passed in $((SECONDS - started)) s; results in $out${publish_dir:+ and $publish_dir}"

@@ -25,7 +25,7 @@
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
-WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("GpuBackend.*", "gpu");
 
 #ifdef WEFT_HAVE_CUDA

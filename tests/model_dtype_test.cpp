@@ -13,7 +13,7 @@
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
-WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS("unit", "loads_generated");
 
 namespace weft {
 namespace {

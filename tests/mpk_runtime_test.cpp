@@ -1,6 +1,6 @@
 // The task-graph runtime on the host: every worker count, dispatch mode and random delays give
 // the outputs of sequential execution bit for bit; broken graphs trip the watchdog instead of
-// hanging. Part of the TSan suite (Makefile TSAN_TESTS).
+// hanging. In the tsan tier (run under ThreadSanitizer).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "core/error.h"
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
     int code = app.exit(e);  // prints help/version/usage errors
     return code == 0 ? 0 : 1;
   }
+  // Arguments checked, nothing run: how scripts/gpu-check.sh's dry run checks its commands.
+  if (const char* parse_only = std::getenv("WEFT_PARSE_ONLY"); parse_only && *parse_only == '1')
+    return 0;
   try {
     return action ? action() : 0;
   } catch (const UserError& e) {

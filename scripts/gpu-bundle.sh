@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `make gpu-bundle`: weft and the test binary, built here (nvcc is here, the GPU machine's minutes
+# are not for compiling weft), with every shared library they need beside them, so that a GPU
+# machine without a package registry runs them as they are:
+#
+#   .gpu-bundle/bin/weft, bin/weft_tests   debug info stripped, RUNPATH $ORIGIN/../lib
+#   .gpu-bundle/lib/*.so*                  each with RUNPATH $ORIGIN
+#   .gpu-bundle/MANIFEST                   the commit, the files and their sizes
+#
+# The libraries are the binaries' dependency closure (ldd) less what every Linux machine has
+# (libc, libm, libstdc++, libgcc_s, the dynamic loader, ...) and the CUDA driver (libcuda, which
+# comes with the GPU). Nothing in the binaries needs the checkout's path at run time: the tests
+# read $WEFT_SOURCE_DIR and $WEFT_BINARY. Carry it with run(carry=[".gpu-bundle"]); scripts/
+# gpu-check.sh uses it when it is there. `check DIR` verifies a bundle (scripts/gpu-rehearse.sh).
+#
+# Usage: scripts/gpu-bundle.sh [BUILD_DIR]   (default build; the binaries must be built)
+#        scripts/gpu-bundle.sh check [DIR]   (default .gpu-bundle)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit_mib=60
+
+# Libraries a bundle may leave to the machine it runs on.
+system_library() {
+  case "$(basename "$1")" in
+    libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux*.so* | libdl.so* | \
+      libpthread.so* | librt.so* | libutil.so* | libresolv.so* | linux-vdso.so* | libcuda.so*)
+      return 0 ;;
+  esac
+  return 1
+}
+
+# check DIR: every binary and library of the bundle resolves its libraries inside it or to the
+# system's allowed set, with no help from LD_LIBRARY_PATH; the bundle fits the limit.
+check() {
+  local dir=$1 bad=0 f line name path
+  [ -x "$dir/bin/weft" ] && [ -x "$dir/bin/weft_tests" ] || {
+    echo "gpu-bundle: $dir has no bin/weft or bin/weft_tests (run make gpu-bundle)" >&2
+    return 1
+  }
+  local real
+  real=$(cd "$dir" && pwd -P)
+  for f in "$dir"/bin/* "$dir"/lib/*; do
+    while IFS= read -r line; do
+      if [[ $line == *"not found"* ]]; then
+        echo "gpu-bundle: $f: ${line// /} (missing from the bundle)" >&2
+        bad=1
+        continue
+      fi
+      [[ $line == *"=>"* ]] || continue
+      name=$(awk '{print $1}' <<<"$line")
+      path=$(awk '{print $3}' <<<"$line")
+      system_library "$name" && continue
+      case "$(realpath "$path")" in
+        "$real"/*) ;;
+        *)
+          echo "gpu-bundle: $f needs $name, which resolves outside the bundle ($path)" >&2
+          bad=1
+          ;;
+      esac
+    done < <(env -u LD_LIBRARY_PATH ldd "$f" 2>&1)
+  done
+  local mib
+  mib=$(( $(du -sb "$dir" | cut -f1) / 1048576 ))
+  if [ "$mib" -gt "$limit_mib" ]; then
+    echo "gpu-bundle: $dir is $mib MiB, over the $limit_mib MiB limit" >&2
+    bad=1
+  fi
+  if ! env -u LD_LIBRARY_PATH "$dir/bin/weft" --version >/dev/null 2>&1; then
+    echo "gpu-bundle: $dir/bin/weft --version does not run" >&2
+    bad=1
+  fi
+  [ $bad -eq 0 ] && echo "gpu-bundle: $dir checked: $mib MiB, every library inside it or the system's"
+  return $bad
+}
+
+if [ "${1:-}" = check ]; then
+  check "${2:-.gpu-bundle}"
+  exit
+fi
+
+build=${1:-build}
+dest=.gpu-bundle
+for b in weft weft_tests; do
+  [ -x "$build/$b" ] || { echo "gpu-bundle: $build/$b is not built (make build)" >&2; exit 1; }
+done
+command -v patchelf >/dev/null || {
+  echo "gpu-bundle: patchelf is missing (scripts/install-deps.sh installs it)" >&2
+  exit 1
+}
+rm -rf "$dest"
+mkdir -p "$dest/bin" "$dest/lib"
+for b in weft weft_tests; do
+  objcopy --strip-debug "$build/$b" "$dest/bin/$b"
+  patchelf --set-rpath '$ORIGIN/../lib' "$dest/bin/$b"
+done
+# The dependency closure as this machine resolves it.
+env -u LD_LIBRARY_PATH ldd "$build/weft" "$build/weft_tests" | awk '/=>/ && $3 ~ /^\// {print $1, $3}' |
+  sort -u | while read -r name path; do
+  system_library "$name" && continue
+  [ -f "$dest/lib/$name" ] && continue
+  cp -L "$path" "$dest/lib/$name"
+  chmod u+w "$dest/lib/$name"
+  strip --strip-debug "$dest/lib/$name" 2>/dev/null || true
+  patchelf --set-rpath '$ORIGIN' "$dest/lib/$name"
+done
+{
+  echo "weft GPU bundle of $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+changes'), built $(date -u '+%Y-%m-%d %H:%M UTC') from $build"
+  (cd "$dest" && find bin lib -type f -printf '%s\t%p\n' | sort -k2)
+} >"$dest/MANIFEST"
+check "$dest"
