@@ -38,10 +38,13 @@ struct PlanBuffer {
   DType dtype = DType::f32;
   Shape shape;
   int contiguous_dim = 0;  // the dim with stride 1; the others follow in row-major order
-  int swizzle = 0;         // XOR swizzle of 16-byte chunks within a 128-byte row (GPU; 0 = none)
-  int64_t offset = -1;     // bytes from the base of its space; -1: unassigned or a user buffer
+  int swizzle = 0;  // XOR swizzle of the 16-byte chunks of each 128-byte segment (GPU; 0 = none)
+  int64_t offset = -1;  // bytes from the base of its space; -1: unassigned or a user buffer
 
   int64_t bytes() const { return numel(shape) * dtype_bytes(dtype); }
+  // Bytes of a row along the contiguous dim: the swizzle keys on rows of a multiple of 128 bytes
+  // (docs/cuda-backend.md).
+  int64_t row_bytes() const { return shape.at(contiguous_dim) * dtype_bytes(dtype); }
   friend bool operator==(const PlanBuffer&, const PlanBuffer&) = default;
 };
 

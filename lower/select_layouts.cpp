@@ -73,8 +73,7 @@ std::vector<Term> cost_terms(const KernelPlan& k, const Target& target) {
               int64_t c = 0;
               // A's inner product walks k, B's and C's rows walk n: both the last dim.
               if (x.contiguous_dim != r) c += numel(x.shape);
-              if (gpu && role < 2 && x.swizzle == 0 &&
-                  (x.shape[x.contiguous_dim] * dtype_bytes(x.dtype)) % 128 == 0)
+              if (gpu && role < 2 && x.swizzle == 0 && swizzle_removes_bank_conflicts(x))
                 c += 2 * numel(x.shape);
               return c;
             });
@@ -117,6 +116,11 @@ std::vector<std::pair<int, int>> options(const PlanBuffer& b, bool gpu) {
 }
 
 }  // namespace
+
+bool swizzle_removes_bank_conflicts(const PlanBuffer& b) {
+  const int64_t row = b.row_bytes();
+  return row % 128 == 0 || ((row == 32 || row == 64) && b.bytes() % 128 == 0);
+}
 
 int64_t layout_cost(const KernelPlan& kernel, const Target& target) {
   return total(cost_terms(kernel, target), kernel.buffers);

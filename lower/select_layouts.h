@@ -14,11 +14,17 @@ namespace weft {
 //   an elementwise / reduction / accumulation / copy step whose operand and result differ in
 //     contiguous dim: 1 per element of the larger;
 //   a matmul operand with its contiguous dim not the one the inner product walks (k for A, n for
-//     B): 1 per element; GPU only: a matmul operand whose rows are a multiple of 128 bytes and
-//     that is not swizzled: 2 per element (shared-memory bank conflicts of ldmatrix).
+//     B): 1 per element; GPU only: a matmul operand not swizzled where the swizzle would remove
+//     its ldmatrix bank conflicts (swizzle_removes_bank_conflicts): 2 per element.
 // Ties go to the row-major, unswizzled layout. CPU targets never swizzle. Groups with more than
 // 2^20 combinations keep row-major layouts (with the best swizzle each).
 ProgramPlan select_layouts(const ProgramPlan& plan, const Target& target);
+
+// Whether the ldmatrix phases the CUDA emitter issues on `b` (8 rows x 16 bytes, from a multiple
+// of 8 rows) conflict in shared-memory banks unswizzled and not swizzled (weft_swz): rows of a
+// multiple of 128 bytes (8-way unswizzled), or of 32 or 64 bytes (2- and 4-way) in a buffer
+// of a multiple of 128 bytes, which a swizzled buffer must be. Rows of 16 bytes never conflict.
+bool swizzle_removes_bank_conflicts(const PlanBuffer& b);
 
 // The cost of a kernel's current layouts under the table above (for tests and reports).
 int64_t layout_cost(const KernelPlan& kernel, const Target& target);

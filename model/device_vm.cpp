@@ -28,9 +28,6 @@ namespace {
 
 constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
 
-// A host fallback met while a run is being captured: the run is not capturable.
-struct NotCapturable {};
-
 int dtype_code(DType d) {
   switch (d) {
     case DType::f32:
@@ -83,7 +80,7 @@ DeviceVm::DeviceVm(const Module& module, Backend backend, DeviceVmOptions option
             return o;
           }()),
       options_(std::move(options)),
-      device_(open_device(backend, options_.build)) {
+      device_(open_device(backend, options_.build, options_.emulated_graphs)) {
   // Zeroed once here: clearing it inside a captured run would be a host copy in the graph.
   error_flag_ = std::make_shared<DeviceBuffer>(*device_, sizeof(int64_t));
   const int64_t zero = 0;
@@ -114,24 +111,25 @@ DeviceVm::~DeviceVm() {
   programs_.clear();
 }
 
+std::shared_ptr<DeviceBuffer> DeviceVm::new_buffer(int64_t bytes) {
+  auto buffer = std::make_shared<DeviceBuffer>(*device_, bytes);
+  if (capturing_) capture_buffers_.push_back(buffer);
+  return buffer;
+}
+
 DeviceTensor DeviceVm::allocate(DType dtype, const Shape& shape) {
   DeviceTensor t;
   t.dtype = dtype;
   t.shape = shape;
-  t.buffer = std::make_shared<DeviceBuffer>(*device_, numel(shape) * dtype_bytes(dtype));
+  t.buffer = new_buffer(numel(shape) * dtype_bytes(dtype));
   return t;
-}
-
-void DeviceVm::launch(const char* kernel, const void* args) {
-  device_->launch(kernel, args);
-  ++stats_.kernel_launches;
 }
 
 DeviceTensor DeviceVm::converted(const DeviceTensor& t, DType dtype) {
   if (t.dtype == dtype) return t;
   DeviceTensor out = allocate(dtype, t.shape);
   weft_dk_map_args a = identity_map(t, out.data(), dtype, t.shape);
-  launch("weft_dk_map_launch", &a);
+  launch("weft_dk_map_launch", a);
   return out;
 }
 
@@ -179,113 +177,6 @@ VmValue DeviceVm::run_host(const std::string& name, const std::vector<VmValue>& 
   std::vector<DeviceValue> dev;
   for (size_t i = 0; i < args.size(); ++i) dev.push_back(upload(args[i], fn.params[i].type));
   return download(run(name, dev));
-}
-
-namespace {
-// The key of a run's binding: the function and every argument's shape (integers by value).
-void append_key(const DeviceValue& v, std::string& key) {
-  if (const DeviceTensor* t = v.tensor())
-    key += shape_str(t->shape);
-  else if (const DeviceTuple* tu = v.tuple()) {
-    key += "(";
-    for (const DeviceValue& x : *tu) append_key(x, key);
-    key += ")";
-  } else if (auto* i = std::get_if<int64_t>(&v.v))
-    key += fmt::format("{};", *i);
-}
-std::string run_key(const std::string& name, const std::vector<DeviceValue>& args) {
-  std::string key = name + ":";
-  for (const DeviceValue& a : args) append_key(a, key);
-  return key;
-}
-// Copies `from`'s tensors into `into`'s buffers where they differ (a captured run's arguments).
-void refill(Device& device, const DeviceValue& into, const DeviceValue& from) {
-  if (const DeviceTensor* t = into.tensor()) {
-    const DeviceTensor* f = from.tensor();
-    WEFT_CHECK(f && f->shape == t->shape, "a captured run's argument changed shape");
-    if (f->data() != t->data() || f->dtype != t->dtype)
-      device.copy(t->data(), f->data(), numel(t->shape) * dtype_bytes(t->dtype));
-  } else if (const DeviceTuple* tu = into.tuple()) {
-    for (size_t i = 0; i < tu->size(); ++i) refill(device, (*tu)[i], (*from.tuple())[i]);
-  }
-}
-}  // namespace
-
-DeviceValue DeviceVm::run(const std::string& name, const std::vector<DeviceValue>& args) {
-  DeviceValue result = run_unchecked(name, args);
-  check_device_errors();
-  return result;
-}
-
-DeviceValue DeviceVm::run_unchecked(const std::string& name, const std::vector<DeviceValue>& args) {
-  const VmFunction& f = vm_.compiled(name);
-  ++stats_.runs;
-  if (!device_->captures_graphs() || !options_.graphs) return call_function(f, args, 0);
-  const std::string key = run_key(name, args);
-  auto it = captured_.find(key);
-  if (it != captured_.end()) {
-    Captured& c = it->second;
-    if (!c.graph) return call_function(f, args, 0);  // not capturable: launched each time
-    for (size_t i = 0; i < args.size(); ++i) refill(*device_, c.args[i], args[i]);
-    device_->replay(*c.graph);
-    ++stats_.graph_replays;
-    return c.result;
-  }
-  // The first run at a binding runs directly (lazily made handles such as cuBLAS's exist
-  // before a capture); the second is captured, the later ones replay it.
-  Captured& c = captured_[key];
-  DeviceValue first = call_function(f, args, 0);
-  try {
-    check_device_errors();  // a bad index in the first run is not captured
-  } catch (...) {
-    captured_.erase(key);
-    throw;
-  }
-  c.args = args;
-  capturing_ = true;
-  device_->begin_capture();
-  try {
-    c.result = call_function(f, args, 0);
-    capturing_ = false;
-    c.graph = device_->end_capture();
-    ++stats_.graph_captures;
-    device_->replay(*c.graph);
-    return c.result;
-  } catch (const NotCapturable&) {
-    capturing_ = false;
-    device_->abort_capture();
-    c.args.clear();
-    return first;
-  } catch (...) {
-    capturing_ = false;
-    device_->abort_capture();
-    captured_.erase(key);
-    throw;
-  }
-}
-
-DeviceTiming DeviceVm::time(const std::string& name, const std::vector<DeviceValue>& args,
-                            int warmup, int reps, DeviceValue* result) {
-  if (reps < 1 || warmup < 0) throw UserError("--reps must be at least 1, --warmup at least 0");
-  DeviceValue out = run(name, args);
-  if (result) *result = out;
-  DeviceTiming t;
-  t.device_clock = device_->times_the_device();
-  const Captured* c = nullptr;
-  if (device_->captures_graphs() && options_.graphs) {
-    auto it = captured_.find(run_key(name, args));
-    if (it != captured_.end() && it->second.graph) c = &it->second;
-  }
-  if (c) {
-    // run() copied `args` into the graph's argument buffers: replays compute the same result.
-    t.graph_replays = true;
-    t.timing = device_->time_on_stream([&] { device_->replay(*c->graph); }, warmup, reps);
-    stats_.graph_replays += warmup + reps;
-    check_device_errors();
-  } else {
-    t.timing = device_->time_on_stream([&] { run(name, args); }, warmup, reps);
-  }
-  return t;
 }
 
 DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,
@@ -457,9 +348,10 @@ DeviceValue DeviceVm::run_ugraph(const Binding& b, const std::vector<const Devic
     out_ptrs.push_back(outs.back().data());
   }
   auto& ws = workspaces_[&p];
-  if (!ws && plan.workspace_bytes > 0)
-    ws = std::make_shared<DeviceBuffer>(*device_, plan.workspace_bytes);
-  p.launch_raw(in_ptrs.data(), out_ptrs.data(), ws ? ws->data : nullptr, device_->stream());
+  if (!ws && plan.workspace_bytes > 0) ws = new_buffer(plan.workspace_bytes);
+  device_->enqueue([&p, in_ptrs, out_ptrs, workspace = ws ? ws->data : nullptr](void* stream) {
+    p.launch_raw(in_ptrs.data(), out_ptrs.data(), workspace, stream);
+  });
   ++stats_.ugraph_launches;
   // Each output in the dtype the module gives it.
   std::vector<DType> want;
@@ -526,14 +418,14 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
     a.outer = numel(x.shape) / std::max<int64_t>(a.n * a.inner, 1);
     a.to = to;
     a.k = k;
-    launch("weft_dk_rows_launch", &a);
+    launch("weft_dk_rows_launch", a);
     return DeviceValue{out};
   };
   auto map = [&](const std::function<void(weft_dk_map_args&)>& edit) {
     DeviceTensor out = fresh();
     weft_dk_map_args a = identity_map(x, out.data(), dtype, out_shape);
     edit(a);
-    launch("weft_dk_map_launch", &a);
+    launch("weft_dk_map_launch", a);
     return DeviceValue{out};
   };
   auto in_strides = strides_of(x.shape);
@@ -578,7 +470,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
         auto st = broadcast_strides(in[j]->shape, out_shape);
         for (size_t d = 0; d < st.size(); ++d) a.stride[j][d] = st[d];
       }
-      launch("weft_dk_elementwise_launch", &a);
+      launch("weft_dk_elementwise_launch", a);
       return DeviceValue{out};
     }
       WEFT_CASES_MATMUL {
@@ -606,7 +498,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
           a.b_stride[d] = sy[d] * a.k * a.n;
           a.batch *= batch[d];
         }
-        launch("weft_dk_matmul_launch", &a);
+        launch("weft_dk_matmul_launch", a);
         return DeviceValue{out};
       }
     case OpKind::sum:
@@ -667,7 +559,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
         for (size_t d = 0; d < os.size(); ++d) a.out_stride[d] = os[d];
         a.out_offset = at * os[dim];
         at += t->shape[dim];
-        if (a.numel > 0) launch("weft_dk_map_launch", &a);
+        if (a.numel > 0) launch("weft_dk_map_launch", a);
       }
       return DeviceValue{out};
     }
@@ -698,7 +590,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       a.inner = 1;
       for (size_t d = 0; d < axis; ++d) a.outer *= x.shape[d];
       for (size_t d = axis + 1; d < x.shape.size(); ++d) a.inner *= x.shape[d];
-      launch("weft_dk_gather_launch", &a);
+      launch("weft_dk_gather_launch", a);
       return DeviceValue{out};
     }
     case OpKind::split: {
@@ -713,7 +605,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
         weft_dk_map_args a = identity_map(x, out.data(), dtype, part);
         for (size_t d = 0; d < part.size(); ++d) a.in_stride[d] = in_strides[d];
         a.start[dim] = i * part[dim];
-        if (a.numel > 0) launch("weft_dk_map_launch", &a);
+        if (a.numel > 0) launch("weft_dk_map_launch", a);
         tu->push_back(DeviceValue{std::move(out)});
       }
       return DeviceValue{std::shared_ptr<const DeviceTuple>(std::move(tu))};
@@ -763,7 +655,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       a.offset = attrs.get_int("offset");
       a.theta =
           kind == OpKind::rope ? static_cast<float>(attrs.get_rational("theta").to_double()) : 0.0f;
-      if (a.numel > 0) launch("weft_dk_position_launch", &a);
+      if (a.numel > 0) launch("weft_dk_position_launch", a);
       return DeviceValue{out};
     }
     case OpKind::fill:
@@ -787,7 +679,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
         const auto& values = attrs.get_list("values");
         std::copy(values.begin(), values.end(), a.values);
       }
-      if (a.numel > 0) launch("weft_dk_generate_launch", &a);
+      if (a.numel > 0) launch("weft_dk_generate_launch", a);
       return DeviceValue{out};
     }
     case OpKind::global_avg_pool:
@@ -803,7 +695,7 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       a.n = numel(x.shape) / std::max<int64_t>(a.outer, 1);
       a.inner = 1;
       a.to = 1;
-      if (a.outer > 0) launch("weft_dk_rows_launch", &a);
+      if (a.outer > 0) launch("weft_dk_rows_launch", a);
       return DeviceValue{out};
     }
     case OpKind::conv:
@@ -878,7 +770,7 @@ DeviceValue DeviceVm::window_op(OpKind kind, const std::vector<const DeviceTenso
     geometry(attrs.get_list("kernel"), attrs.get_int("ceil_mode") == 1,
              kind == OpKind::avg_pool ? "avg_pool" : "max_pool");
   }
-  if (numel(out_shape) > 0) launch("weft_dk_window_launch", &a);
+  if (numel(out_shape) > 0) launch("weft_dk_window_launch", a);
   return DeviceValue{out};
 }
 

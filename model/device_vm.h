@@ -5,7 +5,9 @@
 // operators run as the model kernel library's kernels, chosen by an exhaustive switch over the
 // operator kind. An operator without a device kernel runs on the host (operands downloaded,
 // result uploaded) and is counted, never silently wrong. On cuda, a run at a shape binding is
-// captured once as a CUDA graph and replayed by later runs at the same binding.
+// captured once as a CUDA graph and replayed by later runs at the same binding; every buffer the
+// capture allocated lives as long as the graph (DeviceVmOptions::emulated_graphs checks that in
+// emulation).
 #pragma once
 
 #include <cstdint>
@@ -43,13 +45,14 @@ struct DeviceVmStats {
   int64_t ugraph_launches = 0;  // µGraph units launched through the raw ABI
   int64_t host_fallbacks = 0;   // operators run on the host (download, run, upload)
   std::map<std::string, int64_t> host_fallback_ops;  // by operator name
-  int64_t graph_captures = 0;                        // runs captured as a CUDA graph (cuda only)
-  int64_t graph_replays = 0;                         // runs served by replaying one
+  int64_t graph_captures = 0;  // runs captured as a CUDA graph (cuda, or emulated_graphs)
+  int64_t graph_replays = 0;   // runs served by replaying one
   int64_t uploaded_bytes = 0, downloaded_bytes = 0;
 };
 
 // Times of DeviceVm::time: on cuda replays of the binding's captured CUDA graph between CUDA
-// events; in emulation (or a run that could not be captured) whole runs.
+// events; in emulation (or a run that could not be captured) whole runs, or replays of the
+// emulated graph with emulated_graphs.
 struct DeviceTiming {
   Timing timing;
   bool graph_replays = false;  // each timed run was one replay of the captured graph
@@ -61,6 +64,10 @@ struct DeviceVmOptions {
   std::string gpu_target;  // the target µGraphs are lowered for; empty: the device's, or h100
   // On cuda: capture each binding's run as a CUDA graph and replay it (false: launch each time).
   bool graphs = true;
+  // On cuda-emulation: capture and replay as on cuda (runtime/device.h's emulated capture:
+  // captured work runs only at replays, and freeing a buffer a live graph allocated is an internal
+  // error), a check of the capture logic without a GPU; with graphs false it does nothing.
+  bool emulated_graphs = false;
 };
 
 class DeviceVm {
@@ -92,6 +99,8 @@ class DeviceVm {
 
  private:
   struct Frame;
+  // Thrown by a host fallback met while a run is captured: the run is not capturable.
+  struct NotCapturable {};
   DeviceValue run_unchecked(const std::string& name, const std::vector<DeviceValue>& args);
   // The error flag's site number for an index check at `loc` (1-based; `what` is its message).
   int64_t index_site(const SourceLoc& loc, const std::string& what);
@@ -110,10 +119,17 @@ class DeviceVm {
                         const Shape& out_shape, DType dtype, const SourceLoc& loc);
   DeviceValue run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in);
   const Program& ugraph_program(const Graph& g);
+  // Every device buffer the executor allocates (kept for the graph while capturing).
+  std::shared_ptr<DeviceBuffer> new_buffer(int64_t bytes);
   DeviceTensor allocate(DType dtype, const Shape& shape);
   // `t` in `dtype` (a copy through the map kernel when it differs).
   DeviceTensor converted(const DeviceTensor& t, DType dtype);
-  void launch(const char* kernel, const void* args);
+  // A model-kernel launch on its argument struct (`Args`: a weft_dk_*_args).
+  template <class Args>
+  void launch(const char* kernel, const Args& args) {
+    device_->launch(kernel, &args, sizeof args);
+    ++stats_.kernel_launches;
+  }
 
   Vm vm_;  // the register programs (no memory plan: each device tensor has its own buffer)
   DeviceVmOptions options_;
@@ -121,14 +137,18 @@ class DeviceVm {
   std::map<const Graph*, std::unique_ptr<Program>> programs_;
   std::map<const Program*, std::shared_ptr<DeviceBuffer>> workspaces_;
   // cuda: per function and binding of its parameters' variables, the captured run: the graph,
-  // the argument buffers it reads (arguments are copied into them) and its result.
+  // the argument buffers it reads (arguments are copied into them), its result, and every buffer
+  // allocated while it was captured (temporaries, converted operands, µGraph outputs,
+  // workspaces): its replays read and write them, so they live as long as the graph.
   struct Captured {
+    std::vector<std::shared_ptr<DeviceBuffer>> buffers;  // first: destroyed after the graph
     std::unique_ptr<CapturedGraph> graph;
     std::vector<DeviceValue> args;
     DeviceValue result;
   };
   std::map<std::string, Captured> captured_;
   bool capturing_ = false;
+  std::vector<std::shared_ptr<DeviceBuffer>> capture_buffers_;  // allocated by the capture so far
   // Set by a kernel that found an index out of range: site << 40 | element (model_kernel_args).
   std::shared_ptr<DeviceBuffer> error_flag_;
   std::map<std::pair<std::string, std::string>, int64_t> index_sites_;

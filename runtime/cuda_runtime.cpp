@@ -464,7 +464,8 @@ class CudaDeviceImpl final : public Device {
   void synchronize() override { check(cudaStreamSynchronize(stream_), "running on the device"); }
   bool captures_graphs() const override { return true; }
   void begin_capture() override {
-    // Relaxed: buffers are allocated while a run is captured (they then live with the graph).
+    // Relaxed: buffers are allocated (cudaMalloc) while a run is captured; the executor keeps
+    // them as long as the graph, whose replays use them.
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
   }
   std::unique_ptr<CapturedGraph> end_capture() override {

@@ -2,9 +2,12 @@
 // interface: memory, one stream, copies, the model kernel library (codegen/cuda/
 // emit_model_kernels.h) built and loaded for it, and CUDA-graph capture. Two implementations:
 // cuda (cudaMalloc, a CUDA stream and graphs; needs a GPU) and cuda_emulation (host memory, the
-// kernels built as host C++, launches run at once and nothing is captured).
+// kernels built as host C++, launches run at once; on request it also emulates graph capture:
+// work issued while capturing is recorded, run at each replay, and a buffer freed while a graph
+// still needs it is an internal error, which on a GPU nothing would report).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,7 +18,8 @@
 
 namespace weft {
 
-// A captured launch sequence (cuda only), replayed on the device's stream.
+// A captured launch sequence, replayed on the device's stream (cuda: a CUDA graph; emulation:
+// the recorded host calls).
 class CapturedGraph {
  public:
   virtual ~CapturedGraph();
@@ -43,13 +47,19 @@ class Device {
   // internal error when it is missing. Each takes (const ARGS*, stream) and returns 0 or a
   // cudaError_t.
   void* kernel(const char* name) const;
-  // Calls kernel `name` on `args`; an error code from it is reported (UserError for the
-  // environment's errors, else internal).
-  void launch(const char* name, const void* args) const;
+  // Calls kernel `name` on `args`, its argument struct of `args_bytes` (copied where a capture
+  // records the launch, as a CUDA graph keeps a kernel's parameters); an error code from it is
+  // reported (UserError for the environment's errors, else internal).
+  void launch(const char* name, const void* args, size_t args_bytes);
+  // Calls `work`, host code that enqueues launches on the stream it is given (a µGraph unit's
+  // raw launch): now, or, on an emulated device that is capturing, at each replay (on cuda, stream
+  // capture records what it enqueues).
+  virtual void enqueue(std::function<void(void* stream)> work) { work(stream()); }
 
-  // Whether launches can be captured as a graph (cuda) or run only directly (emulation).
+  // Whether launches can be captured as a graph (cuda; emulation when opened to emulate it).
   virtual bool captures_graphs() const { return false; }
-  // Begins capturing the stream's launches; end_capture returns the instantiated graph.
+  // Begins capturing the stream's launches; end_capture returns the instantiated graph. Buffers
+  // allocated while capturing belong to the graph: they must outlive it.
   virtual void begin_capture();
   virtual std::unique_ptr<CapturedGraph> end_capture();
   // Abandons a capture after an error (no graph).
@@ -69,6 +79,8 @@ class Device {
   void load_kernels();
   // Throws the right error for `rc` (a cudaError_t) from `what`.
   virtual void check_launch(int rc, const std::string& what) const = 0;
+  // Whether enqueue records work instead of running it (an emulated capture).
+  virtual bool records_work() const { return false; }
   BuildOptions options_;
 
  private:
@@ -77,8 +89,10 @@ class Device {
 };
 
 // The device of `backend` (cuda or cuda_emulation; UserError for cpu, or for cuda without a
-// usable GPU or toolkit).
-std::unique_ptr<Device> open_device(Backend backend, const BuildOptions& options = {});
+// usable GPU or toolkit). `emulate_graph_capture`: the emulated device captures and replays
+// graphs as cuda does (a check of the capture logic without a GPU; ignored on cuda).
+std::unique_ptr<Device> open_device(Backend backend, const BuildOptions& options = {},
+                                    bool emulate_graph_capture = false);
 
 // A buffer on a device, freed when the last owner drops it.
 struct DeviceBuffer {

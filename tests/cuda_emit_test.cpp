@@ -75,6 +75,7 @@ INSTANTIATE_TEST_SUITE_P(CudaEmulation, CudaSmallProgram,
                                          "tests/golden/lower/gqa_attention.fused.weft",
                                          "tests/golden/lower/movement.fused.weft",
                                          "tests/data/cuda/gated_mlp_wide.fused.weft",
+                                         "tests/data/cuda/gated_mlp_wider.fused.weft",
                                          "tests/data/cuda/rms_norm_linear_bf16.fused.weft",
                                          "tests/data/cuda/attention_f32.fused.weft",
                                          "tests/data/cuda/attention_hoisted_q.fused.weft"));
@@ -88,9 +89,24 @@ TEST(CudaEmulation, WideGatedMlpUsesTensorCoresSwizzleAndPipeline) {
   EXPECT_TRUE(plan.kernels[0].find_buffer("w1")->swizzle);
   std::string src = emit_cuda_source(plan);
   EXPECT_EQ(count(src, "weft_mma_f16(racc"), 2);  // both matmuls accumulate in registers
-  EXPECT_GE(count(src, "weft_swz<2>"), 2);
+  EXPECT_GE(count(src, "weft_swz<2, "), 2);
   EXPECT_GE(count(src, "weft_cp_async16("), 3);
   EXPECT_EQ(count(src, fmt::format("weft_cp_async_wait<{}>", plan.kernels[0].stages - 1)), 1);
+}
+
+// Rows wider than 128 bytes are swizzled by row index: weft_swz is told each buffer's row bytes
+// (the wider gated MLP's 256-byte input and 512-byte weight rows, checked above).
+TEST(CudaEmulation, WiderGatedMlpSwizzlesRowsOf256And512Bytes) {
+  Graph g = load(source_path("tests/data/cuda/gated_mlp_wider.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].find_buffer("w1")->row_bytes(), 512);
+  EXPECT_TRUE(plan.kernels[0].find_buffer("w1")->swizzle);
+  EXPECT_TRUE(plan.kernels[0].find_buffer("x")->swizzle);
+  std::string src = emit_cuda_source(plan);
+  EXPECT_EQ(count(src, "weft_mma_f16(racc"), 2);
+  EXPECT_GE(count(src, "weft_swz<2, 256>"), 1);
+  EXPECT_GE(count(src, "weft_swz<2, 512>"), 2);
 }
 
 // The emitter takes the register-accumulator decision from the plan (lower/fuse_accumulators.h)

@@ -1,7 +1,8 @@
 // The device-resident model executor (model/device_vm.h) in host emulation: every device kernel
 // against the host VM's operator on non-trivial inputs (f32 and bf16 storage), host fallbacks
-// counted and correct, and the committed transformer models compiled at two shapes run on the
-// device path like the CPU path with no operator on the host.
+// counted and correct, graph capture (emulated as CUDA stream capture, and on a GPU) keeping every
+// buffer a captured run allocated, and the committed transformer models compiled at two shapes
+// run on the device path like the CPU path with no operator on the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "codegen/cuda/device/model_kernel_args.cuh"
 #include "codegen/cuda/emit_model_kernels.h"
 #include "driver/model/compile_to_dir.h"
 #include "driver/model/compiled_dir.h"
@@ -343,43 +345,164 @@ TEST(DeviceVm, TheKernelLibraryCompilesWithNvccForSm80AndSm90a) {
   }
 }
 
-// Without a GPU the cuda device is refused with the reason; with one, a run at a binding is
-// captured once as a CUDA graph and replayed by the next run at that binding.
-TEST(DeviceVm, OnAGpuARunPerBindingIsCapturedOnceAndReplayed) {
-  SymProver prover;
-  Module m = parse_module(R"(module graphs
-sym n <= 64
-fn main(x: f32[n, 8]) -> f32[n, 8] {
+// The emulated graph capture behaves as CUDA stream capture: work issued while capturing (model
+// kernels, copies, enqueued host code) is recorded, not run, and runs at each replay, a launch from
+// its own copy of the argument struct; a buffer allocated during a capture and freed while its
+// graph lives, or during the capture, is an internal error (reported by the next capture call or
+// replay: a GPU would silently run on freed memory).
+TEST(DeviceVm, AnEmulatedCaptureRunsItsWorkAtReplaysAndCatchesBuffersFreedTooEarly) {
+  std::unique_ptr<Device> device = open_device(Backend::cuda_emulation, {}, true);
+  ASSERT_TRUE(device->captures_graphs());
+  constexpr int64_t n = 16, bytes = n * sizeof(float);
+  auto read = [&](const DeviceBuffer& b) {
+    std::vector<float> v(n);
+    device->download(v.data(), b.data, bytes);
+    return v;
+  };
+  DeviceBuffer src(*device, bytes);
+  const std::vector<float> ones(n, 1.0f);
+  device->upload(src.data, ones.data(), bytes);
+  device->begin_capture();
+  auto filled = std::make_shared<DeviceBuffer>(*device, bytes);
+  auto copied = std::make_shared<DeviceBuffer>(*device, bytes);
+  {
+    weft_dk_generate_args a{};
+    a.out = filled->data;
+    a.numel = n;
+    a.value = 2.5f;
+    device->launch("weft_dk_generate_launch", &a, sizeof a);
+    a.value = -1.0f;  // the recorded launch keeps its own copy
+  }
+  device->copy(copied->data, src.data, bytes);
+  int host_calls = 0;
+  device->enqueue([&](void*) { ++host_calls; });
+  EXPECT_THROW(device->download(nullptr, src.data, 0), InternalError);  // a wait while capturing
+  std::unique_ptr<CapturedGraph> graph = device->end_capture();
+  EXPECT_EQ(host_calls, 0);
+  EXPECT_TRUE(std::isnan(read(*filled)[0]));  // nothing ran at capture
+  EXPECT_TRUE(std::isnan(read(*copied)[0]));
+  device->replay(*graph);
+  device->replay(*graph);
+  EXPECT_EQ(host_calls, 2);
+  EXPECT_EQ(read(*filled), std::vector<float>(n, 2.5f));
+  EXPECT_EQ(read(*copied), ones);
+  // Freed while the graph lives: the next replay refuses, once.
+  copied.reset();
+  EXPECT_THROW(device->replay(*graph), InternalError);
+  graph.reset();
+  filled.reset();  // the graph is gone: a plain free
+  // Freed during its capture, as the run's temporaries were when their registers were dropped.
+  device->begin_capture();
+  { DeviceBuffer temporary(*device, bytes); }
+  EXPECT_THROW(device->end_capture(), InternalError);
+  // An abandoned capture has no replays: freeing what it allocated is fine.
+  device->begin_capture();
+  { DeviceBuffer temporary(*device, bytes); }
+  device->abort_capture();
+  device->begin_capture();
+  EXPECT_NO_THROW(device->end_capture());
+}
+
+// Runs whose temporaries (dropped by the VM's free instructions and at the function's end),
+// µGraph outputs and results are allocated while a binding's run is captured; on_host's call_lib
+// runs on the host, so its runs cannot be captured.
+constexpr const char* kCaptured = R"(module captured
+sym n <= 16
+
+ugraph scale_rows {
+  program scale_rows
+  input X: f32[4, 8]
+  input W: f32[4, 8]
+  Y = mul(X, W)
+  output Y
+}
+
+fn main(x: f32[4, 8], w: f32[4, 8], v: f32[n, 8]) -> tuple(f32[4, 8], f32[n, 8]) {
+  dataflow {
+    y = call_ugraph(scale_rows, x, w)
+    a = exp(y)
+    b = tanh(a)
+    e = exp(v)
+    s = softmax_safe(e, dim=1)
+    m = mul(s, v)
+    r = tuple(b, m)
+  }
+  return r
+}
+
+fn on_host(x: f32[n, 8], w: f32[8, 5]) -> f32[n, 5] {
   dataflow {
     a = exp(x)
-    s = softmax_safe(a, dim=1)
+    g = call_lib(cpu.gemm, a, w)
+    s = softmax_safe(g, dim=1)
   }
   return s
 }
-)",
-                          "graphs.wmod", prover);
+)";
+
+// kCaptured's main at two bindings in turn, every result against the host VM's: the first run at
+// a binding is captured, the later ones replay its graph (one that used a freed temporary would
+// read or write buffers since given to the other binding's graph). Then DeviceVm::time at a
+// captured binding (replays) and on_host, which is launched each time. Returns the timing.
+DeviceTiming expect_captured_runs_match_the_host_vm(const Module& m, DeviceVm& device) {
+  std::mt19937_64 rng(5);
+  Vm host(m);
+  auto main_args = [&](int64_t n) {
+    return std::vector<VmValue>{random_tensor({4, 8}, rng), random_tensor({4, 8}, rng),
+                                random_tensor({n, 8}, rng)};
+  };
+  for (int64_t n : {3, 5, 3, 5, 3, 3}) {
+    std::vector<VmValue> args = main_args(n);
+    EXPECT_LE(scaled_error(device.run_host("main", args), host.run("main", args)), 1e-5)
+        << "n = " << n;
+  }
+  EXPECT_EQ(device.stats().graph_captures, 2);
+  EXPECT_EQ(device.stats().graph_replays, 4);
+  std::vector<VmValue> args = main_args(5);
+  std::vector<DeviceValue> dev;
+  for (size_t i = 0; i < args.size(); ++i)
+    dev.push_back(device.upload(args[i], m.find_function("main")->params[i].type));
+  DeviceValue result;
+  DeviceTiming t = device.time("main", dev, 1, 3, &result);
+  EXPECT_TRUE(t.graph_replays);
+  EXPECT_EQ(t.timing.reps, 3);
+  EXPECT_GT(t.timing.median_s, 0);
+  EXPECT_EQ(device.stats().graph_replays, 4 + 1 + 1 + 3);  // the run, the warm-up, the reps
+  EXPECT_LE(scaled_error(device.download(result), host.run("main", args)), 1e-5);
+  for (int i = 0; i < 3; ++i) {
+    std::vector<VmValue> h = {random_tensor({3, 8}, rng), random_tensor({8, 5}, rng)};
+    EXPECT_LE(scaled_error(device.run_host("on_host", h), host.run("on_host", h)), 1e-5);
+  }
+  EXPECT_EQ(device.stats().host_fallbacks, 3);
+  EXPECT_EQ(device.stats().graph_captures, 2);
+  EXPECT_EQ(device.stats().graph_replays, 9);
+  return t;
+}
+
+TEST(DeviceVm, EmulatedGraphsKeepEveryBufferTheirCaptureAllocated) {
+  SymProver prover;
+  Module m = parse_module(kCaptured, "captured.wmod", prover);
+  DeviceVmOptions options;
+  options.emulated_graphs = true;
+  DeviceVm device(m, Backend::cuda_emulation, options);
+  DeviceTiming t = expect_captured_runs_match_the_host_vm(m, device);
+  EXPECT_FALSE(t.device_clock);
+  EXPECT_GT(device.stats().ugraph_launches, 0);
+}
+
+// Without a GPU the cuda device is refused with the reason; with one, a run at a binding is
+// captured once as a CUDA graph and replayed by the next runs at that binding, correct at two
+// bindings in turn.
+TEST(DeviceVm, OnAGpuARunPerBindingIsCapturedOnceAndReplayed) {
+  SymProver prover;
+  Module m = parse_module(kCaptured, "captured.wmod", prover);
   if (std::string why = cuda_unavailable_reason(); !why.empty()) {
     EXPECT_THROW(DeviceVm(m, Backend::cuda), UserError);
     GTEST_SKIP() << why;
   }
   DeviceVm device(m, Backend::cuda);
-  std::mt19937_64 rng(5);
-  Vm host(m);
-  for (int64_t n : {3, 3, 5, 3, 3}) {
-    std::vector<VmValue> args = {random_tensor({n, 8}, rng)};
-    EXPECT_LE(scaled_error(device.run_host("main", args), host.run("main", args)), 1e-5);
-  }
-  // n = 3: run and capture, then three replays; n = 5: run and capture.
-  EXPECT_EQ(device.stats().graph_captures, 2);
-  EXPECT_EQ(device.stats().graph_replays, 3);
   // Timing a captured binding replays its graph between CUDA events.
-  std::vector<DeviceValue> dev = {
-      device.upload(random_tensor({5, 8}, rng), m.find_function("main")->params[0].type)};
-  DeviceTiming t = device.time("main", dev, 1, 3);
-  EXPECT_TRUE(t.graph_replays);
-  EXPECT_TRUE(t.device_clock);
-  EXPECT_EQ(t.timing.reps, 3);
-  EXPECT_GT(t.timing.median_s, 0);
+  EXPECT_TRUE(expect_captured_runs_match_the_host_vm(m, device).device_clock);
 }
 
 TEST(DeviceVm, TheCpuBackendHasNoDevice) {

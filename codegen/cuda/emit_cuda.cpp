@@ -95,8 +95,8 @@ struct Operand {
   DType dtype = DType::f32;
   Shape shape;
   std::vector<int64_t> strides;
-  bool swizzle = false;
-  bool wide = false;  // device tensor: 64-bit offsets
+  int64_t swizzle_row_bytes = 0;  // a swizzled buffer: its rows' bytes (weft_swz); 0: not swizzled
+  bool wide = false;              // device tensor: 64-bit offsets
 };
 
 // Element offset of `o` at per-dim indices of a loop shape of the same rank (size-1 dims of `o`
@@ -110,7 +110,8 @@ std::string offset(const Operand& o, const std::vector<std::string>& idx) {
     e += (e.empty() ? "" : " + ") + term;
   }
   if (e.empty()) e = "0";
-  if (o.swizzle) e = fmt::format("weft_swz<{}>({})", dtype_bytes(o.dtype), e);
+  if (o.swizzle_row_bytes > 0)
+    e = fmt::format("weft_swz<{}, {}>({})", dtype_bytes(o.dtype), o.swizzle_row_bytes, e);
   return e;
 }
 std::string ref(const Operand& o, const std::vector<std::string>& idx) {
@@ -247,7 +248,7 @@ class Emitter {
   Operand device(const std::string& name) const {
     const PlanBuffer& t = p_.tensors.at(tensor_index_.at(name));
     return Operand{tvar(name), t.dtype, t.shape, layout_strides(t.shape, t.contiguous_dim),
-                   false,      true};
+                   0,          true};
   }
 
   // A shared buffer of kernel k; pipelined buffers address the slot `slot` (default: the
@@ -262,9 +263,12 @@ class Emitter {
     if (is_pipelined(k, name))
       ptr = fmt::format("reinterpret_cast<{}*>(smem + {} + {} * {})", ctype(b->dtype), b->offset,
                         paren(slot.empty() ? slot_ : slot), stage_stride(*b));
-    return Operand{
-        ptr,  b->dtype, b->shape, layout_strides(b->shape, b->contiguous_dim), b->swizzle != 0,
-        false};
+    return Operand{ptr,
+                   b->dtype,
+                   b->shape,
+                   layout_strides(b->shape, b->contiguous_dim),
+                   b->swizzle != 0 ? b->row_bytes() : 0,
+                   false};
   }
 
   // Opens `for (e = first; e < numel(shape); e += step)` and declares the row-major indices of

@@ -20,12 +20,18 @@
 // Scalar functions of the operators and the swizzle, on the device and in emulation alike.
 WEFT_DEV float weft_silu(float x) { return x / (1.0f + expf(-x)); }
 WEFT_DEV float weft_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-// Byte-level XOR swizzle (plan.h): the 16-byte chunk index within each 128-byte row is XORed
-// with the row index modulo 8; `i` is an element index, E the element size.
-template <int E>
+// Byte-level XOR swizzle of a shared buffer with rows (its contiguous dim) of ROW_BYTES (plan.h):
+// the element at byte b is stored with the 16-byte chunk index within its 128-byte segment XORed
+// with a key, the row index modulo 8 for rows of a multiple of 128 bytes, else the segment index
+// (8 rows of 16, 32 or 64 bytes share 1, 2 or 4 segments). The same 16 bytes of 8 consecutive
+// rows (an ldmatrix phase; for narrower rows, 8 rows from a multiple of 8) then fall in 8
+// different groups of 4 banks. The key is constant within a segment and only bits 4-6 change: a
+// bijection on every segment (its own inverse). `i` is an element index, E the element size.
+template <int E, int ROW_BYTES>
 WEFT_DEV int weft_swz(int i) {
-  int b = i * E;
-  return (b ^ (((b >> 7) & 7) << 4)) / E;
+  constexpr int kSegmentsPerRow = ROW_BYTES % 128 == 0 ? ROW_BYTES / 128 : 1;
+  const int b = i * E;
+  return (b ^ ((((b >> 7) / kSegmentsPerRow) & 7) << 4)) / E;
 }
 
 // C = A B for row-major A (m x k), B (k x n), C (m x n), f32 accumulation in k order, computed by
