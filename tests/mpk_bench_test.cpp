@@ -15,7 +15,7 @@
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
-WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("MpkBenchGpu.*", "gpu");
 
 namespace weft {

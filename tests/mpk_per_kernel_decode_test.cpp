@@ -24,7 +24,7 @@
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
-WEFT_TEST_TIERS("unit");
+WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("MpkPerKernelDecodeGpu.*", "gpu");
 
 namespace weft {
