@@ -1,4 +1,4 @@
-// List scheduling of AOT tasks and the hybrid JIT region.
+// List scheduling of AOT tasks over predicted times, the hybrid JIT region, and the balance report.
 #include "mpk/assign.h"
 
 #include <algorithm>
@@ -8,19 +8,29 @@
 
 namespace weft {
 
-std::vector<double> task_costs(const TaskGraph& g) {
-  std::vector<double> cost;
+std::vector<double> task_bytes(const TaskGraph& g) {
+  std::vector<double> bytes;
   for (const Task& t : g.tasks) {
-    double bytes = 0;
+    if (t.op != kEmptyTask && g.ops[t.op].bytes >= 0) {
+      bytes.push_back(static_cast<double>(g.ops[t.op].bytes));
+      continue;
+    }
+    double sum = 0;
     for (const auto* list : {&t.reads, &t.writes})
       for (const Access& a : *list) {
         double v = static_cast<double>(dtype_bytes(g.tensors[a.tensor].dtype));
         for (size_t d = 0; d < a.box.lo.size(); ++d)
           v *= static_cast<double>(a.box.hi[d] - a.box.lo[d]);
-        bytes += v;
+        sum += v;
       }
-    cost.push_back(bytes);
+    bytes.push_back(sum);
   }
+  return bytes;
+}
+
+std::vector<double> task_costs(const TaskGraph& g, const TaskCostModel& model) {
+  std::vector<double> cost = task_bytes(g);
+  for (double& c : cost) c = model.task_ns + c / model.bytes_per_ns;
   return cost;
 }
 
@@ -56,30 +66,50 @@ namespace {
 
 struct Schedule {
   std::vector<int> worker;  // per task: the worker the estimate put it on
-  std::vector<double> load;
 };
 
 Schedule list_schedule(const TaskGraph& g, int workers) {
-  auto cost = task_costs(g);
+  const std::vector<double> cost = task_costs(g), bytes = task_bytes(g);
   EventSides sides = event_sides(g);
-  std::vector<double> finish(g.tasks.size(), 0), free_at(workers, 0);
-  Schedule s{std::vector<int>(g.tasks.size(), 0), std::vector<double>(workers, 0)};
+  std::vector<double> finish(g.tasks.size(), 0), free_at(workers, 0), load(workers, 0),
+      moved(workers, 0);
+  // The least loaded worker: least predicted time, then fewest bytes, then lowest index.
+  auto lighter = [&](int a, int b) {
+    if (load[a] != load[b]) return load[a] < load[b];
+    if (moved[a] != moved[b]) return moved[a] < moved[b];
+    return a < b;
+  };
+  Schedule s{std::vector<int>(g.tasks.size(), 0)};
   for (size_t t = 0; t < g.tasks.size(); ++t) {
     double ready = 0;
     for (int p : sides.triggers[g.tasks[t].waits.at(0)]) ready = std::max(ready, finish[p]);
-    int best = 0;
+    // The schedulers deal JIT tasks round-robin at run time, to workers that serve them while
+    // they wait: estimated to start when ready, on no worker in particular.
     if (g.tasks[t].jit) {
-      best = static_cast<int>(std::min_element(s.load.begin(), s.load.end()) - s.load.begin());
-    } else {
-      for (int w = 1; w < workers; ++w)
-        if (std::max(free_at[w], ready) < std::max(free_at[best], ready)) best = w;
+      finish[t] = ready + cost[t];
+      continue;
+    }
+    int best = 0;
+    for (int w = 1; w < workers; ++w) {
+      const double start = std::max(free_at[w], ready), best_start = std::max(free_at[best], ready);
+      if (start < best_start || (start == best_start && lighter(w, best))) best = w;
     }
     finish[t] = std::max(free_at[best], ready) + cost[t];
     free_at[best] = finish[t];
-    s.load[best] += cost[t];
+    load[best] += cost[t];
+    moved[best] += bytes[t];
     s.worker[t] = best;
   }
   return s;
+}
+
+double max_over_mean(const std::vector<double>& v) {
+  double sum = 0, most = 0;
+  for (double x : v) {
+    sum += x;
+    most = std::max(most, x);
+  }
+  return sum > 0 ? most / (sum / static_cast<double>(v.size())) : 1;
 }
 
 }  // namespace
@@ -111,14 +141,21 @@ TaskGraph assign_workers(const TaskGraph& graph, const AssignOptions& options) {
   return g;
 }
 
-std::vector<double> worker_loads(const TaskGraph& g) {
-  auto cost = task_costs(g);
-  std::vector<double> load;
+WorkerBalance worker_balance(const TaskGraph& g) {
+  const std::vector<double> cost = task_costs(g), bytes = task_bytes(g);
+  WorkerBalance b;
   for (const auto& list : g.worker_lists) {
-    load.push_back(0);
-    for (int t : list) load.back() += cost.at(t);
+    b.time_ns.push_back(0);
+    b.bytes.push_back(0);
+    b.tasks.push_back(static_cast<int64_t>(list.size()));
+    for (int t : list) {
+      b.time_ns.back() += cost.at(t);
+      b.bytes.back() += bytes.at(t);
+    }
   }
-  return load;
+  b.time_imbalance = max_over_mean(b.time_ns);
+  b.bytes_imbalance = max_over_mean(b.bytes);
+  return b;
 }
 
 }  // namespace weft

@@ -45,6 +45,7 @@ MpkCompiled compile_task_graph(const ProgramPlan& plan, const MpkOptions& option
   r.graph = linearize_tasks(r.graph);
   if (done("linearize")) return r;
   r.graph = assign_workers(r.graph, options.assign);
+  r.balance = worker_balance(r.graph);
   if (done("assign")) return r;
   std::vector<std::string> problems = verify_task_graph(r.graph);
   WEFT_CHECK(problems.empty(), "the compiled task graph of {} fails verification: {}", plan.name,

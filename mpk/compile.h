@@ -32,7 +32,8 @@ struct MpkCompiled {
   std::vector<uint8_t> blob;  // empty when stopped early
   DependencyReport deps;
   int64_t events_before_fusion = 0, empty_tasks = 0;
-  double seconds = 0;  // compile time of the passes, verify and encode
+  WorkerBalance balance;  // of the AOT lists, once assigned
+  double seconds = 0;     // compile time of the passes, verify and encode
 };
 
 // Runs the passes; InternalError when the verifier rejects the result (a bug in a pass).

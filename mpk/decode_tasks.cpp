@@ -10,6 +10,7 @@
 #include "codegen/cuda/emit_cuda.h"
 #include "core/embedded_files.h"
 #include "core/error.h"
+#include "mpk/decompose.h"
 
 namespace weft {
 
@@ -85,6 +86,13 @@ TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan) {
   const Access position{state, Box{{0}, {1}}}, all_state{state, whole(Shape{layout.state_words})};
   auto in_name = [&](size_t slot) { return plan.inputs[slot]; };
   auto out_name = [&](size_t slot) { return plan.outputs[slot]; };
+  auto bytes = [&](const std::string& name, int64_t elements) {
+    const TgTensor& t = g.tensors[static_cast<size_t>(index.at(name))];
+    return elements * dtype_bytes(t.dtype);
+  };
+  auto all_bytes = [&](const std::string& name) {
+    return bytes(name, numel(g.tensors[static_cast<size_t>(index.at(name))].shape));
+  };
 
   std::vector<Operator> front, back;
   std::vector<Task> front_tasks, back_tasks;  // op: the index within front / back
@@ -95,11 +103,17 @@ TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan) {
     std::vector<Operator>& list = before ? front : back;
     Task t;
     t.op = static_cast<int>(list.size());
+    // What the task really moves where its declared accesses are whole tensors of which it
+    // touches one position's part (the assignment's cost; -1: its boxes are what it moves).
+    int64_t moved = -1;
     switch (d.body) {
       case DecodeBody::embed:
         t.reads = {all_state};
         if (in.emb) t.reads.push_back(access(in_name(*in.emb)));
         t.writes = {access(in_name(in.x))};
+        // One column of EMB (or a row of the host's f32 table), X, the position and the token.
+        moved =
+            (in.emb ? bytes(in_name(*in.emb), in.dim) : 4 * in.dim) + all_bytes(in_name(in.x)) + 8;
         break;
       case DecodeBody::rope_tables:
         t.reads = {position};
@@ -115,11 +129,16 @@ TaskGraph add_decode_tasks(const TaskGraph& g, const ProgramPlan& plan) {
         t.reads.push_back(access(out_name(in.logits)));
         t.writes.push_back(all_state);
         t.writes.push_back(access(in_name(in.m)));
+        // KN and VN read and appended at one position of the caches, the logits, the state's
+        // position and token words, one mask entry.
+        moved = all_bytes(out_name(in.logits)) + 8 + bytes(in_name(in.m), 1);
+        for (const DecodeLayer& y : in.layers)
+          moved += 2 * (all_bytes(out_name(y.kn)) + all_bytes(out_name(y.vn)));
         break;
     }
     (before ? front_tasks : back_tasks).push_back(std::move(t));
     list.push_back(
-        Operator{d.name, static_cast<int>(plan.kernels.size() + j), true, {1, 1, 1}, false});
+        Operator{d.name, static_cast<int>(plan.kernels.size() + j), true, {1, 1, 1}, false, moved});
   }
   const int shift = static_cast<int>(front.size());
   const int tail = shift + static_cast<int>(g.ops.size());
@@ -147,6 +166,8 @@ TaskBodyOptions with_decode_bodies(const ProgramPlan& plan, TaskBodyOptions bodi
   bodies.worker_threads = fit_task_bodies(plan, bodies).worker_threads;
   bodies.extra_task_function = kDecodeTaskFunction;
   bodies.extra_smem_bytes = decode_bodies_smem_bytes(bodies.worker_threads);
+  // The plan's kernels write no input; the decode tasks write X, the tables, the caches and M.
+  bodies.read_only_tensors = unwritten_inputs(add_decode_tasks(plan_tensors(plan), plan));
   return bodies;
 }
 

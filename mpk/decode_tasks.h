@@ -55,8 +55,9 @@ inline constexpr const char* kDecodeTaskFunction = "weft_mpk_decode_task";
 int64_t decode_bodies_smem_bytes(int worker_threads);
 
 // `bodies` with the decode bodies added (extra_task_function, their shared memory at the resolved
-// worker size): the options both the persistent kernel and the per-kernel decode loop
-// (mpk/per_kernel_decode.h) emit the plan's bodies with, so both run the same body code.
+// worker size, and as read-only tensors the inputs no decode task writes): the options both the
+// persistent kernel and the per-kernel decode loop (mpk/per_kernel_decode.h) emit the plan's
+// bodies with, so both run the same body code.
 TaskBodyOptions with_decode_bodies(const ProgramPlan& plan, TaskBodyOptions bodies);
 
 // Text defining kDecodeTaskFunction: the bodies of decode_bodies.cuh with the plan's tensors and

@@ -23,10 +23,9 @@ void add_access(std::vector<Access>& list, Access a) {
 
 }  // namespace
 
-TaskGraph decompose_plan(const ProgramPlan& plan, const std::set<std::string>& data_dependent) {
+TaskGraph plan_tensors(const ProgramPlan& plan) {
   TaskGraph g;
   g.name = plan.name;
-  std::map<std::string, int> tensor_index;
   for (const PlanBuffer& t : plan.tensors) {
     TgTensor tt{t.name, t.dtype, t.shape, t.contiguous_dim, TensorHome::workspace, t.offset};
     if (t.role == TensorRole::input) {
@@ -38,9 +37,16 @@ TaskGraph decompose_plan(const ProgramPlan& plan, const std::set<std::string>& d
     } else {
       WEFT_CHECK(t.offset >= 0, "temp tensor {} has no workspace offset", t.name);
     }
-    tensor_index[t.name] = static_cast<int>(g.tensors.size());
     g.tensors.push_back(std::move(tt));
   }
+  return g;
+}
+
+TaskGraph decompose_plan(const ProgramPlan& plan, const std::set<std::string>& data_dependent) {
+  TaskGraph g = plan_tensors(plan);
+  std::map<std::string, int> tensor_index;
+  for (size_t i = 0; i < g.tensors.size(); ++i)
+    tensor_index[g.tensors[i].name] = static_cast<int>(i);
   auto tensor = [&](const std::string& name) {
     auto it = tensor_index.find(name);
     WEFT_CHECK(it != tensor_index.end(), "{} is not a device tensor of the plan", name);

@@ -18,4 +18,7 @@ namespace weft {
 // UserError for a name that is no kernel of the plan.
 TaskGraph decompose_plan(const ProgramPlan& plan, const std::set<std::string>& data_dependent = {});
 
+// A graph of `plan`'s device tensors only (decompose_plan's), with no operators or tasks.
+TaskGraph plan_tensors(const ProgramPlan& plan);
+
 }  // namespace weft

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "mpk/device/megakernel_abi.cuh"
 #include "mpk/megakernel.h"
 #include "mpk/megakernel_run.h"
 
@@ -36,7 +37,8 @@ DeviceGraph empty_chain_graph(uint32_t tasks, uint32_t workers, bool jit) {
 }
 
 std::string empty_task_bodies(int worker_threads) {
-  WEFT_CHECK(worker_threads >= 32 && worker_threads % 32 == 0 && worker_threads <= 1024,
+  WEFT_CHECK(worker_threads >= 32 && worker_threads % 32 == 0 &&
+                 worker_threads + kWeftMpkProtocolThreads <= 1024,
              "{} worker threads", worker_threads);
   return fmt::format(
       "constexpr int weft_mpk_worker_threads = {};\n"
@@ -73,6 +75,12 @@ HopBench bench_hops(const HopBenchOptions& o) {
   if (o.tasks < 3)
     throw UserError(fmt::format("the hop benchmark needs 3 tasks or more, not {}", o.tasks));
   if (o.reps < 1) throw UserError("the hop benchmark needs a repetition");
+  const int most = 1024 - kWeftMpkProtocolThreads;
+  if (o.worker_threads < 32 || o.worker_threads % 32 != 0 || o.worker_threads > most)
+    throw UserError(fmt::format(
+        "worker CTAs of {} threads; they need a multiple of 32 from 32 to {} (the protocol warp "
+        "takes 32 more)",
+        o.worker_threads, most));
   MegakernelOptions mo;
   mo.schedulers = o.schedulers;
   mo.watchdog_s = o.watchdog_s;

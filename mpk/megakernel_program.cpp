@@ -20,10 +20,14 @@ MegakernelUnit emit_megakernel_program_unit(const ProgramPlan& plan,
   TaskBodyOptions body_options = options.bodies;
   if (body_options.runtime_smem_reserve_bytes == 0)
     body_options.runtime_smem_reserve_bytes = kWeftMpkCommandBytes;
+  body_options.runtime_threads = kWeftMpkProtocolThreads;
   if (options.mpk.decode_on_device) body_options = with_decode_bodies(plan, body_options);
   MegakernelUnit u;
-  u.fit = fit_task_bodies(plan, body_options);
+  fit_task_bodies(plan, body_options);  // a body that does not fit fails before compiling
   u.compiled = compile_task_graph(plan, options.mpk);
+  // __restrict__ only on what no task of this launch writes, as its own task graph says.
+  body_options.read_only_tensors = unwritten_inputs(u.compiled.graph);
+  u.fit = fit_task_bodies(plan, body_options);
   std::string bodies = emit_cuda_task_bodies(plan, body_options);
   if (options.mpk.decode_on_device) bodies += emit_decode_task_bodies(plan);
   u.unit = emit_megakernel_unit(bodies, decode_task_graph(u.compiled.blob), options.kernel);

@@ -88,17 +88,53 @@ std::unique_ptr<LoadedMegakernel> build_megakernel(const std::string& unit, bool
   std::unique_ptr<LoadedMegakernel> k(new LoadedMegakernel());
   k->emulated_ = emulated;
   k->handle_ = open_generated_library(r.artifact);
+  k->prepare_ = dlsym(k->handle_, "weft_mpk_prepare");
   k->launch_ = dlsym(k->handle_, "weft_mpk_launch");
   k->state_words_ = dlsym(k->handle_, "weft_mpk_state_words");
+  k->setup_count_ = dlsym(k->handle_, "weft_mpk_setup_count");
   void* grid = dlsym(k->handle_, "weft_mpk_grid");
   void* layout = dlsym(k->handle_, "weft_mpk_layout_of");
-  WEFT_CHECK(k->launch_ && k->state_words_ && grid && layout,
+  WEFT_CHECK(k->prepare_ && k->launch_ && k->state_words_ && k->setup_count_ && grid && layout,
              "{} lacks the weft_mpk_* entry points", r.artifact);
   reinterpret_cast<WeftMpkLayoutFn>(layout)(&k->layout_);
   int threads = 0, smem = 0;
   reinterpret_cast<WeftMpkGridFn>(grid)(&k->ctas_, &threads, &smem);
   return k;
 }
+
+void LoadedMegakernel::ensure_prepared() const {
+  std::lock_guard<std::mutex> lock(prepare_mutex_);
+  if (!prepared_) {
+    char error[512] = {0};
+    const int rc = reinterpret_cast<WeftMpkPrepareFn>(prepare_)(error, sizeof error);
+    if (rc == WEFT_MPK_REFUSED) {
+      refused_ = error;
+    } else if (emulated_) {
+      WEFT_CHECK(rc == 0, "the emulated persistent kernel's set-up returned {}", rc);
+    } else {
+#ifdef WEFT_HAVE_CUDA
+      check(static_cast<cudaError_t>(rc), "setting up the persistent kernel's launch");
+#endif
+    }
+    prepared_ = true;
+  }
+  if (!refused_.empty()) throw UserError(refused_);
+}
+
+uint64_t LoadedMegakernel::setup_count() const {
+  return reinterpret_cast<WeftMpkSetupCountFn>(setup_count_)();
+}
+
+namespace {
+// weft_mpk_launch's result: 0, or a failure (a launch before the set-up is weft's bug).
+void check_launch(int rc, const char* error, bool emulated) {
+  WEFT_CHECK(rc != WEFT_MPK_UNPREPARED, "{}", error);
+  if (emulated) WEFT_CHECK(rc == 0, "the emulated persistent kernel returned {}", rc);
+#ifdef WEFT_HAVE_CUDA
+  check(static_cast<cudaError_t>(rc), "launching the persistent kernel");
+#endif
+}
+}  // namespace
 
 MegakernelRun LoadedMegakernel::run(const std::vector<uint8_t>& blob,
                                     const std::vector<void*>& inputs,
@@ -144,11 +180,11 @@ MegakernelRun LoadedMegakernel::run_emulated(const std::vector<uint8_t>& blob,
                 &report,
                 trace ? spans.data() : nullptr,
                 iterations};
+  ensure_prepared();
   char error[512] = {0};
   const auto start = std::chrono::steady_clock::now();
   const int rc = reinterpret_cast<WeftMpkLaunchFn>(launch_)(&a, nullptr, error, sizeof error);
-  if (rc == WEFT_MPK_REFUSED) throw UserError(error);
-  WEFT_CHECK(rc == 0, "the emulated persistent kernel returned {}", rc);
+  check_launch(rc, error, true);
   return finish(report, std::move(spans), since(start));
 }
 
@@ -235,16 +271,16 @@ struct DeviceLaunch {
   }
 
   // Zeroes the state (every launch starts from zero counters), then launches on the default
-  // stream; `launch` is the unit's weft_mpk_launch.
+  // stream; `launch` is the unit's weft_mpk_launch, which only launches (the unit's set-up ran
+  // before), so the events around it time the GPU's work.
   void launch(void* launch_fn, cudaEvent_t start = nullptr, cudaEvent_t stop = nullptr) {
     check(cudaMemsetAsync(args.state, 0, state_bytes, nullptr), "cudaMemsetAsync of the state");
     if (start) check(cudaEventRecord(start, nullptr), "cudaEventRecord");
     char error[512] = {0};
     const int rc =
         reinterpret_cast<WeftMpkLaunchFn>(launch_fn)(&args, nullptr, error, sizeof error);
-    if (rc == WEFT_MPK_REFUSED) throw UserError(error);
-    check(static_cast<cudaError_t>(rc), "launching the persistent kernel");
     if (stop) check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+    check_launch(rc, error, false);
   }
 
   // After a synchronization: the trip's report, formatted, or empty.
@@ -277,6 +313,7 @@ MegakernelRun LoadedMegakernel::run_cuda(const std::vector<uint8_t>& blob, const
                                          const std::vector<void*>& outputs, void* workspace,
                                          uint64_t iterations, bool trace) const {
   require_cuda_device();
+  ensure_prepared();
   DeviceLaunch l(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), inputs, outputs,
                  workspace, iterations, trace ? iterations * graph.tasks.size() : 0);
   return launch_and_wait(l, launch_);
@@ -287,6 +324,7 @@ Timing LoadedMegakernel::time_cuda(const std::vector<uint8_t>& blob, const Devic
                                    const std::vector<void*>& outputs, void* workspace,
                                    uint64_t iterations, int warmup, int reps) const {
   require_cuda_device();
+  ensure_prepared();
   DeviceLaunch l(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(), inputs, outputs,
                  workspace, iterations, 0);
   struct Events {
@@ -361,6 +399,7 @@ std::unique_ptr<PreparedLaunch> LoadedMegakernel::prepare(const std::vector<uint
   if (!emulated_) {
 #ifdef WEFT_HAVE_CUDA
     require_cuda_device();
+    ensure_prepared();
     impl->device =
         std::make_unique<DeviceLaunch>(blob, reinterpret_cast<WeftMpkStateWordsFn>(state_words_)(),
                                        inputs, outputs, workspace, 1, 0);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -63,9 +64,10 @@ class LoadedMegakernel {
                     bool trace) const;
   // `warmup` untimed, then `reps` timed launches of `iterations` iterations each, every one
   // from zeroed state: on a GPU between two CUDA events on the stream, with the blob, state and
-  // tables on the device once (the state's memset precedes each start event); in emulation the
-  // host time of each launch (not a GPU time). UserError when a launch trips the watchdog (with
-  // its report), and as for run.
+  // tables on the device once (the state's memset precedes each start event) and the launch's
+  // set-up done before the first (setup_count), so the events time the GPU's work; in emulation
+  // the host time of each launch (not a GPU time). UserError when a launch trips the watchdog
+  // (with its report), and as for run.
   Timing time(const std::vector<uint8_t>& blob, const std::vector<void*>& inputs,
               const std::vector<void*>& outputs, void* workspace, uint64_t iterations, int warmup,
               int reps) const;
@@ -73,6 +75,10 @@ class LoadedMegakernel {
   std::unique_ptr<PreparedLaunch> prepare(const std::vector<uint8_t>& blob,
                                           const std::vector<void*>& inputs,
                                           const std::vector<void*>& outputs, void* workspace) const;
+  // How many times the unit's launch set-up (weft_mpk_prepare: device queries, the shared-memory
+  // limit, occupancy and the co-residency check) ran: once per loaded kernel, before its first
+  // launch, however many launches follow.
+  uint64_t setup_count() const;
 
  private:
   friend class PreparedLaunch;
@@ -85,6 +91,9 @@ class LoadedMegakernel {
                              void* workspace, uint64_t iterations, bool trace) const;
   // The blob decoded; UserError when it is not of the graph shape the unit was emitted for.
   DeviceGraph check_blob(const std::vector<uint8_t>& blob) const;
+  // The unit's set-up on the first call (on a GPU, with a device current); a refusal is a
+  // UserError, on that call and every later one.
+  void ensure_prepared() const;
   Timing time_cuda(const std::vector<uint8_t>& blob, const DeviceGraph& graph,
                    const std::vector<void*>& inputs, const std::vector<void*>& outputs,
                    void* workspace, uint64_t iterations, int warmup, int reps) const;
@@ -93,8 +102,13 @@ class LoadedMegakernel {
                          void* workspace, uint64_t iterations, bool trace) const;
   bool emulated_ = true;
   void* handle_ = nullptr;
+  void* prepare_ = nullptr;
   void* launch_ = nullptr;
   void* state_words_ = nullptr;
+  void* setup_count_ = nullptr;
+  mutable std::mutex prepare_mutex_;
+  mutable bool prepared_ = false;
+  mutable std::string refused_;  // the set-up's refusal, when it refused
   weft_mpk::Layout layout_{};
   int ctas_ = 0;
 };

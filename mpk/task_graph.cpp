@@ -99,6 +99,16 @@ std::vector<std::vector<uint64_t>> task_reachability(const TaskGraph& g) {
   return reach;
 }
 
+std::vector<std::string> unwritten_inputs(const TaskGraph& g) {
+  std::vector<bool> written(g.tensors.size(), false);
+  for (const Task& t : g.tasks)
+    for (const Access& a : t.writes) written[static_cast<size_t>(a.tensor)] = true;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < g.tensors.size(); ++i)
+    if (g.tensors[i].home == TensorHome::input && !written[i]) names.push_back(g.tensors[i].name);
+  return names;
+}
+
 TaskGraphStats stats_of(const TaskGraph& g) {
   TaskGraphStats s;
   s.tasks = static_cast<int64_t>(g.tasks.size());

@@ -50,6 +50,10 @@ struct Operator {
   // Its tasks' work depends on data (attention over a filled KV length, sampling): in hybrid
   // dispatch it and what follows it up to the next barrier are dispatched just in time.
   bool data_dependent = false;
+  // Bytes each of its tasks moves, when its declared accesses overstate them (whole tensors
+  // declared for ordering where a task touches a data-dependent part: the decode loop's tasks);
+  // -1: the bytes of its tasks' boxes. Only the assignment's cost estimate reads it.
+  int64_t bytes = -1;
   friend bool operator==(const Operator&, const Operator&) = default;
 };
 
@@ -116,6 +120,9 @@ std::vector<std::vector<uint64_t>> task_reachability(const TaskGraph& g);
 inline bool reaches(const std::vector<std::vector<uint64_t>>& r, int u, int v) {
   return (r[u][v / 64] >> (v % 64)) & 1;
 }
+
+// The names of the input tensors that no task of `g` writes: read-only for a whole launch of it.
+std::vector<std::string> unwritten_inputs(const TaskGraph& g);
 
 // Counts of a compiled graph, for summaries and docs.
 struct TaskGraphStats {

@@ -50,8 +50,9 @@ std::string print_tgraph(const TaskGraph& g) {
                      fmt::join(t.shape, ","), t.contiguous_dim, home_name(t.home), t.slot);
   for (size_t i = 0; i < g.ops.size(); ++i) {
     const Operator& o = g.ops[i];
-    s += fmt::format("op o{} kernel={} index={} {} grid=[{}]{}\n", i, o.kernel, o.kernel_index,
+    s += fmt::format("op o{} kernel={} index={} {} grid=[{}]{}{}\n", i, o.kernel, o.kernel_index,
                      o.library ? "library" : "blocks", fmt::join(o.grid, ","),
+                     o.bytes >= 0 ? fmt::format(" bytes={}", o.bytes) : "",
                      o.data_dependent ? " data-dependent" : "");
   }
   for (size_t i = 0; i < g.tasks.size(); ++i) {
@@ -294,6 +295,11 @@ class Parser {
     if (kind.text != "library" && kind.text != "blocks") fail(kind, "expected library or blocks");
     o.library = kind.text == "library";
     o.grid = triple(value(next("grid=[x,y,z]"), "grid"));
+    if (at_ < tokens_.size() && tokens_[at_].text.rfind("bytes=", 0) == 0) {
+      o.bytes = integer(value(tokens_[at_], "bytes"));
+      if (o.bytes < 0) fail(tokens_[at_], "expected bytes=N with N >= 0");
+      ++at_;
+    }
     if (at_ < tokens_.size() && tokens_[at_].text == "data-dependent") {
       o.data_dependent = true;
       ++at_;

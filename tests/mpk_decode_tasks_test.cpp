@@ -516,8 +516,8 @@ TEST(MpkDecodeTasks, RefusesWhatTheStateCannotHold) {
 }
 
 // The real size: the Qwen3-0.6B-shaped step (cache 256) with its decode loop on the device
-// compiles, verifies and encodes for 132 workers, with the loop's operators in place (28 appends),
-// its bodies fit the worker and their text is emitted.
+// compiles, verifies and encodes for 132 workers, with the loop's operators in place (28 appends)
+// and the work balanced over the workers, its bodies fit the worker and their text is emitted.
 TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
   DecoderConfig c = decoder_config("qwen3-0.6b");
   c.cache = 256;
@@ -529,6 +529,9 @@ TEST(MpkDecodeTasks, ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice) {
   o.decode_on_device = true;
   const MpkCompiled compiled = compile_task_graph(plan, o);  // verified inside
   ASSERT_FALSE(compiled.blob.empty());
+  // The workers' AOT lists share the predicted time and the bytes evenly (issue 32: at most 1.2).
+  EXPECT_LE(compiled.balance.time_imbalance, 1.2);
+  EXPECT_LE(compiled.balance.bytes_imbalance, 1.2);
   const DeviceGraph decoded = decode_task_graph(compiled.blob);
   EXPECT_EQ(decoded.ops.size(), plan.kernels.size() + 3);
   std::map<std::string, int64_t> tasks;

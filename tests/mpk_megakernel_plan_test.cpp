@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "core/target.h"
@@ -175,7 +176,7 @@ TEST(MpkMegakernelPlan, CliDecodesOnTheEmulatedPersistentKernel) {
                   test::source_path("examples/tiny_decoder_step.weft")));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("identical tokens and logits"), std::string::npos) << out;
-  EXPECT_NE(out.find("3 worker CTAs of 128 threads"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 worker CTAs of 128 threads and a protocol warp"), std::string::npos) << out;
   auto [resident_rc, resident_out] = test::run_weft(
       fmt::format("mpk run {} --on emulation --tokens 4 --workers 3 --tokens-per-launch 2 --logits",
                   test::source_path("examples/tiny_decoder_step.weft")));
@@ -280,6 +281,60 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
         nvcc, cu, log);
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << test::read_text(log).substr(0, 6000);
     std::filesystem::remove_all(dir);
+  }
+}
+
+// Every tensor parameter of the block functions in `unit`: (tensor name, __restrict__ or not).
+std::vector<std::pair<std::string, bool>> block_parameters(const std::string& unit,
+                                                           const ProgramPlan& plan) {
+  std::vector<std::pair<std::string, bool>> params;
+  const std::regex param(R"((const )?\w+\* (__restrict__ )?T(\d+))");
+  const std::string open = "WEFT_BLOCK_FN void ", close = ", [[maybe_unused]] const int bx";
+  for (size_t at = unit.find(open); at != std::string::npos; at = unit.find(open, at + 1)) {
+    const size_t from = unit.find('(', at), to = unit.find(close, at);
+    const std::string list = unit.substr(from + 1, to - from - 1);
+    for (std::sregex_iterator m(list.begin(), list.end(), param), end; m != end; ++m)
+      params.emplace_back(plan.tensors.at(std::stoul((*m)[3].str())).name, (*m)[2].matched);
+  }
+  return params;
+}
+
+// A persistent unit's bodies take a tensor __restrict__ only when no task of the launch writes it:
+// a const __restrict__ pointer lets the compiler load through the non-coherent path, which does
+// not see another task's writes during the launch. Checked on the emitted units' block functions
+// against every task's writes; the weights keep it, X (written by the decode loop's embedding
+// task, not by the plan) does not, and the per-kernel decode step's bodies are the same.
+TEST(MpkMegakernelPlan, BodiesRestrictOnlyTensorsNoTaskWrites) {
+  for (auto [path, decode_on_device] :
+       {std::pair{"examples/tiny_decoder_step.weft", true},
+        std::pair{"examples/qwen3_tiny_decode_step.weft", true},
+        std::pair{"tests/golden/lower/gqa_attention.fused.weft", false}}) {
+    SCOPED_TRACE(path);
+    const ProgramPlan plan =
+        lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("h100"));
+    MegakernelProgramOptions o;
+    o.mpk.assign = {4, Dispatch::hybrid};
+    o.mpk.data_dependent = kernels_reading(plan, "Kc");
+    o.mpk.decode_on_device = decode_on_device;
+    const MegakernelUnit u = emit_megakernel_program_unit(plan, o);
+    std::set<std::string> written;
+    for (const Task& t : u.compiled.graph.tasks)
+      for (const Access& a : t.writes) written.insert(u.compiled.graph.tensors[a.tensor].name);
+    const auto params = block_parameters(u.unit, plan);
+    ASSERT_FALSE(params.empty());
+    int restricted = 0;
+    for (const auto& [name, restrict] : params) {
+      restricted += restrict;
+      EXPECT_FALSE(restrict && written.count(name)) << name << " is written during the launch";
+    }
+    EXPECT_GT(restricted, 0) << "the weights are read-only";
+    if (!decode_on_device) continue;
+    const std::string x = plan.inputs.at(decode_interface(plan).x);
+    EXPECT_TRUE(written.count(x));
+    EXPECT_TRUE(
+        std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == x; }))
+        << x << " is a body's parameter";
+    EXPECT_EQ(block_parameters(emit_per_kernel_decode_unit(plan), plan), params);
   }
 }
 

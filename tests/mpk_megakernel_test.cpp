@@ -1,9 +1,11 @@
 // The persistent kernel (mpk/megakernel.h) without a GPU: hand-written task bodies that follow
 // the task-body contract check, from inside every task, that each task it depends on (its
 // ancestors through events) has finished this iteration, on every one of its worker's threads,
-// and count their runs; the unit runs in host emulation (every CTA's threads at once) and
-// compiles with nvcc for sm_80 and sm_90a. The co-residency rule is checked with fake device
-// numbers, and on a GPU with a launch that cannot fit.
+// that only compute threads enter them, from their command loop, and count their runs; the unit
+// runs in host emulation (every CTA's threads at once) and compiles with nvcc for sm_80 and
+// sm_90a. The co-residency rule is checked with fake device numbers, and on a GPU with a launch
+// that cannot fit; the launch's set-up runs once per loaded kernel. On a GPU the same checks run
+// on the device (skipped here).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -27,6 +29,11 @@
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("MpkMegakernel.GpuRefusesWhatCannotBeCoResident", "gpu");
+WEFT_TEST_TIERS_OF("MpkMegakernelGpu.*", "gpu");
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace weft {
 namespace {
@@ -37,8 +44,10 @@ constexpr int kThreads = 64;
 // kernel k's tasks at map[map[3k] + bx + gx (by + gy bz)] with gx = map[3k+1], gy = map[3k+2];
 // inputs[1]: int32 CSR of each task's non-empty ancestors; outputs[0]: uint32 marks, one per task
 // and thread (each thread counts its runs of the task in its own cell); outputs[1]: uint32
-// {violations, calls}. Thread 0 compares every ancestor's marks, written by all threads of
-// other CTAs with plain stores, with its own count + 1: only the protocol orders them.
+// {violations, calls, wrong entries}. Thread 0 compares every ancestor's marks, written by all
+// threads of other CTAs with plain stores, with its own count + 1: only the protocol orders them.
+// A wrong entry is a thread of the protocol warp (or, in emulation, any thread not in a compute
+// thread's command loop) entering a body: counted, and the body left at once.
 const char* kCheckingBodies = R"(
 constexpr int weft_mpk_worker_threads = 64;
 constexpr int weft_mpk_body_smem_bytes = 256;
@@ -53,9 +62,18 @@ WEFT_DEV void weft_mpk_task(uint32_t kernel, int bx, int by, int bz, unsigned ch
   const int* anc = static_cast<const int*>(inputs[1]);
   uint32_t* marks = static_cast<uint32_t*>(outputs[0]);
   uint32_t* stats = static_cast<uint32_t*>(outputs[1]);
+  const int tid = weft_tid();
+#if defined(WEFT_HOST_EMULATION)
+  const bool from_command_loop = weft_emu.role == weft_emu_role_body_loop;
+#else
+  const bool from_command_loop = true;
+#endif
+  if (tid >= weft_mpk_worker_threads || !from_command_loop) {
+    weft_test_add(&stats[2], 1);
+    return;
+  }
   const int k = static_cast<int>(kernel);
   const int t = map[map[3 * k] + bx + map[3 * k + 1] * (by + map[3 * k + 2] * bz)];
-  const int tid = weft_tid();
   const uint32_t mine = marks[t * weft_mpk_worker_threads + tid];
   if (tid == 0) {
     for (int i = anc[t]; i < anc[t + 1]; ++i)
@@ -96,7 +114,7 @@ MpkCompiled compiled(const Program& p, int workers, Dispatch d) {
 // The bodies' tables for a compiled graph, and the buffers they write.
 struct Tables {
   std::vector<int> map, ancestors;
-  std::vector<uint32_t> marks, stats = {0, 0};
+  std::vector<uint32_t> marks, stats = {0, 0, 0};
   std::vector<unsigned char> workspace;
   int bodies = 0;  // non-empty tasks
 };
@@ -182,6 +200,7 @@ TEST(MpkMegakernel, EmulatedKernelRunsEveryTaskInDependencyOrder) {
           ASSERT_TRUE(r.ok) << r.report;
           EXPECT_EQ(t.stats[0], 0u) << "ancestors not finished when a task ran";
           EXPECT_EQ(t.stats[1], iterations * t.bodies * kThreads);
+          EXPECT_EQ(t.stats[2], 0u) << "a body entered by a protocol thread";
           for (size_t i = 0; i < c.graph.tasks.size(); ++i)
             for (int j = 0; j < kThreads; ++j)
               ASSERT_EQ(t.marks[i * kThreads + j],
@@ -255,6 +274,48 @@ TEST(MpkMegakernel, DroppedDependencyIsSeenByTheCheckingBodies) {
   EXPECT_GT(u.stats[0], 0u) << "task t" << moved << " ran before its ancestors unnoticed";
 }
 
+// The check fails on the structure the protocol warp replaced: the protocol lane running each
+// body itself (from inside the protocol) while the compute threads run it from their loop, which
+// on a GPU puts a divergent warp through the bodies' .aligned instructions.
+TEST(MpkMegakernel, AProtocolThreadEnteringABodyIsSeen) {
+  MpkCompiled c = compiled(programs()[1], 2, Dispatch::aot);
+  std::string unit = emit_megakernel_unit(kCheckingBodies, decode_task_graph(c.blob), {});
+  const std::string handoffs = "    weft_mpk_cta_handoff();\n    weft_mpk_cta_handoff();\n";
+  const size_t at = unit.find(handoffs);
+  ASSERT_NE(at, std::string::npos) << "run_task's two handoffs";
+  unit.replace(at, handoffs.size(),
+               "    weft_mpk_cta_handoff();\n"
+               "    weft_mpk_task(c->kernel, c->bx, c->by, c->bz, smem + kWeftMpkCommandBytes, "
+               "args->inputs, args->outputs, args->workspace);\n"
+               "    weft_mpk_cta_handoff();\n");
+  auto kernel = build_megakernel(unit, true);
+  Tables t = tables(c.graph);
+  MegakernelRun r = run(*kernel, c, t, 2, false);
+  ASSERT_TRUE(r.ok) << r.report;
+  EXPECT_EQ(t.stats[2], 2u * t.bodies) << "each task's body entered by its protocol lane";
+}
+
+// The launch's set-up (co-residency check; on a GPU also the device queries, the shared-memory
+// limit and the occupancy) runs once per loaded kernel, not per launch: timed launches time the
+// launch alone.
+TEST(MpkMegakernel, LaunchSetUpRunsOncePerLoadedKernel) {
+  MpkCompiled c = compiled(programs()[1], 2, Dispatch::hybrid);
+  auto kernel =
+      build_megakernel(emit_megakernel_unit(kCheckingBodies, decode_task_graph(c.blob), {}), true);
+  EXPECT_EQ(kernel->setup_count(), 0u);
+  Tables t = tables(c.graph);
+  ASSERT_TRUE(run(*kernel, c, t, 1, false).ok);
+  EXPECT_EQ(kernel->setup_count(), 1u);
+  (void)kernel->time(c.blob, {t.map.data(), t.ancestors.data()}, {t.marks.data(), t.stats.data()},
+                     t.workspace.data(), 1, 2, 5);
+  auto launch = kernel->prepare(c.blob, {t.map.data(), t.ancestors.data()},
+                                {t.marks.data(), t.stats.data()}, t.workspace.data());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(launch->run(2).ok);
+  EXPECT_EQ(kernel->setup_count(), 1u) << "after 1 run, 7 timed launches and 3 prepared ones";
+  EXPECT_EQ(t.stats[0], 0u);
+  EXPECT_EQ(t.stats[2], 0u);
+}
+
 TEST(MpkMegakernel, CoResidencyRuleRefusesWhatCannotFit) {
   char msg[512];
   EXPECT_EQ(weft_mpk_check_co_residency(1, 1, 132, 132, 128, 1024, msg, sizeof msg), 0);
@@ -296,14 +357,15 @@ TEST(MpkMegakernel, UnitCompilesWithNvccForSm80AndSm90a) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd << "\n" << test::read_text(log).substr(0, 6000);
 }
 
-// On a GPU: more worker CTAs than can be resident (1024 threads and 200 KB of shared memory each
-// leave one per SM; 1000 workers exceed any device's SMs) are refused, never launched.
+// On a GPU: more worker CTAs than can be resident (992 compute threads, the protocol warp and
+// 200 KB of shared memory each leave one per SM; 1000 workers exceed any device's SMs) are
+// refused, never launched.
 TEST(MpkMegakernel, GpuRefusesWhatCannotBeCoResident) {
   if (!cuda_runtime_built()) GTEST_SKIP() << "weft was built without the CUDA toolkit";
   if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   MpkCompiled c = compiled(programs()[1], 1000, Dispatch::aot);
   std::string bodies = kCheckingBodies;
-  bodies.replace(bodies.find("= 64;"), 5, "= 1024;");
+  bodies.replace(bodies.find("= 64;"), 5, "= 992;");
   bodies.replace(bodies.find("= 256;"), 6, "= 200000;");
   const CudaDevice& dev = require_cuda_device();
   auto kernel = build_megakernel(
@@ -316,6 +378,76 @@ TEST(MpkMegakernel, GpuRefusesWhatCannotBeCoResident) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
   }
+}
+
+#ifdef WEFT_HAVE_CUDA
+// The tables and buffers of a Tables on the device, copied back by fetch.
+struct DeviceTables {
+  std::vector<void*> in, out;
+  void* workspace = nullptr;
+  void* put(const void* p, size_t bytes) {
+    void* d = nullptr;
+    EXPECT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, p, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  }
+  explicit DeviceTables(const Tables& t) {
+    in = {put(t.map.data(), t.map.size() * 4), put(t.ancestors.data(), t.ancestors.size() * 4)};
+    out = {put(t.marks.data(), t.marks.size() * 4), put(t.stats.data(), t.stats.size() * 4)};
+    workspace = put(t.workspace.data(), t.workspace.size());
+  }
+  void fetch(Tables& t) const {
+    EXPECT_EQ(cudaMemcpy(t.marks.data(), out[0], t.marks.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(t.stats.data(), out[1], t.stats.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+  }
+  ~DeviceTables() {
+    for (void* p : in) cudaFree(p);
+    for (void* p : out) cudaFree(p);
+    cudaFree(workspace);
+  }
+};
+#endif
+
+// On a GPU: the checking bodies run every task in dependency order on every compute thread and
+// on no thread of the protocol warp, and the launch's set-up runs once across timed launches.
+TEST(MpkMegakernelGpu, BodiesRunOnComputeThreadsInDependencyOrder) {
+  if (!cuda_runtime_built()) GTEST_SKIP() << "weft was built without the CUDA toolkit";
+  if (std::string why = cuda_unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+#ifdef WEFT_HAVE_CUDA
+  const CudaDevice& dev = require_cuda_device();
+  const std::string arch =
+      fmt::format("sm_{}{}{}", dev.major, dev.minor, dev.major == 9 ? "a" : "");
+  for (const Program& p : programs())
+    for (Dispatch d : {Dispatch::aot, Dispatch::hybrid}) {
+      SCOPED_TRACE(fmt::format("{}, {}", p.plan.name, dispatch_name(d)));
+      MpkCompiled c = compiled(p, 4, d);
+      MegakernelOptions mo;
+      mo.schedulers = 2;
+      auto kernel = build_megakernel(
+          emit_megakernel_unit(kCheckingBodies, decode_task_graph(c.blob), mo), false, arch);
+      Tables t = tables(c.graph);
+      const uint64_t iterations = 3;
+      {
+        DeviceTables dt(t);
+        MegakernelRun r = kernel->run(c.blob, dt.in, dt.out, dt.workspace, iterations, false);
+        ASSERT_TRUE(r.ok) << r.report;
+        dt.fetch(t);
+      }
+      EXPECT_EQ(t.stats[0], 0u) << "ancestors not finished when a task ran";
+      EXPECT_EQ(t.stats[1], iterations * t.bodies * kThreads);
+      EXPECT_EQ(t.stats[2], 0u) << "a body entered by a thread of the protocol warp";
+      for (size_t i = 0; i < c.graph.tasks.size(); ++i)
+        for (int j = 0; j < kThreads; ++j)
+          ASSERT_EQ(t.marks[i * kThreads + j], c.graph.tasks[i].op == kEmptyTask ? 0 : iterations)
+              << "task " << i << " thread " << j;
+      Tables u = tables(c.graph);
+      DeviceTables du(u);
+      (void)kernel->time(c.blob, du.in, du.out, du.workspace, 1, 2, 5);
+      EXPECT_EQ(kernel->setup_count(), 1u) << "after a run and 7 timed launches";
+    }
+#endif
 }
 
 }  // namespace

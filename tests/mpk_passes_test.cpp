@@ -1,5 +1,7 @@
-// Golden tests of every MPK pass, the .tgraph round trip and its located errors, the blob.
+// Golden tests of every MPK pass, the .tgraph round trip and its located errors, the blob, and
+// the balance of the workers' lists.
 // WEFT_UPDATE_GOLDEN=1 rewrites the golden files in tests/golden/mpk/ instead of comparing.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,8 +9,11 @@
 
 #include "core/error.h"
 #include "core/target.h"
+#include "ir/parser.h"
 #include "lower/pipeline.h"
 #include "mpk/compile.h"
+#include "mpk/decode_demo.h"
+#include "mpk/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/fuse_events.h"
 #include "mpk/normalize.h"
@@ -101,6 +106,7 @@ TEST(MpkText, ErrorsAreLocated) {
   // Each edit breaks one line; the error names that line and the column of the bad token.
   for (const Case& c : std::vector<Case>{{"dispatch=hybrid", "dispatch=eager", ":1:"},
                                          {"op o0 kernel=k0", "op o1 kernel=k0", ":"},
+                                         {"grid=[4,1,1]", "grid=[4,1,1] bytes=-8", ":"},
                                          {"need=1 launch", "need=x launch", ":"},
                                          {"worker w0", "worker w9", ":"},
                                          {"wait=e0", "wait=e99", ":"},
@@ -206,12 +212,42 @@ TEST(MpkCompile, RejectsUnknownPassesAndKernels) {
   EXPECT_THROW(compile_task_graph(plan, options("", {"k7"})), UserError);
 }
 
+// Assignment spreads the work of a generated decoder (Qwen3-tiny, h100 plan) over 2 to 16
+// workers, AOT and hybrid: the most loaded worker's predicted time and bytes stay within
+// kBound of the mean (ties used to go to the lowest worker, which took most of the step), the
+// report is the lists', and the verifier accepts the graph.
+TEST(MpkAssign, SpreadsAGeneratedDecodersWorkEvenly) {
+  constexpr double kBound = 1.2;
+  const ProgramPlan plan =
+      lower_graph(parse_graph(decoder_program(decoder_config("qwen3-tiny")), "qwen3-tiny"),
+                  target_by_name("h100"));
+  for (int workers : {2, 4, 8, 16})
+    for (Dispatch d : {Dispatch::aot, Dispatch::hybrid}) {
+      SCOPED_TRACE(fmt::format("{} workers, {}", workers, dispatch_name(d)));
+      MpkOptions o;
+      o.assign = {workers, d};
+      o.data_dependent = kernels_reading(plan, "Kc");
+      const MpkCompiled c = compile_task_graph(plan, o);
+      EXPECT_TRUE(verify_task_graph(c.graph).empty());
+      const WorkerBalance b = worker_balance(c.graph);
+      EXPECT_EQ(b.time_ns, c.balance.time_ns);
+      ASSERT_EQ(b.tasks.size(), static_cast<size_t>(workers));
+      int64_t aot = 0, listed = 0;
+      for (const Task& t : c.graph.tasks) aot += !t.jit;
+      for (int64_t n : b.tasks) listed += n;
+      EXPECT_EQ(listed, aot);
+      EXPECT_LE(b.time_imbalance, kBound);
+      EXPECT_LE(b.bytes_imbalance, kBound);
+    }
+}
+
 TEST(MpkCli, CompileWritesTheGraphAndRejectsBadOptions) {
   std::string dir = ::testing::TempDir() + "mpk_cli";
   auto [rc, out] = test::run_weft("mpk compile " + test::example_path("tiny_decoder_step.weft") +
                                   " -o " + dir + " --workers 4 2>&1");
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("empty"), std::string::npos) << out;
+  EXPECT_NE(out.find("imbalance (largest / mean)"), std::string::npos) << out;
   TaskGraph g = parse_tgraph(test::read_text(dir + "/tiny_decoder_step.tgraph"));
   EXPECT_TRUE(verify_task_graph(g).empty());
   EXPECT_FALSE(test::read_text(dir + "/tiny_decoder_step.tgraph.dot").empty());

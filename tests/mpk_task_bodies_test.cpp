@@ -2,6 +2,7 @@
 // bodies run by one worker CTA in host emulation reproduce the per-kernel CUDA emulation bit for
 // bit (the same block code) and the interpreter within tolerance; the fit checks refuse bodies that
 // do not fit a worker; the bodies units compile with nvcc for sm_80 and sm_90a.
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -153,6 +154,38 @@ TEST(MpkTaskBodies, PerKernelLaunchesOfTheBodiesMatch) {
     expect_bodies_match(test::load_graph_file(source_path(f)), {}, TaskBodyLaunch::per_kernel);
 }
 
+// Per-kernel launches raise a kernel's shared-memory limit (above 48 KB) at the first launch
+// only, not at every one (WEFT_SET_SMEM): host work that launches timed between CUDA events would
+// include. Emulated units count the raises; one kernel's shared memory is raised past 48 KB here.
+TEST(MpkTaskBodies, PerKernelLaunchesRaiseTheSharedMemoryLimitOnce) {
+  Graph g = test::load_graph_file(source_path("tests/golden/lower/rms_norm_linear.fused.weft"));
+  ProgramPlan plan = lower_graph(g, target_by_name("h100"));
+  auto k = std::find_if(plan.kernels.begin(), plan.kernels.end(),
+                        [](const KernelPlan& p) { return !p.library; });
+  ASSERT_NE(k, plan.kernels.end());
+  k->smem_bytes = 64 * 1024;
+  const auto inputs = host_buffers_of(random_inputs(g, 3));
+  for (const auto& [what, unit] :
+       {std::pair{"the per-kernel unit", emit_cuda_source(plan)},
+        std::pair{"the bodies launched per kernel",
+                  emit_task_bodies_check_unit(plan, {}, TaskBodyLaunch::per_kernel)}}) {
+    SCOPED_TRACE(what);
+    const std::string launcher = unit.substr(unit.find("int weft_cuda_launch("));
+    ASSERT_EQ(count(launcher, "WEFT_SET_SMEM("), 1);
+    auto program = build_program(plan, Backend::cuda_emulation, unit);
+    void* handle = dlopen(program->artifact().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    auto raises = reinterpret_cast<uint64_t (*)()>(dlsym(handle, "weft_smem_limit_raises"));
+    ASSERT_NE(raises, nullptr);
+    EXPECT_EQ(raises(), 0u);
+    (void)program->run(inputs);
+    EXPECT_EQ(raises(), 1u);
+    (void)program->time(inputs, 2, 5);
+    EXPECT_EQ(raises(), 1u) << "after 8 launches";
+    dlclose(handle);
+  }
+}
+
 // What the contract promises about the text: the constants, the entry's signature, only named
 // barriers in the bodies, nothing of a kernel launch; the per-kernel unit has no named barrier.
 TEST(MpkTaskBodies, TextFollowsTheContract) {
@@ -168,10 +201,25 @@ TEST(MpkTaskBodies, TextFollowsTheContract) {
   EXPECT_NE(bodies.find("WEFT_DEV void weft_mpk_task(uint32_t kernel, "), std::string::npos);
   EXPECT_NE(bodies.find("void* const* inputs, void* const* outputs, unsigned char* workspace)"),
             std::string::npos);
-  for (const char* absent :
-       {"weft_sync()", "__syncthreads", "WEFT_KERNEL", "WEFT_LAUNCH", "extern \"C\"", "weft_bid_",
-        "weft_smem_base", "weft_gemm(", "weft_gtid", "cublas", "blockIdx", "threadIdx"})
+  // No tensor is __restrict__ unless named read-only for the launch (TaskBodyOptions).
+  for (const char* absent : {"weft_sync()", "__syncthreads", "WEFT_KERNEL", "WEFT_LAUNCH",
+                             "extern \"C\"", "weft_bid_", "weft_smem_base", "weft_gemm(",
+                             "weft_gtid", "cublas", "blockIdx", "threadIdx", "__restrict__"})
     EXPECT_EQ(bodies.find(absent), std::string::npos) << absent;
+  // Emulation checks every entry's thread (no protocol thread may run a body).
+  EXPECT_EQ(count(bodies, "weft_task_body_entry();"), 1);
+  // Only the tensors named read-only for the launch are __restrict__; an output cannot be.
+  TaskBodyOptions read_only;
+  read_only.read_only_tensors = {plan.inputs.at(1)};
+  const std::string restricted = emit_cuda_task_bodies(plan, read_only);
+  const std::regex restrict_param(R"(__restrict__ T(\d+))");
+  int restricted_params = 0;
+  for (std::sregex_iterator m(restricted.begin(), restricted.end(), restrict_param), end; m != end;
+       ++m, ++restricted_params)
+    EXPECT_EQ(plan.tensors.at(std::stoul((*m)[1].str())).name, plan.inputs.at(1));
+  EXPECT_GT(restricted_params, 0);
+  read_only.read_only_tensors = {plan.outputs.at(0)};
+  EXPECT_THROW((void)fit_task_bodies(plan, read_only), InternalError);
   EXPECT_GT(count(bodies, "weft_bar_sync(1, 128);"), 0);
   int gemms = 0;
   for (const KernelPlan& k : plan.kernels)

@@ -462,9 +462,16 @@ class Emitter {
       }
     std::string out;
     for (auto [i, written] : used)
-      out += fmt::format("{}{}{}* __restrict__ T{}", out.empty() ? "" : ", ",
-                         written ? "" : "const ", ctype(p_.tensors[i].dtype), i);
+      out += fmt::format("{}{}{}* {}T{}", out.empty() ? "" : ", ", written ? "" : "const ",
+                         ctype(p_.tensors[i].dtype), restricted(i) ? "__restrict__ " : "", i);
     return out;
+  }
+  // A kernel launched on its own may take every tensor __restrict__: no other code runs on them
+  // during its launch. A task body may not, unless no task of its persistent launch writes the
+  // tensor: a const __restrict__ pointer lets the compiler load through the non-coherent path
+  // (ld.global.nc), which may return what another task's write has replaced.
+  bool restricted(size_t tensor) const {
+    return fit_ == nullptr || fit_->read_only_tensors.count(p_.tensors[tensor].name) != 0;
   }
   // The tensors a kernel's code takes, in params' order.
   std::vector<size_t> tensor_args(const KernelPlan& k) const {
@@ -1063,6 +1070,7 @@ class Emitter {
         "int by, [[maybe_unused]] int bz, [[maybe_unused]] unsigned char* smem, void* const* "
         "inputs, void* const* outputs, unsigned char* workspace) {{");
     ++ind_;
+    line("weft_task_body_entry();");
     tensor_pointers(false);
     // Two switches: the kernel picks its tensors P and the code it runs (share_identical_code),
     // then each code is inlined once, on P, however many kernels run it.

@@ -52,11 +52,16 @@ TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& opti
   if (fit.worker_threads == 0)
     fit.worker_threads =
         graph_threads == 0 ? kLibraryOnlyWorkerThreads : (graph_threads + 31) / 32 * 32;
-  const int max_threads = std::min(1024, target.max_threads_per_block);
+  WEFT_CHECK(options.runtime_threads >= 0 && options.runtime_threads % 32 == 0,
+             "{} runtime threads", options.runtime_threads);
+  const int max_threads = std::min(1024, target.max_threads_per_block) - options.runtime_threads;
   if (fit.worker_threads < 32 || fit.worker_threads % 32 != 0 || fit.worker_threads > max_threads)
     throw UserError(fmt::format(
-        "task bodies of {}: worker CTAs of {} threads; they need a multiple of 32 from 32 to {}",
-        plan.name, fit.worker_threads, max_threads));
+        "task bodies of {}: worker CTAs of {} threads; they need a multiple of 32 from 32 to {}{}",
+        plan.name, fit.worker_threads, max_threads,
+        options.runtime_threads == 0
+            ? ""
+            : fmt::format(" ({} more are the persistent kernel's)", options.runtime_threads)));
   if (options.runtime_smem_reserve_bytes < 0 || options.smem_budget_bytes < 0)
     throw UserError(
         fmt::format("task bodies of {}: negative shared-memory budget or reserve", plan.name));
@@ -70,6 +75,20 @@ TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& opti
         plan.name, options.extra_task_function, options.extra_smem_bytes, fit.smem_budget_bytes));
   fit.body_smem_bytes = options.extra_smem_bytes;
   fit.extra_task_function = options.extra_task_function;
+  if (!options.read_only_tensors.empty()) {
+    std::set<std::string> written;
+    for (const KernelPlan& k : plan.kernels)
+      for (const auto* steps : {&k.loop_steps, &k.post_steps})
+        for (const Step& s : *steps)
+          if (s.kind == StepKind::store || s.kind == StepKind::call)
+            written.insert(s.outputs.begin(), s.outputs.end());
+    for (const std::string& name : options.read_only_tensors) {
+      const PlanBuffer* t = plan.find_tensor(name);
+      WEFT_CHECK(t && t->role == TensorRole::input && written.count(name) == 0,
+                 "{}: read-only tensor {} is not an input no kernel writes", plan.name, name);
+      fit.read_only_tensors.insert(name);
+    }
+  }
   for (const KernelPlan& k : plan.kernels) {
     TaskBodyFigure f{k.name, k.library, false, fit.worker_threads, 0, 1};
     if (k.library) {

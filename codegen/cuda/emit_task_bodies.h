@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,19 @@ struct TaskBodyOptions {
   // Shared memory the persistent kernel keeps for itself (its static __shared__ state), taken off
   // the default budget.
   int64_t runtime_smem_reserve_bytes = 0;
+  // Threads the persistent kernel adds to every worker CTA beyond the bodies' (its protocol
+  // warp): the worker's threads plus these must fit a CTA.
+  int runtime_threads = 0;
   // Bodies the plan does not hold (the decode loop's, mpk/decode_tasks.h): non-empty, kernel
   // indices from plan.kernels.size() on call this function with the index less the plan's kernel
   // count and weft_mpk_task's other arguments (declared by the bodies' text, defined by text after
   // it); they run on every worker thread and need `extra_smem_bytes` of shared memory.
   std::string extra_task_function;
   int64_t extra_smem_bytes = 0;
+  // Plan inputs that no task of the launch writes (no plan kernel, no body beyond the plan), in
+  // any iteration: only these are __restrict__ in the bodies (emit_cuda_source's kernels take
+  // every tensor so). Empty: none.
+  std::vector<std::string> read_only_tensors;
 };
 
 // What one plan kernel's body needs.
@@ -44,8 +52,9 @@ struct TaskBodyFit {
   int64_t smem_budget_bytes = 0;
   int64_t body_smem_bytes = 0;  // the largest body's shared memory (weft_mpk_body_smem_bytes)
   int max_body_threads = 0;     // the most threads a body uses
-  std::vector<TaskBodyFigure> bodies;  // plan kernel order
-  std::string extra_task_function;     // TaskBodyOptions's
+  std::vector<TaskBodyFigure> bodies;       // plan kernel order
+  std::string extra_task_function;          // TaskBodyOptions's
+  std::set<std::string> read_only_tensors;  // TaskBodyOptions's
 };
 
 // The tiles of the device GEMM for an m x n product (C = A B, per batch element): bm x bn outputs
@@ -60,8 +69,9 @@ CtaGemmTile cta_gemm_tile(int64_t m, int64_t n);
 
 // Resolves the options for `plan` (lowered for a GPU target) and checks every body fits a worker
 // CTA: a graph-defined body's threads at most the worker's, every body's shared memory within the
-// budget. A body that does not fit, or a worker size that is not a multiple of 32 in [32, 1024],
-// is a UserError naming the kernel and the numbers.
+// budget. A body that does not fit, or a worker size that is not a multiple of 32 in [32, 1024]
+// (less TaskBodyOptions::runtime_threads), is a UserError naming the kernel and the numbers. A
+// read-only tensor that is not a plan input, or that a plan kernel writes, is an internal error.
 TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& options);
 
 // The task bodies of `plan` (after fit_task_bodies' checks), text to put after the CUDA prelude

@@ -2,8 +2,9 @@
 // launch a persistent kernel needs: every CTA's threads run at once (each CTA with its own
 // barrier and shared memory, as in codegen/cuda/device/emulation.cuh's one-block-at-a-time
 // launch), since workers spin on each other's events. Atomics are GCC's __atomic builtins on the
-// same words, the relax step yields, the clock is steady_clock, and a trip only returns (the
-// protocol's threads see the failed flag and stop).
+// same words, the relax step yields, the clock is steady_clock, a trip only returns (the
+// protocol's threads see the failed flag and stop), the handoff is the CTA's barrier, and each
+// thread records its role for the check that no protocol thread enters a task body.
 #pragma once
 
 #include <stdint.h>
@@ -14,7 +15,6 @@
 #include <vector>
 
 #define WEFT_MPK_DEV inline
-#define WEFT_MPK_ONE_COPY static
 
 WEFT_MPK_DEV uint64_t weft_mpk_ld_acquire(const uint64_t* p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -32,6 +32,17 @@ WEFT_MPK_DEV uint64_t weft_mpk_clock_ns() {
 }
 WEFT_MPK_DEV void weft_mpk_trip() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+WEFT_MPK_DEV void weft_mpk_cta_handoff() {
+  weft_sync();
+}
+enum WeftMpkRole { weft_mpk_role_protocol, weft_mpk_role_body_loop };
+// Protocol threads (a protocol warp, a scheduler lane) must never enter a task body, and compute
+// threads enter them from their command loop only: weft_task_body_entry (emulation.cuh) aborts on
+// the first, and checking bodies in tests count the second.
+WEFT_MPK_DEV void weft_mpk_mark_role(WeftMpkRole r) {
+  weft_emu.role = r == weft_mpk_role_protocol ? weft_emu_role_protocol : weft_emu_role_body_loop;
 }
 
 // Runs body() on ctas x threads std::threads at once, CTA c's threads seeing blockIdx.x = c.

@@ -106,11 +106,14 @@ void print_summary(const Built& b) {
       "{} edges after reduction\n",
       b.compiled.deps.raw, b.compiled.deps.war, b.compiled.deps.waw, b.compiled.deps.edges);
   if (g.workers > 0) {
-    auto load = worker_loads(g);
-    fmt::print("  {} workers, dispatch {}; AOT load per worker (bytes moved):", g.workers,
-               dispatch_name(g.dispatch));
-    for (size_t w = 0; w < load.size(); ++w)
-      fmt::print(" w{}={:.0f}({})", w, load[w], g.worker_lists[w].size());
+    const WorkerBalance& w = b.compiled.balance;
+    fmt::print(
+        "  {} workers, dispatch {}; AOT lists: imbalance (largest / mean) {:.3f} in predicted "
+        "time, {:.3f} in bytes\n",
+        g.workers, dispatch_name(g.dispatch), w.time_imbalance, w.bytes_imbalance);
+    fmt::print("  per worker, predicted µs / MB / tasks:");
+    for (size_t i = 0; i < w.tasks.size(); ++i)
+      fmt::print(" w{}={:.1f}/{:.2f}/{}", i, w.time_ns[i] * 1e-3, w.bytes[i] * 1e-6, w.tasks[i]);
     fmt::print("\n");
   }
   if (!b.compiled.blob.empty())
@@ -352,11 +355,12 @@ int write_unit_command(MpkArgs a, const std::string& target_name, bool decode_lo
   MegakernelUnit u = emit_megakernel_program_unit(b.plan, b.options);
   write(out, u.unit);
   fmt::print(
-      "{}: {} tasks on {} workers, {} plan kernels, {} worker threads, {} B of body shared "
-      "memory; wrote {} ({} bytes; nvcc -arch={})\n",
+      "{}: {} tasks on {} workers (AOT imbalance {:.3f} in predicted time, {:.3f} in bytes), {} "
+      "plan kernels, {} worker threads, {} B of body shared memory; wrote {} ({} bytes; nvcc "
+      "-arch={})\n",
       b.graph.name.empty() ? a.file : b.graph.name, u.compiled.graph.tasks.size(), a.workers,
-      b.plan.kernels.size(), u.fit.worker_threads, u.fit.body_smem_bytes, out, u.unit.size(),
-      target.arch);
+      u.compiled.balance.time_imbalance, u.compiled.balance.bytes_imbalance, b.plan.kernels.size(),
+      u.fit.worker_threads, u.fit.body_smem_bytes, out, u.unit.size(), target.arch);
   return 0;
 }
 
@@ -451,8 +455,8 @@ int run_megakernel(MpkArgs a, const RunArgs& r, bool gpu) {
   Built shown{plan, mk.compiled(), g.name, {}};
   print_summary(shown);
   fmt::print(
-      "  one persistent kernel on {} ({}): {} worker CTAs of {} threads, {} B of body "
-      "shared memory\n",
+      "  one persistent kernel on {} ({}): {} worker CTAs of {} threads and a protocol warp, "
+      "{} B of body shared memory\n",
       target.name, gpu ? "GPU" : "host emulation", a.workers, mk.fit().worker_threads,
       mk.fit().body_smem_bytes);
   if (resident) {

@@ -30,6 +30,8 @@ WEFT_DEV int64_t weft_gtid() {
 }
 WEFT_DEV int64_t weft_gthreads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 WEFT_DEV void weft_sync() { __syncthreads(); }
+// Host emulation checks here that no thread of a persistent kernel's protocol enters a task body.
+WEFT_DEV void weft_task_body_entry() {}
 // Barrier `id` of the CTA's first `threads` threads (a multiple of 32): a task body of a persistent
 // kernel synchronizes its own threads while the worker's other threads wait elsewhere (barrier 0 is
 // __syncthreads). Orders shared and global memory among the participants like __syncthreads.
@@ -121,12 +123,12 @@ WEFT_DEV void weft_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
   return st == CUBLAS_STATUS_SUCCESS ? 0 : static_cast<int>(cudaErrorUnknown);
 }
 
-#define WEFT_SET_SMEM(kernel, bytes)                                                         \
-  do {                                                                                       \
-    cudaError_t e_ = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, \
-                                          (bytes));                                          \
-    if (e_ != cudaSuccess) return static_cast<int>(e_);                                      \
-  } while (0)
+// WEFT_SET_SMEM (prelude.cuh) calls it once per call site.
+template <class K>
+static inline int weft_raise_smem_limit(K kernel, int bytes) {
+  return static_cast<int>(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
 #define WEFT_LAUNCH(kernel, gx, gy, gz, threads, smem, stream, ...)                    \
   do {                                                                                 \
     kernel<<<dim3((gx), (gy), (gz)), dim3((threads)), (smem),                          \

@@ -81,8 +81,12 @@ struct weft_emu_copy {
   unsigned char* dst;
   unsigned char bytes[16];
 };
+// What a thread of a persistent kernel does (mpk/device/megakernel.cuh marks it): `none` outside
+// one (and in units without one).
+enum weft_emu_role_kind { weft_emu_role_none, weft_emu_role_protocol, weft_emu_role_body_loop };
 struct weft_emu_thread {
   int tid = 0, bx = 0, by = 0, bz = 0;
+  weft_emu_role_kind role = weft_emu_role_none;
   int64_t gtid = 0, gthreads = 1;
   unsigned char* smem = nullptr;
   weft_emu_block* block = nullptr;
@@ -99,6 +103,18 @@ static inline int weft_bid_z() { return weft_emu.bz; }
 static inline int64_t weft_gtid() { return weft_emu.gtid; }
 static inline int64_t weft_gthreads() { return weft_emu.gthreads; }
 static inline void weft_sync() { weft_emu.block->bar.arrive_and_wait(); }
+// Called by weft_mpk_task on entry. On a GPU a protocol thread entering a body would run its
+// .aligned instructions in a divergent warp (undefined in PTX), which emulation cannot show, so
+// the role is checked instead and a violation aborts with a message.
+static inline void weft_task_body_entry() {
+  if (weft_emu.role == weft_emu_role_protocol) {
+    fprintf(stderr,
+            "thread %d of CTA %d runs the persistent kernel's protocol and entered a task "
+            "body\n",
+            weft_emu.tid, weft_emu.bx);
+    abort();
+  }
+}
 // bar.sync id, threads: only the block's first `threads` threads may take part (a thread beyond
 // them is a bug in the generated code, reported and aborted rather than left to hang).
 static inline void weft_bar_sync(int id, int threads) {
@@ -253,8 +269,16 @@ static void weft_emu_launch(int gx, int gy, int gz, int threads, size_t smem, F 
     });
   for (std::thread& th : pool) th.join();
 }
-#define WEFT_SET_SMEM(kernel, bytes) \
-  do {                               \
-  } while (0)
+// The shared-memory limit needs no raising on the host; each raise is counted, so a test can
+// check that WEFT_SET_SMEM (prelude.cuh) raises it once, not at every launch.
+static uint64_t weft_emu_smem_limit_raises = 0;
+template <class K>
+static inline int weft_raise_smem_limit(K, int) {
+  __atomic_fetch_add(&weft_emu_smem_limit_raises, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+extern "C" uint64_t weft_smem_limit_raises(void) {
+  return __atomic_load_n(&weft_emu_smem_limit_raises, __ATOMIC_RELAXED);
+}
 #define WEFT_LAUNCH(kernel, gx, gy, gz, threads, smem, stream, ...) \
   weft_emu_launch((gx), (gy), (gz), (threads), (smem), [&] { kernel(__VA_ARGS__); })

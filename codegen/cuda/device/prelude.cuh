@@ -17,6 +17,16 @@
 #include "codegen/cuda/device/emulation.cuh"
 #endif
 
+// Raises a kernel's dynamic shared-memory limit (above 48 KB) once per call site and process, not
+// at every launch: the attribute stays set, and the call is host work that a launch timed between
+// CUDA events would include. A static's initializer runs once, thread-safely; a failure is kept
+// and returned by every later call.
+#define WEFT_SET_SMEM(kernel, bytes)                                            \
+  do {                                                                          \
+    static const int weft_smem_limit_ = weft_raise_smem_limit(kernel, (bytes)); \
+    if (weft_smem_limit_ != 0) return weft_smem_limit_;                         \
+  } while (0)
+
 // Scalar functions of the operators and the swizzle, on the device and in emulation alike.
 WEFT_DEV float weft_silu(float x) { return x / (1.0f + expf(-x)); }
 WEFT_DEV float weft_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
