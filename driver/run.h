@@ -11,7 +11,7 @@
 
 #include "core/target.h"
 #include "interp/compare.h"
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 #include "runtime/program.h"
 
@@ -29,15 +29,6 @@ struct RunOptions {
   BuildOptions build;
   ProgressFn progress;
 };
-
-// Throws UserError when `backend` cannot run here (cuda: no device, or weft built without CUDA),
-// so a caller can fail before compiling anything.
-void require_backend(Backend backend);
-
-// The target `backend` lowers for: cpu's, the named GPU target, or by default the device's
-// (cuda; throws UserError when there is no device, before anything is compiled) or h100
-// (cuda-emulation).
-const Target& backend_target(Backend backend, const std::string& target_name);
 
 // True when the executor keeps the programs' declared dtypes (cuda, cuda-emulation): results are
 // then compared within the output dtype's tolerance (tolerance_for(DType)).

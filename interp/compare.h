@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/dtype.h"
-#include "interp/tensor.h"
+#include "core/tensor.h"
 
 namespace weft {
 

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "interp/domain.h"
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/expand_composites.h"
 #include "ir/graph.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 
 namespace weft {

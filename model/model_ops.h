@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/attrs.h"
 #include "ir/ops.h"
 #include "model/deduce.h"

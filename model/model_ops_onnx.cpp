@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "model/model_ops.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

@@ -11,7 +11,7 @@
 #include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
 #include "mpk/placed_decode.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "mpk/cuda_error.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

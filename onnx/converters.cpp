@@ -10,7 +10,7 @@
 
 #include "model/model_ops.h"
 #include "onnx/importer.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft::onnx_import {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "model/deduce.h"
 #include "model/model_ops.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 #endif
 
 namespace weft {

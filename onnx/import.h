@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "model/module.h"
 
 namespace weft {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/rational.h"
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/ops.h"
 #include "model/module.h"
 #include "onnx/import.h"

@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 #include "runtime/build_cache.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-// A device the model executor keeps its tensors on (model/device_vm.h), behind one small
+// A device the model executor keeps its tensors on (exec/device_vm.h), behind one small
 // interface: memory, one stream, copies, the model kernel library (codegen/cuda/
 // emit_model_kernels.h) built and loaded for it, and CUDA-graph capture. Two implementations:
 // cuda (cudaMalloc, a CUDA stream and graphs; needs a GPU) and cuda_emulation (host memory, the

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

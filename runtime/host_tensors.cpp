@@ -2,7 +2,7 @@
 #include "runtime/host_tensors.h"
 
 #include "core/error.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

@@ -51,6 +51,28 @@ TargetKind backend_target_kind(Backend backend) {
   return TargetKind::cpu;
 }
 
+void require_backend(Backend backend) {
+  if (backend == Backend::cuda) require_cuda_device();
+}
+
+const Target& backend_target(Backend backend, const std::string& target_name) {
+  switch (backend) {
+    case Backend::cpu:
+      if (!target_name.empty() && target_name != "cpu")
+        throw UserError(fmt::format("the cpu backend runs the cpu target, not '{}'", target_name));
+      return target_by_name("cpu");
+    case Backend::cuda: {
+      // Before anything is compiled: without a device there is nothing to run on.
+      const CudaDevice& dev = require_cuda_device();
+      return target_name.empty() ? target_for_device(dev) : target_by_name(target_name);
+    }
+    case Backend::cuda_emulation:
+      return target_by_name(target_name.empty() ? "h100" : target_name);
+  }
+  WEFT_CHECK(false, "unknown backend");
+  return target_by_name("cpu");
+}
+
 Program::Program(Backend backend, const ProgramPlan& plan, std::string source)
     : backend_(backend), plan_(plan), source_(std::move(source)) {}
 

@@ -32,6 +32,15 @@ const std::vector<Backend>& all_backends();
 // The kind of target a backend's plans are lowered for: cpu runs CPU plans, the others GPU plans.
 TargetKind backend_target_kind(Backend backend);
 
+// Throws UserError when `backend` cannot run here (cuda: no device, or weft built without CUDA),
+// so a caller can fail before compiling anything.
+void require_backend(Backend backend);
+
+// The target `backend` lowers for: cpu's, the named GPU target, or by default the device's
+// (cuda; throws UserError when there is no device, before anything is compiled) or h100
+// (cuda-emulation).
+const Target& backend_target(Backend backend, const std::string& target_name);
+
 struct CpuBuildOptions {
   std::string compiler = "c++";
   // -fopenmp-simd honours the `omp simd` hints of the generated loops without an OpenMP runtime.
@@ -83,7 +92,7 @@ class Program {
   // time, no measure of GPU speed). Same errors as run; reps >= 1 and warmup >= 0.
   Timing time(const std::vector<std::vector<float>>& inputs, int warmup, int reps) const;
   // The raw ABI (docs/cuda-backend.md), for callers that keep tensors on the device (the model
-  // executor, model/device_vm.h): one launch of weft_cuda_launch on caller-owned buffers (device
+  // executor, exec/device_vm.h): one launch of weft_cuda_launch on caller-owned buffers (device
   // pointers in plan order, each in its plan dtype; `workspace` of plan().workspace_bytes) on
   // `stream` (a cudaStream_t; ignored in emulation), with no copy and no synchronization. A
   // failed launch is reported as run reports it. UserError on the cpu backend.

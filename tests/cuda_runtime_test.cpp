@@ -20,7 +20,7 @@
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "runtime/cuda_runtime.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 #include "runtime/host_tensors.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

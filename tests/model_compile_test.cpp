@@ -1,4 +1,4 @@
-// Compiling models (model/partition, model/specialize, model/compile, model/region_cache): golden
+// Compiling models (driver/partition_module, model/specialize, driver/compile_model, driver/region_cache): golden
 // region listings, tiny_llama compiled at several bindings against the uncompiled VM, kernel
 // counts, the disk cache (hits, a corrupt entry, an entry not equivalent), the fallback at a
 // binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`, `weft bench DIR`).
@@ -13,13 +13,13 @@
 
 #include <unistd.h>
 
-#include "model/compile.h"
+#include "driver/compile_model.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "tests/test_util.h"
 #include "verify/equivalence.h"
 #include "tests/tiers.h"

@@ -1,4 +1,4 @@
-// The device-resident model executor (model/device_vm.h) in host emulation: every device kernel
+// The device-resident model executor (exec/device_vm.h) in host emulation: every device kernel
 // against the host VM's operator on non-trivial inputs (f32 and bf16 storage), host fallbacks
 // counted and correct, graph capture (emulated as CUDA stream capture, and on a GPU) keeping every
 // buffer a captured run allocated, and the committed transformer models compiled at two shapes
@@ -13,10 +13,10 @@
 
 #include "codegen/cuda/device/model_kernel_args.cuh"
 #include "codegen/cuda/emit_model_kernels.h"
-#include "driver/model/compile_to_dir.h"
-#include "driver/model/compiled_dir.h"
-#include "driver/model/model_file.h"
-#include "model/device_vm.h"
+#include "driver/compile_to_dir.h"
+#include "driver/compiled_dir.h"
+#include "driver/model_file.h"
+#include "exec/device_vm.h"
 #include "model/parser.h"
 #include "onnx/import.h"
 #include "runtime/cuda_runtime.h"

@@ -1,4 +1,4 @@
-// The model pipelines as library calls (driver/model): the format choice of load_model_file, the
+// The model pipelines as library calls (driver/): the format choice of load_model_file, the
 // binding check, and a directory compile_model_to_dir wrote, loaded by CompiledModelDir and run
 // against the uncompiled module. The CLI over them is ModelCompile.Cli*'s, except `weft bench DIR
 // --backend` (the device-resident executor), tested here on a GPU directory.
@@ -11,11 +11,11 @@
 
 #include <unistd.h>
 
-#include "driver/model/compile_to_dir.h"
-#include "driver/model/compiled_dir.h"
-#include "driver/model/model_file.h"
-#include "model/npz.h"
-#include "model/run_io.h"
+#include "driver/compile_to_dir.h"
+#include "driver/compiled_dir.h"
+#include "driver/model_file.h"
+#include "exec/npz.h"
+#include "exec/run_io.h"
 #include "runtime/cuda_runtime.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <limits>
 
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "model/parser.h"
-#include "model/run_io.h"
-#include "model/vm.h"
-#include "runtime/dtype_convert.h"
+#include "exec/run_io.h"
+#include "exec/vm.h"
+#include "core/dtype_convert.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -12,7 +12,7 @@
 #include "model/model_ops.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

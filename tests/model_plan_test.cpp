@@ -10,7 +10,7 @@
 #include "model/deduce.h"
 #include "model/parser.h"
 #include "model/plan.h"
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "sym/interval.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

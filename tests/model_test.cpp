@@ -10,10 +10,10 @@
 
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

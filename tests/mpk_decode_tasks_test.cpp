@@ -34,7 +34,7 @@
 #include "mpk/trace.h"
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 #include "runtime/emulated_program.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"

@@ -19,7 +19,7 @@
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
 #include "mpk/trace.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

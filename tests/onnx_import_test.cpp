@@ -12,11 +12,11 @@
 #include <random>
 
 #include "model/model_ops.h"
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
 #include "onnx/import.h"
-#include "onnx/run.h"
+#include "driver/onnx_run.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 #include "verify/field_domain.h"
 

@@ -1,8 +1,8 @@
 // Models in Python: a model file loaded and checked as `weft model check` does
-// (driver/model/model_file: .wmod parsed, .onnx imported, whose weights the model keeps and
-// supplies to main), printed (model/printer), and run by the model VM (model/vm) with call_ugraph
+// (driver/model_file: .wmod parsed, .onnx imported, whose weights the model keeps and
+// supplies to main), printed (model/printer), and run by the model VM (exec/vm) with call_ugraph
 // through the reference interpreter or compiled CPU programs (`--ugraph-executor`). Arguments
-// become VM values through model/run_io, as the CLI's .npz arguments do. The GIL is released
+// become VM values through exec/run_io, as the CLI's .npz arguments do. The GIL is released
 // while weft works; one run at a time per model (a VM is not reentrant).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
@@ -13,11 +13,11 @@
 #include <memory>
 #include <mutex>
 
-#include "driver/model/model_file.h"
+#include "driver/model_file.h"
 #include "model/deduce.h"
 #include "model/printer.h"
-#include "model/run_io.h"
-#include "model/vm.h"
+#include "exec/run_io.h"
+#include "exec/vm.h"
 #include "python/src/bindings.h"
 #include "python/src/model_arrays.h"
 

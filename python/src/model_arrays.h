@@ -1,12 +1,12 @@
 // Model arrays between NumPy and weft: a C-contiguous f64 array (and whether it came with an
-// integer dtype) as an .npz entry would be (model/npz.h), and a tensor back as a NumPy array.
+// integer dtype) as an .npz entry would be (exec/npz.h), and a tensor back as a NumPy array.
 #pragma once
 
 #include <nanobind/ndarray.h>
 
 #include <vector>
 
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "python/src/arrays.h"
 
 namespace weft::python {

@@ -1,6 +1,6 @@
-// Compiled model directories in Python: compiling a model file into one (driver/model/
+// Compiled model directories in Python: compiling a model file into one (driver/
 // compile_to_dir, with its progress lines handed to a Python callable) and loading one to run
-// (driver/model/compiled_dir), arrays by input and output name. The GIL is released while weft
+// (driver/compiled_dir), arrays by input and output name. The GIL is released while weft
 // works; one run at a time per directory.
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
@@ -11,8 +11,8 @@
 #include <memory>
 #include <mutex>
 
-#include "driver/model/compile_to_dir.h"
-#include "driver/model/compiled_dir.h"
+#include "driver/compile_to_dir.h"
+#include "driver/compiled_dir.h"
 #include "python/src/bindings.h"
 #include "python/src/model_arrays.h"
 

@@ -4,13 +4,13 @@
 // interpreter. On the GPU, each run is timed with CUDA events on device-resident buffers. The work
 // is driver/measure.h's. `weft bench DIR --inputs IN.npz [--inputs ...] [--function F]
 // [--backend cuda|cuda-emulation]` times a compiled model against the uncompiled one
-// (driver/model/compiled_dir.h), with a backend also both device-resident.
+// (driver/compiled_dir.h), with a backend also both device-resident.
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "driver/measure.h"
-#include "driver/model/compiled_dir.h"
+#include "driver/compiled_dir.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {

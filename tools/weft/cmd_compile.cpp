@@ -2,7 +2,7 @@
 // kernel plan and writes the plan text and the generated code, and builds the library (the CPU's
 // C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's. A model
 // file (.wmod, or .onnx through the importer) is compiled whole instead: `--bind`, `--bound`,
-// `--time-budget`, `--cache`; the work is driver/model/compile_to_dir.h's (docs/model-compile.md).
+// `--time-budget`, `--cache`; the work is driver/compile_to_dir.h's (docs/model-compile.md).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "core/target.h"
 #include "driver/compile.h"
-#include "driver/model/compile_to_dir.h"
+#include "driver/compile_to_dir.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 

@@ -7,14 +7,14 @@
 #include <iostream>
 #include <optional>
 
-#include "driver/model/model_file.h"
+#include "driver/model_file.h"
 #include "model/expand.h"
-#include "model/partition.h"
+#include "driver/partition_module.h"
 #include "model/plan.h"
 #include "model/printer.h"
-#include "model/run_io.h"
+#include "exec/run_io.h"
 #include "onnx/import.h"
-#include "onnx/run.h"
+#include "driver/onnx_run.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 

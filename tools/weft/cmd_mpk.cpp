@@ -22,7 +22,7 @@
 
 #include "core/target.h"
 #include "lower/pipeline.h"
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "mpk/compile.h"
 #include "mpk/decode_demo.h"
 #include "mpk/decoder_program.h"

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <map>
 
-#include "onnx/run.h"
+#include "driver/onnx_run.h"
 #include "tools/weft/command.h"
 
 namespace {

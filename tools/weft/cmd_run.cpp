@@ -3,12 +3,12 @@
 // backend) and summarizes each output, or compares it to another program's outputs on the same
 // inputs (exit 3 when outside the tolerance). The work is driver/run.h's. `weft run DIR --inputs
 // IN.npz --outputs OUT.npz [--function F]` runs a compiled model
-// (driver/model/compiled_dir.h).
+// (driver/compiled_dir.h).
 #include <fmt/format.h>
 
 #include <iostream>
 
-#include "driver/model/compiled_dir.h"
+#include "driver/compiled_dir.h"
 #include "driver/run.h"
 #include "interp/random_inputs.h"
 #include "tools/weft/command.h"

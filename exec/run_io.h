@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "model/npz.h"
-#include "model/vm.h"
+#include "exec/npz.h"
+#include "exec/vm.h"
 
 namespace weft {
 

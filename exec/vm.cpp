@@ -1,6 +1,6 @@
 // The model VM: compilation of functions to register programs (with frees after last uses) and
 // their execution.
-#include "model/vm.h"
+#include "exec/vm.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,12 +11,11 @@
 #include <limits>
 #include <set>
 
-#include "driver/run.h"
 #include "interp/interpreter.h"
 #include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

@@ -1,6 +1,6 @@
 // Loading a model file of either format (.onnx through onnx/import, else the .wmod parser) and
 // checking shape bindings against its declared variables.
-#include "driver/model/model_file.h"
+#include "driver/model_file.h"
 
 #include <fmt/format.h>
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include "driver/model/model_file.h"
-#include "model/compile.h"
+#include "driver/model_file.h"
+#include "driver/compile_model.h"
 
 namespace weft {
 

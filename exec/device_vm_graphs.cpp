@@ -1,7 +1,7 @@
 // The device executor's runs at a binding: the first launched directly, then captured as a graph
 // (CUDA, or emulated) that keeps every buffer the capture allocated; later runs replay it; and
 // DeviceVm::time over the replays.
-#include "model/device_vm.h"
+#include "exec/device_vm.h"
 
 #include <fmt/format.h>
 

@@ -1,13 +1,13 @@
 // Imported ONNX models on the model VM, and ONNX node-test directories against their references.
-#include "onnx/run.h"
+#include "driver/onnx_run.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 
-#include "model/run_io.h"
-#include "model/vm.h"
+#include "exec/run_io.h"
+#include "exec/vm.h"
 
 namespace weft {
 

@@ -1,6 +1,6 @@
 // The device-resident model executor: the VM's instructions over device values, operators
 // dispatched to the model kernel library by kind, host fallbacks counted, CUDA graphs per binding.
-#include "model/device_vm.h"
+#include "exec/device_vm.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,9 @@
 
 #include "codegen/cuda/device/model_kernel_args.cuh"
 #include "codegen/cuda/emit_model_kernels.h"
-#include "driver/run.h"
 #include "interp/interpreter.h"
 #include "model/model_ops.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 

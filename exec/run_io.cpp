@@ -1,5 +1,5 @@
 // Conversion between NumPy archives and VM values.
-#include "model/run_io.h"
+#include "exec/run_io.h"
 
 #include <fmt/format.h>
 

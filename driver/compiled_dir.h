@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "model/device_vm.h"
-#include "model/npz.h"
-#include "model/vm.h"
+#include "exec/device_vm.h"
+#include "exec/npz.h"
+#include "exec/vm.h"
 #include "runtime/timing.h"
 #include "sym/prove.h"
 
@@ -46,7 +46,7 @@ class CompiledModelDir {
   std::vector<VmValue> arguments(const std::string& function, const NpzArrays& inputs,
                                  const std::string& where) const;
   // A result's arrays: by the ONNX graph's output names for an imported model, else "result",
-  // "result.0", ... (model/run_io.h).
+  // "result.0", ... (exec/run_io.h).
   std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;
   // The element type each of `function`'s results is written as (by its result type: f16 as
   // <f2, bf16 and f32 as <f4), by the names named_results gives.
@@ -70,7 +70,7 @@ class CompiledModelDir {
 
   // Runs `function` of the compiled module, its µGraphs through `executor`: compiled CPU
   // programs by default, through the host VM. cuda or cuda_emulation run the whole function
-  // device-resident (model/device_vm.h: on the GPU, or the same CUDA as host code): µGraphs as
+  // device-resident (exec/device_vm.h: on the GPU, or the same CUDA as host code): µGraphs as
   // their generated CUDA lowered for the directory's target when it is a GPU's (else h100, or the
   // device's), other operators as device kernels; the directory's weights are uploaded at the
   // first run and stay on the device, the caller's inputs are uploaded and the results

@@ -1,6 +1,6 @@
 // The model compile pipeline: expand, specialize, partition, superoptimize or look up each
 // region, replace, check.
-#include "model/compile.h"
+#include "driver/compile_model.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "ir/printer.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "model/region_cache.h"
+#include "driver/region_cache.h"
 #include "search/stats.h"
 
 namespace weft {

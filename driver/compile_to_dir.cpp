@@ -1,6 +1,6 @@
-// Compiling a model file into a directory: model/compile over the loaded module, then every file
+// Compiling a model file into a directory: driver/compile_model over the loaded module, then every file
 // the directory holds (docs/model-compile.md lists them).
-#include "driver/model/compile_to_dir.h"
+#include "driver/compile_to_dir.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 #include "driver/compile.h"
 #include "ir/printer.h"
-#include "model/npz.h"
+#include "exec/npz.h"
 #include "model/printer.h"
 #include "runtime/build_cache.h"
 

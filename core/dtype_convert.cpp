@@ -1,5 +1,5 @@
 // IEEE binary16 and bfloat16 conversions with round-to-nearest-even, bit by bit.
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 #include <bit>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Reader and writer of NumPy .npz archives (zip of .npy entries).
-#include "model/npz.h"
+#include "exec/npz.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "runtime/dtype_convert.h"
+#include "core/dtype_convert.h"
 
 namespace weft {
 namespace {

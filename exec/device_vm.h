@@ -1,4 +1,4 @@
-// The device-resident model executor: runs the VM's register programs (model/vm.h) with every
+// The device-resident model executor: runs the VM's register programs (exec/vm.h) with every
 // tensor in a device buffer in its dtype (runtime/device.h: cudaMalloc on cuda, host memory on
 // cuda-emulation). Arguments are uploaded once, only results come back; call_ugraph launches the
 // µGraph's generated unit on the operands' buffers through the raw ABI, and table and model
@@ -17,7 +17,7 @@
 #include <variant>
 #include <vector>
 
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "runtime/device.h"
 
 namespace weft {

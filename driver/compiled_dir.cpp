@@ -1,5 +1,5 @@
-// Loading, running and timing a compiled model directory (driver/model/compile_to_dir.h wrote it).
-#include "driver/model/compiled_dir.h"
+// Loading, running and timing a compiled model directory (driver/compile_to_dir.h wrote it).
+#include "driver/compiled_dir.h"
 
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "core/target.h"
-#include "driver/model/compile_to_dir.h"
-#include "model/compile.h"
+#include "driver/compile_to_dir.h"
+#include "driver/compile_model.h"
 #include "model/parser.h"
-#include "model/run_io.h"
+#include "exec/run_io.h"
 
 namespace weft {
 namespace fs = std::filesystem;

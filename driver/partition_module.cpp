@@ -1,6 +1,6 @@
 // Model-level partition: greedy growth of connected regions of searchable table operators in
 // program order, their fixed-shape µGraphs, and their replacement by call_ugraph.
-#include "model/partition.h"
+#include "driver/partition_module.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <set>
 
 #include "ir/expand_composites.h"
-#include "model/vm.h"
+#include "exec/vm.h"
 #include "search/partition.h"
 
 namespace weft {

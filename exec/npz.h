@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "interp/tensor.h"
+#include "core/tensor.h"
 
 namespace weft {
 

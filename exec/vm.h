@@ -17,7 +17,7 @@
 #include <variant>
 #include <vector>
 
-#include "interp/tensor.h"
+#include "core/tensor.h"
 #include "model/module.h"
 #include "model/plan.h"
 #include "runtime/program.h"

@@ -1,5 +1,5 @@
 // The region cache's files: FNV-1a names, JSON entries, atomic writes, tolerant reads.
-#include "model/region_cache.h"
+#include "driver/region_cache.h"
 
 #include <fmt/format.h>
 
