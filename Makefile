@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR := 1
 # evicted tree costs a CI run its whole compile time again.
 export CCACHE_MAXSIZE ?= 20G
 
-.PHONY: all deps build build-asan build-tsan demo test check-layers check-style test-unit python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps gpu-bundle gpu-rehearse clean
+.PHONY: all deps build build-asan build-tsan demo test check-layers check-style test-unit test-heavy python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps gpu-bundle gpu-rehearse clean
 
 all: build
 
@@ -35,13 +35,14 @@ demo: build
 
 # Test tiers are ctest labels that each test file declares beside its tests (tests/tiers.h):
 # unit, golden, property, gpu; loads_generated (leak detection off under ASan), tsan (run under
-# ThreadSanitizer). `ctest -L NAME` runs one tier.
+# ThreadSanitizer), heavy (not under ASan: the optimized build runs it). `ctest -L NAME` runs one.
 
-# Everything CI runs, what fails soonest first: the include-layering and style checks (seconds), the main
-# build with the Python tests on it, the GPU check's rehearsal, a short fuzz run, the tests under
-# ASan+UBSan, the tsan tier under TSan, and the whole ctest suite last so its summary closes the
-# output.
-test: check-layers check-style test-python gpu-rehearse test-fuzz test-asan test-tsan test-unit
+# Everything CI runs, what fails soonest first: the include-layering and style checks (seconds),
+# the main build with the Python tests on it, the GPU check's rehearsal, a short fuzz run, every
+# test under ASan+UBSan but the heavy tier, the tsan tier under TSan, and the heavy tier in the
+# optimized build. Each test runs once, in the strictest build that runs it in reasonable time
+# (`make test-unit` runs the whole suite in the optimized build).
+test: check-layers check-style test-python gpu-rehearse test-fuzz test-asan test-tsan test-heavy
 
 # No #include against the layer order of scripts/layers.txt (also a ctest test).
 check-layers:
@@ -90,11 +91,16 @@ build-asan: deps
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -LE loads_generated
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -LE 'loads_generated|heavy'
 	# LeakSanitizer's tracer can crash at exit once generated libraries (CPU backend, CUDA host
 	# emulation; with their worker threads) are loaded, so those tests run without leak detection.
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -L loads_generated
+	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -L loads_generated -LE heavy
+
+# The heavy tier (minutes each under ASan's -O0: long searches and verifications, nvcc sweeps,
+# whole-model compiles) in the optimized build.
+test-heavy: build
+	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure -L heavy
 
 # The parallel parts (search, oracle, verifier, symbolic prover, the task-graph runtime: the tests
 # of the tsan tier) under ThreadSanitizer; the TSan build compiles only the test files of that tier.

@@ -17,6 +17,8 @@
 #include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("FuseRegion.SplitsTheLoopWhenTheGridLeavesSMsIdle", "heavy");
 
 namespace weft {
 namespace {

@@ -31,6 +31,8 @@
 
 WEFT_TEST_TIERS("unit");
 WEFT_TEST_TIERS_OF("LowerGolden.*", "golden");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("HoistLoads.MarksInvariantLoadsOnlyAndFreesPipelineSlots", "heavy");
 
 namespace weft {
 namespace {

@@ -26,6 +26,9 @@
 #include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("ModelCompileLlama.*", "heavy");
+WEFT_TEST_TIERS_OF("ModelCompile.TinyLlamaCompiledDirectoryMatchesTheNumpyReference", "heavy");
 
 namespace weft {
 namespace {

@@ -20,6 +20,9 @@
 #include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.EveryBudgetEndsWithAVerifiedAnswer", "heavy");
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.VerdictsOfAStoppedVerificationAreReusedOnResume", "heavy");
 
 namespace weft {
 namespace {

@@ -20,6 +20,8 @@
 #include "verify/float_check.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("Verify.DeeperProgramsReachTheTargetAtFullSize", "heavy");
 
 namespace weft {
 namespace {
