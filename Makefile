@@ -98,7 +98,7 @@ test-asan: build-asan
 	  ctest --test-dir $(BUILD_SAN) -j$(JOBS) --output-on-failure -L loads_generated -LE heavy
 
 # The heavy tier (minutes each under ASan's -O0: long searches and verifications, nvcc sweeps,
-# whole-model compiles) in the optimized build.
+# whole-model compiles; and wall-clock assertions its slowness distorts) in the optimized build.
 test-heavy: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure -L heavy
 

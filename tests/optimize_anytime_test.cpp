@@ -20,7 +20,11 @@
 #include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
-// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+// Minutes under ASan at -O0, or wall-clock assertions that its slowness distorts (a 3 s budget
+// spread over three levels reached one level in a CI run): they run in the optimized build
+// (make test-heavy).
+WEFT_TEST_TIERS_OF("OptimizeAnytime.TheTimeBudgetIsSpreadOverEveryKernelGraphSize", "heavy");
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.VerificationNeverRunsPastTheBudget", "heavy");
 WEFT_TEST_TIERS_OF("OptimizeTimeBudget.EveryBudgetEndsWithAVerifiedAnswer", "heavy");
 WEFT_TEST_TIERS_OF("OptimizeTimeBudget.VerdictsOfAStoppedVerificationAreReusedOnResume", "heavy");
 

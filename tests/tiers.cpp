@@ -22,7 +22,8 @@ std::map<std::string, std::vector<Declaration>>& declarations() {
 }
 
 const std::set<std::string> kKinds = {"unit", "golden", "property", "gpu"};
-// heavy: minutes in the sanitized Debug build; `make test` runs it in the optimized build only.
+// heavy: minutes, or wall-clock assertions, in the sanitized Debug build: `make test` runs it in
+// the optimized build only.
 const std::set<std::string> kTreatments = {"heavy", "loads_generated", "tsan"};
 
 }  // namespace
