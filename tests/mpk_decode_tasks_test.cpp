@@ -42,6 +42,8 @@
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("MpkDecodeTasksGpu.*", "gpu");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("MpkDecodeTasks.ZeroSixBCompilesAndEncodesWithTheLoopOnTheDevice", "heavy");
 
 namespace weft {
 namespace {
