@@ -227,7 +227,7 @@ GpuBuilt gpu_build(const MpkArgs& a, uint32_t schedulers, bool gpu,
   b.graph = load_graph(a.file);
   b.target = target ? target
              : gpu  ? &target_for_device(require_cuda_device())
-                    : &target_by_name("h100");
+                    : &default_target();
   b.plan = lower_graph(b.graph, *b.target);
   MegakernelProgramOptions& o = b.options;
   o.mpk.assign = {a.workers, dispatch_by_name(a.dispatch)};
@@ -618,7 +618,7 @@ static Register reg(
       hop->add_option("--reps", ho->reps, "Traced launches")->capture_default_str();
       auto ua = std::make_shared<MpkArgs>();
       auto unit_out = std::make_shared<std::string>();
-      auto unit_target = std::make_shared<std::string>("h100");
+      auto unit_target = std::make_shared<std::string>(default_target().name);
       auto unit_decode = std::make_shared<bool>(false);
       auto unit_schedulers = std::make_shared<uint32_t>(1);
       CLI::App* unit = sub.add_subcommand(
