@@ -15,6 +15,7 @@
 #include "model/deduce.h"
 #include "model/expand.h"
 #include "model/printer.h"
+#include "search/stats.h"
 
 namespace weft {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <iostream>
 
-#include "driver/measure.h"
 #include "core/target.h"
 #include "driver/compiled_dir.h"
+#include "driver/measure.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {
