@@ -10,7 +10,14 @@ namespace weft {
 
 // Why a run stopped. `complete`: nothing was left to do; `converged`: the best result had stopped
 // improving (the anytime search, docs/search.md); `interrupted`: the caller asked it to stop.
-enum class StopReason { complete, converged, time_budget, state_budget, memory_budget, interrupted };
+enum class StopReason {
+  complete,
+  converged,
+  time_budget,
+  state_budget,
+  memory_budget,
+  interrupted
+};
 
 // "complete", "converged", "time budget", "state budget", "memory budget", "interrupted": the
 // words summary.json and the progress lines use.
@@ -48,7 +55,9 @@ class Budget {
   double left_s() const;
   // The deadline; Clock::time_point::max() without a time limit.
   Clock::time_point deadline() const;
-  bool states_exceeded(int64_t states) const { return limits_.states > 0 && states > limits_.states; }
+  bool states_exceeded(int64_t states) const {
+    return limits_.states > 0 && states > limits_.states;
+  }
   bool memory_exceeded(int64_t bytes) const {
     return limits_.memory_bytes > 0 && bytes > limits_.memory_bytes;
   }

@@ -116,6 +116,8 @@ const Target& target_by_name(std::string_view name) {
   throw UserError(fmt::format("unknown target '{}'; known targets: {}", name, known));
 }
 
-const Target& default_target() { return target_by_name(kDefaultTargetName); }
+const Target& default_target() {
+  return target_by_name(kDefaultTargetName);
+}
 
 }  // namespace weft

@@ -123,7 +123,8 @@ std::vector<Pending> look_up_regions(CompileState& s, RegionCache& cache,
     p.key = RegionCache::key(p.text, s.options.search.target, p.binding, s.options.search);
     const size_t warned = result.warnings.size();
     std::optional<CachedRegion> hit = cache.load(p.key, result.warnings);
-    for (size_t w = warned; w < result.warnings.size(); ++w) s.say("warning: " + result.warnings[w]);
+    for (size_t w = warned; w < result.warnings.size(); ++w)
+      s.say("warning: " + result.warnings[w]);
     if (!s.options.search_regions) {
       result.regions[i].origin = "input";
       found.emplace_back(i, std::move(p.graph));
@@ -238,10 +239,8 @@ struct Step {
 };
 
 const Step kSteps[] = {
-    {"expand", expand_step},
-    {"specialize", specialize_step},
-    {"partition", partition_step},
-    {"superoptimize", superoptimize_step},
+    {"expand", expand_step},       {"specialize", specialize_step},
+    {"partition", partition_step}, {"superoptimize", superoptimize_step},
     {"replace", replace_step},
 };
 

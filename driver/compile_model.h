@@ -36,7 +36,7 @@ struct ModelCompileOptions {
     return config;
   }();
   int max_region_ops = kDefaultMaxRegionOps;  // PartitionOptions::max_region_ops
-  std::string cache_dir;   // empty: no cache
+  std::string cache_dir;                      // empty: no cache
   // false: each region becomes its own µGraph unsearched and uncached (with max_region_ops 1,
   // every table operator its own kernel: the per-operator CPU baseline `weft bench` times).
   bool search_regions = true;

@@ -32,9 +32,9 @@ void write_text(const std::string& path, const std::string& text);
 
 struct ModelDirOptions {
   std::string target{kDefaultCompileTargetName};
-  std::vector<SymBinding> bindings;  // the shapes to specialize for (at least one)
+  std::vector<SymBinding> bindings;                 // the shapes to specialize for (at least one)
   double time_budget_s = kModelCompileTimeBudgetS;  // search over all regions (0: unlimited)
-  int64_t state_budget = 0;          // each region's search (0: unlimited)
+  int64_t state_budget = 0;                         // each region's search (0: unlimited)
   // The region cache's folder; empty: the build cache's folder + /regions. `no_cache`: none.
   std::string cache_dir;
   bool no_cache = false;

@@ -561,8 +561,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   CheckpointData checkpoint;
   BlockMemo memo;
   std::unique_ptr<AbsExprOracle> oracle;
-  Run run{program, config,     options, target, vopt.threads, stop,    memory,
-          pool,    result,     checkpoint, memo,   oracle,       checker, budget};
+  Run run{program, config, options,    target, vopt.threads, stop,    memory,
+          pool,    result, checkpoint, memo,   oracle,       checker, budget};
 
   // Step 1: the baselines seed the candidates, so the run has an answer from the start.
   FuseOptions fuse;

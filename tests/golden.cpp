@@ -52,8 +52,8 @@ void diff_middle(const std::vector<std::string>& a, const std::vector<std::strin
   auto at = [&](size_t i, size_t j) -> uint32_t& { return lcs[i * (m + 1) + j]; };
   for (size_t i = n; i-- > 0;)
     for (size_t j = m; j-- > 0;)
-      at(i, j) = a[lo + i] == b[lo + j] ? at(i + 1, j + 1) + 1
-                                        : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) =
+          a[lo + i] == b[lo + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
   size_t i = 0, j = 0;
   while (i < n || j < m) {
     if (i < n && j < m && a[lo + i] == b[lo + j]) {
@@ -66,7 +66,8 @@ void diff_middle(const std::vector<std::string>& a, const std::vector<std::strin
   }
 }
 
-std::vector<Edit> edit_script(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+std::vector<Edit> edit_script(const std::vector<std::string>& a,
+                              const std::vector<std::string>& b) {
   size_t prefix = 0;
   while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
   size_t suffix = 0;
@@ -127,8 +128,8 @@ std::string unified_diff(const std::string& from, const std::string& to,
       from_count += edits[k].op != '+';
       to_count += edits[k].op != '-';
     }
-    out += fmt::format("@@ -{},{} +{},{} @@\n", edits[start].from + (from_count > 0),
-                       from_count, edits[start].to + (to_count > 0), to_count);
+    out += fmt::format("@@ -{},{} +{},{} @@\n", edits[start].from + (from_count > 0), from_count,
+                       edits[start].to + (to_count > 0), to_count);
     for (size_t k = start; k < end; ++k) {
       if (lines++ >= kMaxLines) {
         ++cut;
@@ -144,9 +145,9 @@ std::string unified_diff(const std::string& from, const std::string& to,
 }
 
 ::testing::AssertionResult matches_golden(const std::string& actual, const std::string& path) {
-  const std::filesystem::path file =
-      std::filesystem::path(path).is_absolute() ? std::filesystem::path(path)
-                                                : std::filesystem::path(source_path(path));
+  const std::filesystem::path file = std::filesystem::path(path).is_absolute()
+                                         ? std::filesystem::path(path)
+                                         : std::filesystem::path(source_path(path));
   const bool exists = std::filesystem::exists(file);
   const std::string golden = exists ? read_text(file.string()) : "";
   if (updating_goldens()) {
@@ -163,8 +164,8 @@ std::string unified_diff(const std::string& from, const std::string& to,
       "build/weft_tests --gtest_filter={}.{}",
       test ? test->test_suite_name() : "*", test ? test->name() : "*");
   if (!exists)
-    return ::testing::AssertionFailure() << "missing golden file " << file.string() << "; "
-                                         << regenerate;
+    return ::testing::AssertionFailure()
+           << "missing golden file " << file.string() << "; " << regenerate;
   if (golden == actual) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "differs from golden file " << file.string() << "; " << regenerate << "\n"

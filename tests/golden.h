@@ -21,7 +21,6 @@ bool updating_goldens();
 // A unified diff of two texts by lines ("--- FROM", "+++ TO", "@@ -1,3 +1,4 @@" hunks with
 // `context` lines around each change); empty when they are equal. Long diffs are cut short.
 std::string unified_diff(const std::string& from, const std::string& to,
-                         const std::string& from_name, const std::string& to_name,
-                         int context = 3);
+                         const std::string& from_name, const std::string& to_name, int context = 3);
 
 }  // namespace weft::test

@@ -42,8 +42,7 @@ TEST(GoldenDiff, NearbyChangesShareAHunkAndFarOnesDoNot) {
   const std::string diff = test::unified_diff(from, to, "a", "b");
   EXPECT_NE(diff.find("@@ -1,9 +1,7 @@\n 1\n-2\n 3\n 4\n 5\n-6\n 7\n 8\n 9\n"), std::string::npos)
       << diff;
-  EXPECT_NE(diff.find("@@ -23,6 +21,7 @@\n 23\n 24\n 25\n+new\n 26\n 27\n 28\n"),
-            std::string::npos)
+  EXPECT_NE(diff.find("@@ -23,6 +21,7 @@\n 23\n 24\n 25\n+new\n 26\n 27\n 28\n"), std::string::npos)
       << diff;
 }
 

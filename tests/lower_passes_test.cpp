@@ -86,7 +86,8 @@ TEST(LowerGolden, EveryPassMatchesItsGoldenFile) {
             pass != "plan-device-memory")
           continue;
         std::string path = golden_dir() + p + "." + t + "." + pass + ".plan";
-        EXPECT_TRUE(test::matches_golden(print_plan(lower_graph(g, target_by_name(t), pass)), path));
+        EXPECT_TRUE(
+            test::matches_golden(print_plan(lower_graph(g, target_by_name(t), pass)), path));
         ++compared;
       }
     }

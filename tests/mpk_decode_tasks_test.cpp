@@ -283,8 +283,7 @@ TEST(MpkDecodeTasks, DecomposeWithTheLoopMatchesItsGoldenFile) {
   o.stop_after = "decompose";
   o.decode_on_device = true;
   const std::string got = print_tgraph(compile_task_graph(plan, o).graph);
-  EXPECT_TRUE(
-      test::matches_golden(got, "tests/golden/mpk/tiny_decoder_step.decode-tasks.tgraph"));
+  EXPECT_TRUE(test::matches_golden(got, "tests/golden/mpk/tiny_decoder_step.decode-tasks.tgraph"));
 }
 
 MegakernelProgramOptions resident_options(const ProgramPlan& plan, int workers, bool emulated) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-
 #include "core/error.h"
 #include "core/target.h"
 #include "ir/parser.h"

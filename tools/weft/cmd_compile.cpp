@@ -155,8 +155,9 @@ static Register reg(
                    "Write the code without compiling it (CPU: c++, GPU: nvcc)");
       return [=]() -> int {
         if (out_dir->empty() && print_after->empty())
-          throw UserError("give the output directory with -o DIR (or print a step with "
-                          "--print-after STEP)");
+          throw UserError(
+              "give the output directory with -o DIR (or print a step with "
+              "--print-after STEP)");
         if (is_model_file(*file)) {
           if (!stop->empty())
             throw UserError("--stop-after applies to µGraph files only (models: --print-after)");
@@ -169,8 +170,8 @@ static Register reg(
         if (!model->binds.empty())
           throw UserError("--bind applies to model files (.wmod, .onnx) only");
         if (!print_after->empty()) {
-          CompiledCode code =
-              compile_graph(load_graph(*file), target_by_name(*target), {.stop_after = *print_after});
+          CompiledCode code = compile_graph(load_graph(*file), target_by_name(*target),
+                                            {.stop_after = *print_after});
           fmt::print("{}", code.plan_text);
           return 0;
         }

@@ -29,10 +29,10 @@ std::string compiled_step_text(const weft::Module& m, weft::SymProver& prover,
   const auto& steps = weft::model_compile_steps();
   const auto search = std::find(steps.begin(), steps.end(), "superoptimize");
   if (std::find(search, steps.end(), step) != steps.end())
-    throw weft::UserError(fmt::format(
-        "model print --print-after {}: the search runs by then; use weft compile MODEL "
-        "--print-after {}",
-        step, step));
+    throw weft::UserError(
+        fmt::format("model print --print-after {}: the search runs by then; use weft compile MODEL "
+                    "--print-after {}",
+                    step, step));
   weft::ModelCompileOptions options;
   options.stop_after = step;
   for (const std::string& b : binds) options.bindings.push_back(weft::cli::parse_binding(b, m));
@@ -57,8 +57,9 @@ weft::cli::Register reg(
                         "print the module after this step of the model compile instead: expand, "
                         "specialize or partition (the search's steps: weft compile MODEL "
                         "--print-after STEP)");
-      print->add_option("--bind", *print_binds,
-                        "with --print-after: shapes to specialize for, NAME=VALUE,... (repeatable)");
+      print->add_option(
+          "--bind", *print_binds,
+          "with --print-after: shapes to specialize for, NAME=VALUE,... (repeatable)");
       auto bind = std::make_shared<std::string>();
       auto element_bytes = std::make_shared<int>(0);
       CLI::App* plan = sub.add_subcommand("plan", "Print each function's memory plan");
