@@ -225,7 +225,9 @@ GpuBuilt gpu_build(const MpkArgs& a, uint32_t schedulers, bool gpu,
                    const Target* target = nullptr) {
   GpuBuilt b;
   b.graph = load_graph(a.file);
-  b.target = target ? target : gpu ? &target_for_device(require_cuda_device()) : &default_target();
+  b.target = target ? target
+             : gpu  ? &target_for_device(require_cuda_device())
+                    : &target_by_name("h100");
   b.plan = lower_graph(b.graph, *b.target);
   MegakernelProgramOptions& o = b.options;
   o.mpk.assign = {a.workers, dispatch_by_name(a.dispatch)};
