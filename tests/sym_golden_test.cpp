@@ -31,8 +31,9 @@ TEST(SymGolden, NormalForms) {
     std::string input = line.substr(0, at), expected = line.substr(at + arrow.size());
     SymExpr e = test::sx(input);
     actual += input + arrow + e.str() + "\n";
-    if (!test::updating_goldens())
+    if (!test::updating_goldens()) {
       EXPECT_TRUE(test::sx(expected) == e) << expected << " does not parse back to itself";
+    }
     ++checked;
   }
   // Every line's normal form as the file has it.
