@@ -117,7 +117,7 @@ const Target& target_by_name(std::string_view name) {
 }
 
 const Target& default_target() {
-  return target_by_name("h100");
+  return target_by_name(kDefaultTargetName);
 }
 
 }  // namespace weft

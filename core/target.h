@@ -45,7 +45,12 @@ struct Target {
 const std::vector<Target>& all_targets();
 // Looks a target up by name (case-insensitive); throws UserError listing the known names.
 const Target& target_by_name(std::string_view name);
-// The target used when none is given.
-const Target& default_target();
+// The target a program is checked, searched and costed for when none is given (weft optimize,
+// check, cost; the CUDA emulation's; weft.optimize).
+inline constexpr std::string_view kDefaultTargetName = "h100";
+const Target& default_target();  // target_by_name(kDefaultTargetName)
+// The target `weft compile` (µGraphs and models) and the Python package's compile functions lower
+// for when none is given: the one whose code runs on this machine.
+inline constexpr std::string_view kDefaultCompileTargetName = "cpu";
 
 }  // namespace weft

@@ -100,6 +100,7 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
                  {"predicted_after_us", us(after_s)},
                  {"cache_hits", r.cache_hits},
                  {"searched", r.searched},
+                 {"stop", stop_reason_name(r.stop)},
                  {"note",
                   "per region of the specialized functions, each counted once (not weighted by "
                   "calls); before: each table operator its own kernel; predicted by the target's "
@@ -141,9 +142,11 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                         ? (fs::path(default_cache_directory("")) / "regions").string()
                         : options.cache_dir;
   mco.progress = options.progress;
+  mco.stop_after = options.stop_after;
   ModelDirReport report;
   report.result = compile_model(model.module, prover, mco);
   const ModelCompileResult& r = report.result;
+  if (!options.stop_after.empty()) return report;
 
   fs::path dir(out_dir);
   std::error_code ec;

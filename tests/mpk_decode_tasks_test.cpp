@@ -9,9 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -37,6 +35,7 @@
 #include "runtime/cuda_runtime.h"
 #include "runtime/emulated_program.h"
 #include "runtime/program.h"
+#include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -277,7 +276,7 @@ TEST(MpkDecodeTasks, TheLoopsTasksAreOrderedAroundTheStep) {
 }
 
 // add_decode_tasks's output (decompose with decode_on_device) for the tiny decoder, against its
-// golden file (regenerate with WEFT_UPDATE_GOLDEN=1): the state tensor after the plan's temps, the
+// golden file (tests/golden.h): the state tensor after the plan's temps, the
 // embedding first, the appends and the argmax last.
 TEST(MpkDecodeTasks, DecomposeWithTheLoopMatchesItsGoldenFile) {
   const ProgramPlan plan = load_plan("examples/tiny_decoder_step.weft");
@@ -286,15 +285,7 @@ TEST(MpkDecodeTasks, DecomposeWithTheLoopMatchesItsGoldenFile) {
   o.stop_after = "decompose";
   o.decode_on_device = true;
   const std::string got = print_tgraph(compile_task_graph(plan, o).graph);
-  const std::string path =
-      test::source_path("tests/golden/mpk/tiny_decoder_step.decode-tasks.tgraph");
-  if (std::getenv("WEFT_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path) << got;
-    return;
-  }
-  const std::string want = test::read_text(path);
-  ASSERT_FALSE(want.empty()) << "missing " << path << " (run with WEFT_UPDATE_GOLDEN=1)";
-  EXPECT_EQ(got, want);
+  EXPECT_TRUE(test::matches_golden(got, "tests/golden/mpk/tiny_decoder_step.decode-tasks.tgraph"));
 }
 
 MegakernelProgramOptions resident_options(const ProgramPlan& plan, int workers, bool emulated) {

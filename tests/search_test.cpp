@@ -189,7 +189,7 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
 TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   SearchConfig config = small_config();
   OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
-  EXPECT_EQ(r.stop, SearchStop::complete);
+  EXPECT_EQ(r.stop, StopReason::complete);
   ASSERT_FALSE(r.top.empty());
   const Graph& best = r.top[0].graph;
   ASSERT_EQ(best.ops.size(), 1u);

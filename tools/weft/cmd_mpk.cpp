@@ -618,7 +618,7 @@ static Register reg(
       hop->add_option("--reps", ho->reps, "Traced launches")->capture_default_str();
       auto ua = std::make_shared<MpkArgs>();
       auto unit_out = std::make_shared<std::string>();
-      auto unit_target = std::make_shared<std::string>("h100");
+      auto unit_target = std::make_shared<std::string>(default_target().name);
       auto unit_decode = std::make_shared<bool>(false);
       auto unit_schedulers = std::make_shared<uint32_t>(1);
       CLI::App* unit = sub.add_subcommand(
