@@ -11,10 +11,10 @@
 
 #include "cost/cost_model.h"
 #include "driver/optimize.h"
+#include "driver/region_cache.h"
 #include "ir/printer.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "driver/region_cache.h"
 #include "search/stats.h"
 
 namespace weft {

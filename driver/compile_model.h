@@ -1,16 +1,16 @@
 // Compiling a model: composites expanded, entry functions specialized at the given shape
 // bindings (model/specialize.h), the specialized functions partitioned into regions
-// (driver/partition_module.h), each region superoptimized with a share of the time budget (or served
-// from the disk cache, driver/region_cache.h) and replaced by a call_ugraph of its verified best
-// µGraph. docs/model-compile.md describes it.
+// (driver/partition_module.h), each region superoptimized with a share of the time budget (or
+// served from the disk cache, driver/region_cache.h) and replaced by a call_ugraph of its verified
+// best µGraph. docs/model-compile.md describes it.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "model/module.h"
 #include "driver/partition_module.h"
+#include "model/module.h"
 #include "model/specialize.h"
 #include "search/config.h"
 

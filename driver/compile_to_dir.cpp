@@ -1,5 +1,5 @@
-// Compiling a model file into a directory: driver/compile_model over the loaded module, then every file
-// the directory holds (docs/model-compile.md lists them).
+// Compiling a model file into a directory: driver/compile_model over the loaded module, then every
+// file the directory holds (docs/model-compile.md lists them).
 #include "driver/compile_to_dir.h"
 
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "driver/compile.h"
-#include "ir/printer.h"
 #include "exec/npz.h"
+#include "ir/printer.h"
 #include "model/printer.h"
 #include "runtime/build_cache.h"
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include "driver/model_file.h"
 #include "driver/compile_model.h"
+#include "driver/model_file.h"
 
 namespace weft {
 

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "core/target.h"
-#include "driver/compile_to_dir.h"
 #include "driver/compile_model.h"
-#include "model/parser.h"
+#include "driver/compile_to_dir.h"
 #include "exec/run_io.h"
+#include "model/parser.h"
 
 namespace weft {
 namespace fs = std::filesystem;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/dtype_convert.h"
+#include "exec/register_program.h"
 
 namespace weft {
 
@@ -116,95 +117,57 @@ VmValue DeviceVm::run_host(const std::string& name, const std::vector<VmValue>& 
   return download(run(name, dev));
 }
 
+namespace {
+
+// vm_match checks shapes only: a placeholder host value of the device value's shape.
+VmValue shape_view(const DeviceValue& x) {
+  if (const DeviceTensor* t = x.tensor()) return VmValue{VmSlot{nullptr, 0, t->shape}};
+  if (const DeviceTuple* tu = x.tuple()) {
+    auto out = std::make_shared<VmTuple>();
+    for (const DeviceValue& y : *tu) out->push_back(shape_view(y));
+    return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+  }
+  if (auto* i = std::get_if<int64_t>(&x.v)) return VmValue{*i};
+  return VmValue{};
+}
+
+}  // namespace
+
+// A call's frame on the device: registers hold device values (aliases of buffers; a buffer lives
+// while a value refers to it), without a memory plan.
+struct DeviceVm::Frame {
+  using Value = DeviceValue;
+  DeviceVm& vm;
+  int depth = 0;
+
+  void match(const MType& type, const DeviceValue& v, SymBinding& heap, const std::string& what,
+             const SourceLoc& loc) {
+    vm_match(type, shape_view(v), heap, what, loc);
+  }
+  void step() {}
+  void alloc(const VmInstr&, const SymBinding&) { no_plan(); }
+  void release(const VmInstr&) { no_plan(); }
+  DeviceValue call(const VmInstr& in, const std::vector<DeviceValue>& regs,
+                   const SymBinding& heap) {
+    std::vector<const DeviceValue*> operands;
+    for (int a : in.args) operands.push_back(&regs[static_cast<size_t>(a)]);
+    return vm.execute(*in.binding, operands, heap, depth);
+  }
+  void hold(int, const DeviceValue&) {}
+  void drop(int, const DeviceValue&, bool) {}
+  DeviceValue moved(const DeviceValue& v) { return v; }
+  DeviceValue returned(int, const DeviceValue& v) { return v; }
+
+ private:
+  [[noreturn]] static void no_plan() {
+    WEFT_FAIL("the device executor runs without a memory plan");
+  }
+};
+
 DeviceValue DeviceVm::call_function(const VmFunction& f, const std::vector<DeviceValue>& args,
                                     int depth) {
-  const Function& fn = *f.fn;
-  if (depth > kVmMaxCallDepth)
-    throw UserError(fn.loc, fmt::format("calls nest deeper than {}", kVmMaxCallDepth));
-  if (args.size() != fn.params.size())
-    throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,
-                                        fn.params.size(), args.size()));
-  std::vector<DeviceValue> regs(static_cast<size_t>(f.num_registers));
-  SymBinding heap;
-  // vm_match checks shapes only: a placeholder host value of the device value's shape.
-  auto shape_of = [](const DeviceValue& v) {
-    std::function<VmValue(const DeviceValue&)> go = [&](const DeviceValue& x) -> VmValue {
-      if (const DeviceTensor* t = x.tensor()) return VmValue{VmSlot{nullptr, 0, t->shape}};
-      if (const DeviceTuple* tu = x.tuple()) {
-        auto out = std::make_shared<VmTuple>();
-        for (const DeviceValue& y : *tu) out->push_back(go(y));
-        return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
-      }
-      if (auto* i = std::get_if<int64_t>(&x.v)) return VmValue{*i};
-      return VmValue{};
-    };
-    return go(v);
-  };
-  for (size_t pc = 0; pc < f.code.size();) {
-    const VmInstr& in = f.code[pc++];
-    switch (in.op) {
-      case VmOpcode::bind_params:
-        for (size_t i = 0; i < args.size(); ++i) {
-          vm_match(fn.params[i].type, shape_of(args[i]), heap,
-                   fmt::format("parameter '{}' of '{}'", fn.params[i].name, fn.name),
-                   fn.params[i].loc);
-          regs[i] = args[i];
-        }
-        break;
-      case VmOpcode::check:
-        for (const SymCondition& c : in.binding->runtime_checks)
-          if (!c.holds(heap))
-            throw UserError(in.binding->call.loc,
-                            fmt::format("run-time check failed: {} does not hold at {}", c.str(),
-                                        binding_str(heap)));
-        break;
-      case VmOpcode::alloc:
-      case VmOpcode::release:
-        WEFT_FAIL("the device executor runs without a memory plan");
-      case VmOpcode::match_cast: {
-        const DeviceValue& x = regs[static_cast<size_t>(in.args[0])];
-        vm_match(in.binding->call.cast_type, shape_of(x), heap,
-                 fmt::format("match_cast of '{}' to {}", in.binding->call.args[0],
-                             in.binding->call.cast_type.str()),
-                 in.binding->call.loc);
-        regs[static_cast<size_t>(in.reg)] = x;
-        break;
-      }
-      case VmOpcode::call: {
-        std::vector<const DeviceValue*> operands;
-        for (int a : in.args) operands.push_back(&regs[static_cast<size_t>(a)]);
-        regs[static_cast<size_t>(in.reg)] = execute(*in.binding, operands, heap, depth);
-        break;
-      }
-      case VmOpcode::free:
-        regs[static_cast<size_t>(in.reg)] = DeviceValue{};
-        break;
-      case VmOpcode::branch: {
-        const SymCondition& c = in.binding->call.cond;
-        bool holds = false;
-        try {
-          holds = c.holds(heap);
-        } catch (const UserError& e) {
-          throw UserError(in.binding->call.loc, fmt::format("if {}: {}", c.str(), e.message()));
-        }
-        if (!holds) pc = static_cast<size_t>(in.index);
-        break;
-      }
-      case VmOpcode::jump:
-        pc = static_cast<size_t>(in.index);
-        break;
-      case VmOpcode::move:
-        regs[static_cast<size_t>(in.reg)] = regs[static_cast<size_t>(in.args[0])];
-        break;
-      case VmOpcode::ret: {
-        DeviceValue result = regs[static_cast<size_t>(in.reg)];
-        vm_match(fn.ret, shape_of(result), heap, fmt::format("the result of '{}'", fn.name),
-                 fn.result_loc);
-        return result;
-      }
-    }
-  }
-  WEFT_FAIL("function {} has no ret", fn.name);
+  Frame frame{*this, depth};
+  return run_register_program(f, args, depth, frame);
 }
 
 DeviceValue DeviceVm::execute(const Binding& b, const std::vector<const DeviceValue*>& in,

@@ -98,7 +98,7 @@ class DeviceVm {
   const Vm& vm() const { return vm_; }
 
  private:
-  struct Frame;
+  struct Frame;  // a call's frame of the register program (exec/register_program.h)
   // Thrown by a host fallback met while a run is captured: the run is not capturable.
   struct NotCapturable {};
   DeviceValue run_unchecked(const std::string& name, const std::vector<DeviceValue>& args);

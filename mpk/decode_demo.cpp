@@ -8,9 +8,9 @@
 #include <optional>
 #include <random>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
 #include "core/parallel.h"
-#include "core/dtype_convert.h"
 
 namespace weft {
 

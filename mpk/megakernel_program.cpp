@@ -5,13 +5,13 @@
 
 #include <cstring>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
 #include "mpk/cuda_error.h"
 #include "mpk/decode_tasks.h"
 #include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
 #include "mpk/placed_decode.h"
-#include "core/dtype_convert.h"
 
 namespace weft {
 

@@ -13,8 +13,8 @@
 #include "search/baselines.h"
 #include "search/fuse_region.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
 

@@ -1,7 +1,8 @@
-// Compiling models (driver/partition_module, model/specialize, driver/compile_model, driver/region_cache): golden
-// region listings, tiny_llama compiled at several bindings against the uncompiled VM, kernel
-// counts, the disk cache (hits, a corrupt entry, an entry not equivalent), the fallback at a
-// binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`, `weft bench DIR`).
+// Compiling models (driver/partition_module, model/specialize, driver/compile_model,
+// driver/region_cache): golden region listings, tiny_llama compiled at several bindings against the
+// uncompiled VM, kernel counts, the disk cache (hits, a corrupt entry, an entry not equivalent),
+// the fallback at a binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`,
+// `weft bench DIR`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,15 +15,15 @@
 #include <unistd.h>
 
 #include "driver/compile_model.h"
+#include "exec/npz.h"
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "exec/vm.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 

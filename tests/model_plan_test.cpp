@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <random>
 
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/parser.h"
 #include "model/plan.h"
-#include "exec/vm.h"
 #include "sym/interval.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <random>
 
+#include "exec/npz.h"
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "exec/vm.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -18,6 +18,7 @@
 
 #include "codegen/cuda/emit_task_bodies.h"
 #include "codegen/cuda/prelude.h"
+#include "core/dtype_convert.h"
 #include "core/embedded_files.h"
 #include "core/target.h"
 #include "ir/parser.h"
@@ -34,7 +35,6 @@
 #include "mpk/trace.h"
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
-#include "core/dtype_convert.h"
 #include "runtime/emulated_program.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "core/dtype_convert.h"
 #include "core/target.h"
 #include "lower/pipeline.h"
 #include "mpk/compile.h"
@@ -19,7 +20,6 @@
 #include "mpk/encode.h"
 #include "mpk/host_runtime.h"
 #include "mpk/trace.h"
-#include "core/dtype_convert.h"
 #include "runtime/program.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

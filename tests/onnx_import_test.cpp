@@ -11,12 +11,12 @@
 #include <fstream>
 #include <random>
 
-#include "model/model_ops.h"
+#include "driver/onnx_run.h"
 #include "exec/npz.h"
+#include "model/model_ops.h"
 #include "model/parser.h"
 #include "model/printer.h"
 #include "onnx/import.h"
-#include "driver/onnx_run.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -27,9 +27,9 @@
 #include "testing/random_graph.h"
 #include "tests/emulation_check.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
 #include "verify/equivalence.h"
 #include "verify/error_bound.h"
-#include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 

@@ -16,8 +16,8 @@
 #include "search/baselines.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
 

@@ -13,11 +13,11 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
 #include "verify/equivalence.h"
 #include "verify/field_domain.h"
 #include "verify/fingerprint_cache.h"
 #include "verify/float_check.h"
-#include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
 

@@ -10,8 +10,8 @@
 #include "ir/printer.h"
 #include "testing/mutate.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
 

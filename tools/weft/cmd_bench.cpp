@@ -9,8 +9,8 @@
 
 #include <iostream>
 
-#include "driver/measure.h"
 #include "driver/compiled_dir.h"
+#include "driver/measure.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {

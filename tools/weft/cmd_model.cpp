@@ -8,13 +8,13 @@
 #include <optional>
 
 #include "driver/model_file.h"
-#include "model/expand.h"
+#include "driver/onnx_run.h"
 #include "driver/partition_module.h"
+#include "exec/run_io.h"
+#include "model/expand.h"
 #include "model/plan.h"
 #include "model/printer.h"
-#include "exec/run_io.h"
 #include "onnx/import.h"
-#include "driver/onnx_run.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 

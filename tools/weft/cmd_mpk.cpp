@@ -21,8 +21,8 @@
 #include <random>
 
 #include "core/target.h"
-#include "lower/pipeline.h"
 #include "exec/npz.h"
+#include "lower/pipeline.h"
 #include "mpk/compile.h"
 #include "mpk/decode_demo.h"
 #include "mpk/decoder_program.h"
