@@ -3,11 +3,11 @@
 // cuda-emulation). Arguments are uploaded once, only results come back; call_ugraph launches the
 // µGraph's generated unit on the operands' buffers through the raw ABI, and table and model
 // operators run as the model kernel library's kernels, chosen by the kernel family their row
-// names (OpInfo::device; elementwise rows by their CUDA form). An operator without a device kernel runs on the host (operands downloaded,
-// result uploaded) and is counted, never silently wrong. On cuda, a run at a shape binding is
-// captured once as a CUDA graph and replayed by later runs at the same binding; every buffer the
-// capture allocated lives as long as the graph (DeviceVmOptions::emulated_graphs checks that in
-// emulation).
+// names (OpInfo::device; elementwise rows by their CUDA form). An operator without a device kernel
+// runs on the host (operands downloaded, result uploaded) and is counted, never silently wrong. On
+// cuda, a run at a shape binding is captured once as a CUDA graph and replayed by later runs at the
+// same binding; every buffer the capture allocated lives as long as the graph
+// (DeviceVmOptions::emulated_graphs checks that in emulation).
 #pragma once
 
 #include <cstdint>

@@ -109,10 +109,10 @@ DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTen
       return generate_op(op);
     case DeviceKernel::window:
       return window_op(op);
-    case DeviceKernel::none:  // composites expand before the VM compiles a function
+    case DeviceKernel::none:  // no device kernel: the host runs it, counted
       break;
   }
-  WEFT_FAIL("{} reached the device executor", c.callee);
+  return host_fallback(b, in, heap);
 }
 
 DeviceValue DeviceVm::elementwise_op(const OpCall& op) {
@@ -435,9 +435,9 @@ DeviceValue DeviceVm::window_op(const OpCall& op) {
     for (int i = 0; i < 3; ++i) a.in[i] = a.out_dims[i] = 1;
     a.in[2] = numel(x.shape) / std::max<int64_t>(a.n * a.c, 1);
   } else {
-    WEFT_CHECK(kind == OpKind::max_pool || kind == OpKind::avg_pool ||
-                   kind == OpKind::max_pool_indices,
-               "'{}' has no window kernel mode", op.info.name);
+    WEFT_CHECK(
+        kind == OpKind::max_pool || kind == OpKind::avg_pool || kind == OpKind::max_pool_indices,
+        "'{}' has no window kernel mode", op.info.name);
     a.kind = kind == OpKind::max_pool ? 1 : kind == OpKind::avg_pool ? 2 : 3;
     a.include_pad = kind == OpKind::avg_pool && attrs.get_int("count_include_pad") == 1;
     geometry(attrs.get_list("kernel"), attrs.get_int("ceil_mode") == 1,

@@ -11,12 +11,12 @@ namespace weft {
 namespace {
 
 constexpr CastTarget kCastTargets[] = {
-    {1, "f32", CastTarget::f32, 32},   {2, "u8", CastTarget::uint, 8},
-    {3, "i8", CastTarget::sint, 8},    {4, "u16", CastTarget::uint, 16},
-    {5, "i16", CastTarget::sint, 16},  {6, "i32", CastTarget::sint, 32},
-    {7, "i64", CastTarget::sint, 64},  {9, "bool", CastTarget::boolean, 1},
-    {10, "f16", CastTarget::f16, 16},  {11, "f64", CastTarget::f64, 64},
-    {12, "u32", CastTarget::uint, 32}, {13, "u64", CastTarget::uint, 64},
+    {1, "f32", CastTarget::f32, 32},    {2, "u8", CastTarget::uint, 8},
+    {3, "i8", CastTarget::sint, 8},     {4, "u16", CastTarget::uint, 16},
+    {5, "i16", CastTarget::sint, 16},   {6, "i32", CastTarget::sint, 32},
+    {7, "i64", CastTarget::sint, 64},   {9, "bool", CastTarget::boolean, 1},
+    {10, "f16", CastTarget::f16, 16},   {11, "f64", CastTarget::f64, 64},
+    {12, "u32", CastTarget::uint, 32},  {13, "u64", CastTarget::uint, 64},
     {16, "bf16", CastTarget::bf16, 16},
 };
 

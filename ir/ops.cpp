@@ -115,8 +115,8 @@ void check_model_row(const OpInfo& op) {
   WEFT_CHECK(op.levels == kAtModel, "model-only '{}' must have the model level alone", op.name);
   WEFT_CHECK(op.min_inputs == op.max_inputs, "model-only '{}' takes a fixed number of operands",
              op.name);
-  WEFT_CHECK(!op.lax_formula && !op.code.cpu && op.symbolic == Symbolic::none &&
-                 !op.commutative && op.homogeneous == 0 && !op.same_operands_redundant,
+  WEFT_CHECK(!op.lax_formula && !op.code.cpu && op.symbolic == Symbolic::none && !op.commutative &&
+                 op.homogeneous == 0 && !op.same_operands_redundant,
              "model-only '{}' has µGraph semantics", op.name);
   WEFT_CHECK((op.real != nullptr) == (op.code.cuda != nullptr),
              "model-only '{}': real semantics and a CUDA form come together", op.name);
@@ -228,17 +228,13 @@ ScratchRows& scratch_rows() {
   return s;
 }
 
-std::vector<OpInfo> make_table() {
+// The elementwise µGraph rows of the first table (exp .. div).
+std::vector<OpInfo> first_elementwise_rows() {
   using K = OpKind;
-  using S = Symbolic;
   using F = FusionPattern;
   using Cost = CostClass;
-  using D = DeviceKernel;
-  const AttrSpec dim{"dim", AttrKind::integer, true, int64_t{0}};
-  const AttrSpec dim_last{"dim", AttrKind::integer, false, int64_t{-1}};
-  const AttrSpec to{"to", AttrKind::integer, false, int64_t{1}};
   // clang-format off
-  std::vector<OpInfo> t = {
+  return {
     {.kind = K::exp, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
      .real = [](const ScalarArgs& s) { return std::exp(s.x); },
      .lax_formula = "(exp x)", .fusion = F::elementwise,
@@ -308,6 +304,22 @@ std::vector<OpInfo> make_table() {
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 1, .sfu = 1},  // reciprocal on the SFU, then a multiply
      .doc = "a / b, size-1 dims broadcast"},
+  };
+  // clang-format on
+}
+
+// Contraction, reductions, data movement, composites, block-graph structure and hierarchy.
+std::vector<OpInfo> structural_rows() {
+  using K = OpKind;
+  using S = Symbolic;
+  using F = FusionPattern;
+  using Cost = CostClass;
+  using D = DeviceKernel;
+  const AttrSpec dim{"dim", AttrKind::integer, true, int64_t{0}};
+  const AttrSpec dim_last{"dim", AttrKind::integer, false, int64_t{-1}};
+  const AttrSpec to{"to", AttrKind::integer, false, int64_t{1}};
+  // clang-format off
+  return {
     {.kind = K::matmul, .min_inputs = 2, .max_inputs = 2, .levels = kKB,
      .shape = shape_rules::matmul, .symbolic = S::contraction, .homogeneous = 0b11,
      .fusion = F::out_elementwise_fusable, .cost = Cost::contraction,
@@ -391,6 +403,17 @@ std::vector<OpInfo> make_table() {
      .levels = kAtBlock, .symbolic = S::body, .fusion = F::opaque,
      .cost = Cost::body,
      .doc = "fused elementwise chain kept in registers; its body is a thread graph"},
+  };
+  // clang-format on
+}
+
+// The elementwise µGraph rows added after the first table (sigmoid .. erf).
+std::vector<OpInfo> later_unary_rows() {
+  using K = OpKind;
+  using F = FusionPattern;
+  using Cost = CostClass;
+  // clang-format off
+  return {
     {.kind = K::sigmoid, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
      .real = [](const ScalarArgs& s) { return 1.0 / (1.0 + std::exp(-s.x)); },
      .fusion = F::elementwise,
@@ -419,7 +442,15 @@ std::vector<OpInfo> make_table() {
      .doc = "the error function 2/sqrt(pi) * integral of e^-t^2 from 0 to x"},
   };
   // clang-format on
-  for (OpInfo& row : model_op_rows()) t.push_back(std::move(row));
+}
+
+// Every row in kind order: the µGraph rows, the model-only ones (ir/ops_model.cpp), the reserved
+// ones (empty unless a test filled them), each completed and checked.
+std::vector<OpInfo> make_table() {
+  std::vector<OpInfo> t;
+  for (std::vector<OpInfo> rows :
+       {first_elementwise_rows(), structural_rows(), later_unary_rows(), model_op_rows()})
+    for (OpInfo& row : rows) t.push_back(std::move(row));
   ScratchRows& scratch = scratch_rows();
   scratch.table_built = true;
   for (OpKind k : {OpKind::scratch_unary, OpKind::scratch_model}) {

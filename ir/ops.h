@@ -294,15 +294,15 @@ struct ScalarCode {
 // The kernel family of the model executor's device library (codegen/cuda/device/model_kernels.cuh)
 // that runs an operator of a model function (exec/device_vm.h dispatches on it).
 enum class DeviceKernel : uint8_t {
-  none,         // never reaches the device executor: composites expand, µGraph-only rows
+  none,         // no device kernel: the host runs it, counted (composites expand before)
   elementwise,  // the row's CUDA scalar form with broadcasting (every row with `real`)
   movement,     // index mappings: reshape, permute, slices, expand, tile, pad, concat, split
   rows,         // one dim of [outer, n, inner] views: reductions, softmax, layer norm, global pools
   gather,       // rows picked by integer indices: embedding, gather
   matmul,
-  position,     // position-dependent: rope, causal_mask
-  generate,     // no operand: fill, range, dims_tensor
-  window,       // sliding windows: conv, the pools, lrn
+  position,  // position-dependent: rope, causal_mask
+  generate,  // no operand: fill, range, dims_tensor
+  window,    // sliding windows: conv, the pools, lrn
 };
 
 // One row per operator: every property a layer needs, read by the layers instead of switches

@@ -33,55 +33,51 @@ double cast(const ScalarArgs& s) {
   return cast_scalar(s.x, static_cast<CastTarget::Kind>(s.k), static_cast<int>(s.k2));
 }
 
-}  // namespace
+using K = OpKind;
+using S = Symbolic;
+using F = FusionPattern;
+using D = DeviceKernel;
+using Cost = CostClass;
+using L = std::vector<int64_t>;
+constexpr bool kMoves = true, kComputes = false;
 
-std::vector<OpInfo> model_op_rows() {
-  using K = OpKind;
-  using S = Symbolic;
-  using F = FusionPattern;
-  using D = DeviceKernel;
-  using Cost = CostClass;
-  using L = std::vector<int64_t>;
+// A row of `n` operands that the device executor runs with `device`; `moves`: it only moves or
+// gathers elements (injective), else it computes (opaque to a fuser).
+OpInfo row(K kind, int n, std::vector<AttrSpec> attrs, bool moves, D device, const char* doc) {
+  return OpInfo{.kind = kind,
+                .min_inputs = n,
+                .max_inputs = n,
+                .levels = kAtModel,
+                .attrs = std::move(attrs),
+                .symbolic = S::none,
+                .fusion = moves ? F::injective : F::opaque,
+                .cost = moves ? Cost::data_movement : Cost::per_operand_element,
+                .device = device,
+                .doc = doc};
+}
+
+// An elementwise row: real semantics and CUDA form (ops.h's ScalarCode: {0} {1} {4} operands,
+// {2} {3} constants); its shape rule is shape_rules::elementwise unless `shape` says otherwise.
+OpInfo scalar(K kind, int n, std::vector<AttrSpec> attrs, RealFn real, const char* cuda,
+              const char* doc, ShapeRule shape = {}, ConstantsFn constants = nullptr) {
+  return OpInfo{.kind = kind,
+                .min_inputs = n,
+                .max_inputs = n,
+                .levels = kAtModel,
+                .attrs = std::move(attrs),
+                .shape = shape,
+                .real = real,
+                .constants = constants,
+                .symbolic = S::none,
+                .fusion = F::opaque,
+                .code = {.cuda = cuda},
+                .cost = Cost::per_operand_element,
+                .doc = doc};
+}
+
+// The transformer set: data movement with symbolic sizes, gathers, position-dependent operators.
+std::vector<OpInfo> transformer_rows() {
   const AttrSpec offset{"offset", AttrKind::integer, false, int64_t{0}};
-  const AttrSpec strides{"strides", AttrKind::int_list, false, L{}};
-  const AttrSpec pads{"pads", AttrKind::int_list, false, L{}};
-  const AttrSpec dilations{"dilations", AttrKind::int_list, false, L{}};
-  const AttrSpec kernel{"kernel", AttrKind::int_list, true, L{}};
-  const AttrSpec ceil_mode{"ceil_mode", AttrKind::integer, false, int64_t{0}};
-  // A row of `n` operands that the device executor runs with `device`; `moves`: it only moves or
-  // gathers elements (injective), else it computes (opaque to a fuser).
-  auto row = [](K kind, int n, std::vector<AttrSpec> attrs, bool moves, D device,
-                const char* doc) {
-    return OpInfo{.kind = kind,
-                  .min_inputs = n,
-                  .max_inputs = n,
-                  .levels = kAtModel,
-                  .attrs = std::move(attrs),
-                  .symbolic = S::none,
-                  .fusion = moves ? F::injective : F::opaque,
-                  .cost = moves ? Cost::data_movement : Cost::per_operand_element,
-                  .device = device,
-                  .doc = doc};
-  };
-  // An elementwise row: real semantics and CUDA form (ops.h's ScalarCode: {0} {1} {4} operands,
-  // {2} {3} constants); its shape rule is shape_rules::elementwise unless `shape` says otherwise.
-  auto scalar = [](K kind, int n, std::vector<AttrSpec> attrs, RealFn real, const char* cuda,
-                   const char* doc, ShapeRule shape = {}, ConstantsFn constants = nullptr) {
-    return OpInfo{.kind = kind,
-                  .min_inputs = n,
-                  .max_inputs = n,
-                  .levels = kAtModel,
-                  .attrs = std::move(attrs),
-                  .shape = shape,
-                  .real = real,
-                  .constants = constants,
-                  .symbolic = S::none,
-                  .fusion = F::opaque,
-                  .code = {.cuda = cuda},
-                  .cost = Cost::per_operand_element,
-                  .doc = doc};
-  };
-  constexpr bool kMoves = true, kComputes = false;
   // clang-format off
   return {
     row(K::permute, 1, {{"perm", AttrKind::int_list, true, L{}}}, kMoves, D::movement,
@@ -116,6 +112,19 @@ std::vector<OpInfo> model_op_rows() {
         kComputes, D::none,
         "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
         "causal mask at offset when causal=1) v; a composite, run as its expansion"),
+  };
+  // clang-format on
+}
+
+// ONNX's operators beyond the transformer set (issue 15).
+std::vector<OpInfo> onnx_rows() {
+  const AttrSpec strides{"strides", AttrKind::int_list, false, L{}};
+  const AttrSpec pads{"pads", AttrKind::int_list, false, L{}};
+  const AttrSpec dilations{"dilations", AttrKind::int_list, false, L{}};
+  const AttrSpec kernel{"kernel", AttrKind::int_list, true, L{}};
+  const AttrSpec ceil_mode{"ceil_mode", AttrKind::integer, false, int64_t{0}};
+  // clang-format off
+  return {
     row(K::conv, 2,
         {strides, pads, dilations, {"group", AttrKind::integer, false, int64_t{1}}}, kComputes,
         D::window,
@@ -200,6 +209,14 @@ std::vector<OpInfo> model_op_rows() {
         "`value`"),
   };
   // clang-format on
+}
+
+}  // namespace
+
+std::vector<OpInfo> model_op_rows() {
+  std::vector<OpInfo> rows = transformer_rows();
+  for (OpInfo& row : onnx_rows()) rows.push_back(std::move(row));
+  return rows;
 }
 
 }  // namespace weft

@@ -119,8 +119,8 @@ struct Reduction {
     const int64_t d = alg.dim_attr(attrs, "dim", alg.rank(x));
     const Dim to = alg.int_attr(attrs, "to");
     auto cannot = [&] {
-      return fmt::format("cannot reduce dim {} of size {} to {}: the result size must divide it",
-                         d, dim_text(alg.dims(x)[d]), dim_text(to));
+      return fmt::format("cannot reduce dim {} of size {} to {}: the result size must divide it", d,
+                         dim_text(alg.dims(x)[d]), dim_text(to));
     };
     alg.require_le(
         Dim(1), to, [] { return std::string("the reduction size `to` to be >= 1"); }, cannot);
@@ -211,9 +211,8 @@ struct Split {
       return fmt::format("cannot split dim {} of size {} into {} equal parts", d,
                          dim_text(alg.dims(x)[d]), parts);
     };
-    const int64_t parts = alg.const_attr(attrs, "parts", 1, [&] {
-      return cannot(dim_text(alg.int_attr(attrs, "parts")));
-    });
+    const int64_t parts = alg.const_attr(
+        attrs, "parts", 1, [&] { return cannot(dim_text(alg.int_attr(attrs, "parts"))); });
     if constexpr (A::kSymbolic)
       if (parts > 64) alg.fail("split into more than 64 parts");
     const auto count = static_cast<size_t>(parts);

@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "model/library.h"
 #include "ir/dim_algebra.h"
+#include "model/library.h"
 #include "model/model_ops.h"
 #include "sym/rewrite.h"
 
