@@ -6,6 +6,7 @@
 
 #include "core/dtype_convert.h"
 #include "exec/register_program.h"
+#include "interp/interpreter.h"
 
 namespace weft {
 

@@ -555,18 +555,7 @@ std::string fused(const std::string& dtype) {
 }
 
 void expect_cpu_matches_interpreter(const Graph& g) {
-  auto inputs = random_inputs(g, 5);
-  std::vector<std::vector<float>> in;
-  for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
-  auto got = compile_program(g, target_by_name("cpu"), Backend::cpu)->run(in);
-  auto want = evaluate_real(g, inputs, /*f32=*/false);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
-    Comparison c = compare_outputs(gt, want[i], /*f32=*/true);
-    EXPECT_GT(c.max_ref, 0) << "trivial reference output";
-    EXPECT_TRUE(c.ok) << g.name << ": scaled error " << c.scaled_error;
-  }
+  test::expect_cpu_backend_matches_interpreter(g, 5);
 }
 
 TEST(NewOps, CpuBackendMatchesTheInterpreter) {

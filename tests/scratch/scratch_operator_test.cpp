@@ -109,21 +109,8 @@ TEST(ScratchOperator, TheVerifierTreatsItAsAnUninterpretedFunction) {
 }
 
 TEST(ScratchOperator, TheCpuBackendRunsItsCppForm) {
-  for (const char* file : {"gated_mlp.weft", "gated_mlp.fused.weft"}) {
-    Graph g = gated_mlp_with_softsign(file);
-    auto inputs = random_inputs(g, 11);
-    std::vector<std::vector<float>> in;
-    for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
-    auto got = compile_program(g, target_by_name("cpu"), Backend::cpu)->run(in);
-    auto want = evaluate_real(g, inputs, /*f32=*/false);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
-      Comparison c = compare_outputs(gt, want[i], /*f32=*/true);
-      EXPECT_GT(c.max_ref, 0) << file;
-      EXPECT_TRUE(c.ok) << file << ": scaled error " << c.scaled_error;
-    }
-  }
+  for (const char* file : {"gated_mlp.weft", "gated_mlp.fused.weft"})
+    test::expect_cpu_backend_matches_interpreter(gated_mlp_with_softsign(file), 11);
 }
 
 TEST(ScratchOperator, TheCudaCodeRunsItsCudaFormInHostEmulation) {
