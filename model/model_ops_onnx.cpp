@@ -1,39 +1,22 @@
-// The implementations of the model-only operators for ONNX's operators beyond the transformer set
-// (issue 15): pow, gather, strided slices, expand, ConstantOfShape, Shape, Cast and the rare
-// elementwise ones, range, tile and pad; the windowed ones (convolution, pooling, LRN) are in
-// model_ops_windows.cpp. Their rows are in ir/ops_model.cpp; model_impl() (model_ops.h) attaches
-// these through onnx_model_op_impls().
+// The implementations of the model-only operators for ONNX's data movement beyond the transformer
+// set (issue 15): gather, strided slices, expand, ConstantOfShape, Shape, Range, Tile and Pad.
+// Their rows are in ir/ops_model.cpp; model_impl() (model_ops.h) attaches these. Convolution,
+// pooling and LRN are in model_ops_windows.cpp; the elementwise rows (pow, cast, clip, abs, ...)
+// need none.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
-#include "core/dtype_convert.h"
 #include "model/model_ops.h"
-#include "model/model_ops_detail.h"
 
 namespace weft {
 namespace {
 
-using model_ops_detail::In;
-using model_ops_detail::sym_int;
-using model_ops_detail::sym_list;
+using In = std::vector<const Tensor<double>*>;
 
 // ---- Broadcasting, gathers, strided slices, expand, constants, shapes and casts
-
-// Calls fn(o, idx) for every multi-index of `shape` in row-major order (o: the linear index).
-template <class Fn>
-void for_each_index(const Shape& shape, Fn&& fn) {
-  int64_t total = numel(shape);
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t o = 0; o < total; ++o) {
-    fn(o, idx);
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
-}
 
 // The broadcast of two shapes aligned at the right (numpy's rule); a UserError otherwise.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
@@ -46,37 +29,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
           fmt::format("{}: shapes {} and {} do not broadcast", op, shape_str(a), shape_str(b)));
     out[i] = x == 1 ? y : x;
   }
-  return out;
-}
-
-MType infer_pow(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {
-  const MType &x = in[0], &y = in[1];
-  if (x.rank != y.rank)
-    ctx.fail(
-        fmt::format("pow's operands have ranks {} and {} ({} and {}); they need the same "
-                    "rank (use reshape to add size-1 dims)",
-                    x.rank, y.rank, x.str(), y.str()));
-  if (!x.dims || !y.dims) return MType::tensor_of_rank(x.dtype, x.rank);
-  std::vector<SymExpr> out;
-  for (size_t i = 0; i < static_cast<size_t>(x.rank); ++i)
-    out.push_back(broadcast_dim(ctx, (*x.dims)[i], (*y.dims)[i], i));
-  return MType::tensor(x.dtype, out);
-}
-
-Tensor<double> eval_pow(const In& in, const Attrs&) {
-  const Tensor<double>&x = *in[0], &y = *in[1];
-  Shape shape = broadcast_shapes(x.shape, y.shape, "pow");
-  auto sx = broadcast_strides(x.shape, shape), sy = broadcast_strides(y.shape, shape);
-  Tensor<double> out(shape, 0.0);
-  for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
-    int64_t a = 0, b = 0;
-    for (size_t i = 0; i < idx.size(); ++i) {
-      a += idx[i] * sx[i];
-      b += idx[i] * sy[i];
-    }
-    out.data[static_cast<size_t>(o)] =
-        std::pow(x.data[static_cast<size_t>(a)], y.data[static_cast<size_t>(b)]);
-  });
   return out;
 }
 
@@ -286,101 +238,6 @@ Tensor<double> eval_dims_tensor(const In&, const Attrs& attrs) {
   return Tensor<double>({static_cast<int64_t>(v.size())}, std::vector<double>(v.begin(), v.end()));
 }
 
-constexpr CastTarget kCastTargets[] = {
-    {1, "f32", CastTarget::f32, 32},    {2, "u8", CastTarget::uint, 8},
-    {3, "i8", CastTarget::sint, 8},     {4, "u16", CastTarget::uint, 16},
-    {5, "i16", CastTarget::sint, 16},   {6, "i32", CastTarget::sint, 32},
-    {7, "i64", CastTarget::sint, 64},   {9, "bool", CastTarget::boolean, 1},
-    {10, "f16", CastTarget::f16, 16},   {11, "f64", CastTarget::f64, 64},
-    {12, "u32", CastTarget::uint, 32},  {13, "u64", CastTarget::uint, 64},
-    {16, "bf16", CastTarget::bf16, 16},
-};
-
-MType infer_cast(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
-  auto code = sym_int(attrs, "to").as_constant();
-  const CastTarget* t = code ? cast_target(*code) : nullptr;
-  if (!t) {
-    std::string known;
-    for (const CastTarget& c : kCastTargets) known += fmt::format(" {}={}", c.code, c.name);
-    ctx.fail(fmt::format("cast to={} is not a dtype code weft casts to (ONNX's codes:{})",
-                         sym_int(attrs, "to").str(), known));
-  }
-  MType out = in[0];
-  out.dtype = t->kind == CastTarget::f16    ? DType::f16
-              : t->kind == CastTarget::bf16 ? DType::bf16
-                                            : DType::f32;
-  return out;
-}
-
-double cast_value(double v, const CastTarget& t) {
-  switch (t.kind) {
-    case CastTarget::f32:
-      return static_cast<float>(v);
-    case CastTarget::f64:
-      return v;
-    case CastTarget::f16:
-      return round_to_dtype(static_cast<float>(v), DType::f16);
-    case CastTarget::bf16:
-      return round_to_dtype(static_cast<float>(v), DType::bf16);
-    case CastTarget::boolean:
-      return v != 0 ? 1.0 : 0.0;
-    case CastTarget::sint:
-    case CastTarget::uint: {
-      // Toward zero, then modulo 2^bits as two's complement (numpy's astype for in-range
-      // values); NaN gives 0 and values beyond int64 saturate first.
-      if (std::isnan(v)) return 0;
-      double tr = std::clamp(std::trunc(v), -9223372036854775808.0, 9223372036854774784.0);
-      auto u = static_cast<uint64_t>(static_cast<int64_t>(tr));
-      if (t.bits < 64) u &= (uint64_t{1} << t.bits) - 1;
-      if (t.kind == CastTarget::uint) return static_cast<double>(u);
-      if (t.bits < 64 && (u >> (t.bits - 1)) != 0) u |= ~uint64_t{0} << t.bits;
-      return static_cast<double>(static_cast<int64_t>(u));
-    }
-  }
-  return v;
-}
-
-Tensor<double> eval_cast(const In& in, const Attrs& attrs) {
-  const CastTarget* t = cast_target(attrs.get_int("to"));
-  if (!t) throw UserError(fmt::format("cast to={} is not a dtype code", attrs.get_int("to")));
-  Tensor<double> out = *in[0];
-  for (double& v : out.data) v = cast_value(v, *t);
-  return out;
-}
-
-// ---- Elementwise operators the importer needs rarely (kept out of ir/ops: see the doc)
-
-MType infer_elementwise(DeduceContext&, const std::vector<MType>& in, const MAttrs&) {
-  return in[0];
-}
-
-MType infer_clip(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
-  if (std::get<Rational>(attrs.at("max")) < std::get<Rational>(attrs.at("min")))
-    ctx.fail("clip's min must be <= its max");
-  return in[0];
-}
-
-template <class F>
-Tensor<double> map_values(const In& in, F&& f) {
-  Tensor<double> out = *in[0];
-  for (double& v : out.data) v = f(v);
-  return out;
-}
-
-Tensor<double> eval_clip(const In& in, const Attrs& attrs) {
-  double lo = attrs.get_rational("min").to_double(), hi = attrs.get_rational("max").to_double();
-  return map_values(in, [&](double v) { return std::isnan(v) ? v : std::clamp(v, lo, hi); });
-}
-Tensor<double> eval_abs(const In& in, const Attrs&) {
-  return map_values(in, [](double v) { return std::abs(v); });
-}
-Tensor<double> eval_reciprocal(const In& in, const Attrs&) {
-  return map_values(in, [](double v) { return 1.0 / v; });
-}
-Tensor<double> eval_log(const In& in, const Attrs&) {
-  return map_values(in, [](double v) { return std::log(v); });
-}
-
 // ---- range, tile, pad
 
 MType infer_range(DeduceContext& ctx, const std::vector<MType>&, const MAttrs& attrs) {
@@ -501,33 +358,18 @@ std::vector<std::pair<int64_t, int64_t>> slice_steps_take(const Shape& x, const 
   return take;
 }
 
-const CastTarget* cast_target(int64_t code) {
-  for (const CastTarget& t : kCastTargets)
-    if (t.code == code) return &t;
-  return nullptr;
-}
-
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
   using K = OpKind;
-  std::vector<std::pair<OpKind, ModelOpImpl>> impls = {
-      {K::pow, {infer_pow, eval_pow}},
+  return {
       {K::gather, {infer_gather, eval_gather}},
       {K::slice_steps, {infer_slice_steps, eval_slice_steps}},
       {K::expand, {infer_expand, eval_expand}},
       {K::fill, {infer_fill, eval_fill}},
       {K::dims_tensor, {infer_dims_tensor, eval_dims_tensor}},
-      {K::cast, {infer_cast, eval_cast}},
-      {K::clip, {infer_clip, eval_clip}},
-      {K::abs, {infer_elementwise, eval_abs}},
-      {K::reciprocal, {infer_elementwise, eval_reciprocal}},
-      {K::log, {infer_elementwise, eval_log}},
       {K::range, {infer_range, eval_range}},
       {K::tile, {infer_tile, eval_tile}},
       {K::pad, {infer_pad, eval_pad}},
   };
-  auto windows = model_ops_detail::window_model_op_impls();
-  impls.insert(impls.begin(), windows.begin(), windows.end());
-  return impls;
 }
 
 }  // namespace weft

@@ -1,6 +1,6 @@
-// The implementations of ONNX's windowed model-only operators (issue 15): convolution, pooling and
-// LRN, with the concrete windows conv and the pools share. Their rows are in ir/ops_model.cpp;
-// onnx_model_op_impls() (model_ops_onnx.cpp) attaches these through window_model_op_impls().
+// The implementations of the model-only operators over sliding windows (issue 15): convolution,
+// pooling, global pooling and LRN, over [N, C, *spatial] with 1 to 3 spatial dims. Their rows are
+// in ir/ops_model.cpp; model_impl() (model_ops.h) attaches these.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,23 +8,11 @@
 #include <limits>
 
 #include "model/model_ops.h"
-#include "model/model_ops_detail.h"
 
 namespace weft {
 namespace {
 
-using model_ops_detail::In;
-using model_ops_detail::sym_int;
-using model_ops_detail::sym_list;
-
-// An integer attribute that must be a constant >= lo.
-int64_t const_int(DeduceContext& ctx, const SymExpr& e, const std::string& what, int64_t lo) {
-  auto c = e.as_constant();
-  if (!c || *c < lo) ctx.fail(fmt::format("{}={} must be an integer >= {}", what, e.str(), lo));
-  return *c;
-}
-
-// ---- Convolution and pooling: [N, C, *spatial] with 1 to 3 spatial dims
+using In = std::vector<const Tensor<double>*>;
 
 // The window attributes of one call, per spatial dim (symbolic: pads may be symbolic, strides,
 // dilations and pooling kernels are constants).
@@ -459,8 +447,6 @@ Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, co
   return w;
 }
 
-namespace model_ops_detail {
-
 std::vector<std::pair<OpKind, ModelOpImpl>> window_model_op_impls() {
   using K = OpKind;
   return {
@@ -474,5 +460,4 @@ std::vector<std::pair<OpKind, ModelOpImpl>> window_model_op_impls() {
   };
 }
 
-}  // namespace model_ops_detail
 }  // namespace weft
