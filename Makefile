@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR := 1
 # evicted tree costs a CI run its whole compile time again.
 export CCACHE_MAXSIZE ?= 20G
 
-.PHONY: all deps build build-asan build-tsan demo test check-layers check-style test-unit test-heavy python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps gpu-bundle gpu-rehearse clean
+.PHONY: all deps build build-asan build-tsan demo test check-layers check-style test-unit test-heavy python test-python test-asan test-tsan test-fuzz bench format gpu-check gpu-deps gpu-bundle gpu-rehearse onnx-corpus clean
 
 all: build
 
@@ -83,6 +83,17 @@ python: deps $(PY_VENV)/.requirements $(PY_VENV)/.test-requirements
 test-python: build $(PY_VENV)/.test-requirements
 	PYTHONPATH=$(abspath $(BUILD))/python WEFT_BINARY=$(BUILD)/weft \
 	  $(PY_VENV)/bin/python -m pytest -q tests/python
+
+# The corpus of real exporter output (examples/onnx/corpus, docs/onnx.md): PyTorch, transformers and
+# torchvision in a venv of their own, only to regenerate it; never part of `make test` or CI.
+CORPUS_VENV ?= $(BUILD)/corpus-venv
+$(CORPUS_VENV)/.requirements: scripts/onnx_corpus_requirements.txt
+	$(PYTHON) -m venv $(CORPUS_VENV)
+	$(CORPUS_VENV)/bin/pip install -q -r scripts/onnx_corpus_requirements.txt
+	touch $@
+
+onnx-corpus: $(CORPUS_VENV)/.requirements
+	$(CORPUS_VENV)/bin/python scripts/onnx_corpus.py
 
 # ASan+UBSan at -O1 (with debug info), as the sanitizers' authors advise: about twice as fast as -O0
 # and the same reports.

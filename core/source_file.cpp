@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "core/error.h"
@@ -43,12 +45,32 @@ SourceLoc loc_of_offset(const std::string& path, std::string_view s, size_t offs
   return loc;
 }
 
-}  // namespace
-
-std::string read_source_file(const std::string& path) {
+// Opens `path` for binary reading, refusing a missing path and a directory by name first.
+std::ifstream open_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found)
+    throw UserError(SourceLoc{path}, "cannot open the file: it does not exist");
+  if (status.type() == std::filesystem::file_type::directory)
+    throw UserError(SourceLoc{path}, "is a directory, not a file (give the file inside it)");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw UserError(SourceLoc{path}, "cannot open the file (does it exist and is it readable?)");
+  return in;
+}
+
+}  // namespace
+
+std::string read_binary_file(const std::string& path) {
+  std::ifstream in = open_file(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw UserError(SourceLoc{path}, "cannot read the file");
+  return s.str();
+}
+
+std::string read_source_file(const std::string& path) {
+  std::ifstream in = open_file(path);
   in.seekg(0, std::ios::end);
   std::streamoff size = in.tellg();
   if (size < 0) throw UserError(SourceLoc{path}, "cannot read the file (is it a regular file?)");

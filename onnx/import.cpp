@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "core/source_file.h"
 
 #ifdef WEFT_HAVE_ONNX
 #include "onnx/importer.h"
@@ -72,11 +72,7 @@ bool onnx_supported() {
 
 namespace {
 std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(SourceLoc{path}, "cannot open the file");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return read_binary_file(path);
 }
 }  // namespace
 
@@ -126,8 +122,8 @@ Tensor<double> tensor_from_proto(const TensorProto& t, const SourceLoc& where,
     numel *= d;
   }
   if (t.data_location() == TensorProto::EXTERNAL)
-    throw UserError(where, fmt::format("{} keeps its data in an external file, which weft does "
-                                       "not read",
+    throw UserError(where, fmt::format("{} keeps its data in an external file, which weft reads "
+                                       "only for a model's own tensors",
                                        what));
   const auto n = static_cast<size_t>(numel);
   std::vector<double> v;
@@ -287,6 +283,63 @@ std::string sanitize(const std::string& name, std::set<std::string>& used, bool 
   for (int i = 1; used.count(out); ++i) out = fmt::format("{}_{}", s, i);
   used.insert(out);
   return out;
+}
+
+std::pair<const Converter*, std::string> find_converter(const NodeProto& node, int opset) {
+  const std::string& domain = node.domain();
+  if (!domain.empty() && domain != "ai.onnx")
+    return {nullptr,
+            fmt::format("operator domain '{}' is not supported (only the default domain)", domain)};
+  bool known = false;
+  for (const Converter& c : converters()) {
+    if (node.op_type() != c.op_type) continue;
+    known = true;
+    if (opset >= c.min_opset && opset <= c.max_opset) return {&c, ""};
+  }
+  if (known)
+    return {nullptr, fmt::format("operator '{}' is supported, but not at opset {} (docs/onnx.md "
+                                 "lists the opset ranges)",
+                                 node.op_type(), opset)};
+  return {nullptr, fmt::format("operator '{}' is not supported by weft", node.op_type())};
+}
+
+void Importer::check_operators(const onnx::GraphProto& g) {
+  // Every unsupported operator type at once: a user meeting them one per run needs as many runs
+  // as the model has missing types (issue 29).
+  struct Missing {
+    int count = 0;
+    int first = 0;
+    std::string why;
+  };
+  std::map<std::string, Missing> missing;
+  int nodes = 0;
+  for (int i = 0; i < g.node_size(); ++i) {
+    auto [conv, why] = find_converter(g.node(i), opset_);
+    if (conv) continue;
+    const NodeProto& n = g.node(i);
+    bool other_domain = !n.domain().empty() && n.domain() != "ai.onnx";
+    Missing& m = missing[other_domain ? n.domain() + ":" + n.op_type() : n.op_type()];
+    if (m.count++ == 0) m.first = i, m.why = why;
+    ++nodes;
+  }
+  if (missing.empty()) return;
+  if (nodes == 1) {
+    node_ = &g.node(missing.begin()->second.first);
+    node_index_ = missing.begin()->second.first;
+    fail(missing.begin()->second.why);
+  }
+  std::string list;
+  for (const auto& [type, m] : missing) {
+    const NodeProto& n = g.node(m.first);
+    list += fmt::format("\n  {}: {} node{}, first node {} '{}'", type, m.count,
+                        m.count == 1 ? "" : "s", m.first, n.name());
+    if (m.why.find("is not supported by weft") == std::string::npos)
+      list += fmt::format(" ({})", m.why);
+  }
+  throw UserError(SourceLoc{path_},
+                  fmt::format("{} operator type{} not supported by weft ({} nodes; `weft model "
+                              "onnx-ops` lists those that are):{}",
+                              missing.size(), missing.size() == 1 ? " is" : "s are", nodes, list));
 }
 
 std::pair<std::string, MType> Importer::runtime(const Value& v) {
@@ -472,26 +525,13 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
   if (g.sparse_initializer_size() > 0) fail("sparse initializers are not supported");
   declare_inputs(g, initializers);
 
+  check_operators(g);
   for (int i = 0; i < g.node_size(); ++i) {
     node_ = &g.node(i);
     node_index_ = i;
     node_first_binding_ = block_.bindings.size();
-    const std::string& domain = node_->domain();
-    if (!domain.empty() && domain != "ai.onnx")
-      fail(fmt::format("operator domain '{}' is not supported (only the default domain)", domain));
-    const Converter* conv = nullptr;
-    bool known = false;
-    for (const Converter& c : converters()) {
-      if (node_->op_type() != c.op_type) continue;
-      known = true;
-      if (opset_ >= c.min_opset && opset_ <= c.max_opset) conv = &c;
-    }
-    if (!conv && known)
-      fail(
-          fmt::format("operator '{}' is supported, but not at opset {} (docs/onnx.md lists the "
-                      "opset ranges)",
-                      node_->op_type(), opset_));
-    if (!conv) fail(fmt::format("operator '{}' is not supported by weft", node_->op_type()));
+    const Converter* conv = find_converter(*node_, opset_).first;
+    WEFT_CHECK(conv, "check_operators let an unsupported node through");
     conv->fn(*this);
     for (int o = 0; o < node_->output_size(); ++o)
       if (!node_->output(o).empty() && !values_.count(node_->output(o)))
@@ -539,6 +579,8 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
 namespace {
 onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) {
   onnx::ModelProto model;
+  // No bytes parse as an empty ModelProto, whose first complaint would be a missing opset.
+  if (bytes.empty()) throw UserError(SourceLoc{path}, "not an ONNX model (the file is empty)");
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromString(bytes))
     throw UserError(SourceLoc{path},
@@ -550,7 +592,9 @@ onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) 
 
 ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& path,
                                 const OnnxImportOptions& options) {
-  return onnx_import::Importer(path, options).run(parse_model(bytes, path));
+  onnx::ModelProto model = parse_model(bytes, path);
+  onnx_import::load_external_data(model, path);
+  return onnx_import::Importer(path, options).run(model);
 }
 
 OnnxGraphInfo onnx_graph_info(const std::string& path) {

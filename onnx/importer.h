@@ -32,6 +32,10 @@ bool is_integer_type(int elem);
 // A TensorProto's values as doubles (`what` names it in errors at `where`).
 Tensor<double> tensor_from_proto(const TensorProto& t, const SourceLoc& where,
                                  const std::string& what);
+// Reads the tensors of `model` that keep their data in external files (initializers, Constant
+// values, subgraphs) into the tensors themselves. Each file must lie in the directory of
+// `model_path` (a relative path, no `..` or link leading out); else a UserError naming the tensor.
+void load_external_data(onnx::ModelProto& model, const std::string& model_path);
 // A float as a short exact rational (the decimal with the fewest digits that rounds to the same
 // float), so printed modules stay readable; none for infinities and NaN.
 std::optional<Rational> rational_of(double d);
@@ -71,6 +75,9 @@ struct Converter {
 };
 
 const std::vector<Converter>& converters();
+// The converter of `node` at `opset`, or null and why there is none (an operator outside the
+// table, outside its opset range, or in another domain).
+std::pair<const Converter*, std::string> find_converter(const NodeProto& node, int opset);
 
 class Importer {
  public:
@@ -225,6 +232,8 @@ class Importer {
 
  private:
   void declare_inputs(const onnx::GraphProto& g, const std::set<std::string>& initializers);
+  // UserError listing every operator type of `g` without a converter (count, first node).
+  void check_operators(const onnx::GraphProto& g);
   std::string fresh_value_name(const std::string& hint) {
     return sanitize(hint, used_names_, false, "v");
   }
