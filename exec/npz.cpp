@@ -11,6 +11,7 @@
 
 #include "core/dtype_convert.h"
 #include "core/error.h"
+#include "core/source_file.h"
 
 namespace weft {
 namespace {
@@ -208,9 +209,7 @@ std::string make_npy(const Tensor<double>& t, NpyElement element) {
 }
 
 NpzArrays read_npz(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad(path, "cannot open the file (does it exist and is it readable?)");
-  std::string z((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string z = read_binary_file(path);  // zlib takes a non-const input pointer
   // The end-of-central-directory record: the last "PK\5\6" within 64 KiB + 22 of the end.
   if (z.size() < 22) bad(path, "not an .npz file (too short for a zip archive)");
   size_t eocd = std::string::npos;

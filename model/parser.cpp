@@ -57,6 +57,11 @@ class Parser {
       else
         fail(cur_, fmt::format("expected 'sym', 'ugraph' or 'fn', found {}", describe(cur_)));
     }
+    // An empty or cut-short file must not pass as a model that does nothing.
+    if (m_.functions.empty())
+      fail(cur_,
+           "the module defines no function (a model needs at least `fn main(...)`; is the "
+           "file empty or truncated?)");
     return std::move(m_);
   }
 
