@@ -113,8 +113,9 @@ class ExternalData {
                              location, file.string()));
     if (status.type() != fs::file_type::regular)
       fail(what, fmt::format("keeps its data in '{}', which is not a regular file", location));
-    const fs::path real = fs::canonical(file, ec), real_dir = fs::canonical(dir_, ec);
-    if (ec || leaves(real.lexically_relative(real_dir)))
+    std::error_code ec_dir;
+    const fs::path real = fs::canonical(file, ec), real_dir = fs::canonical(dir_, ec_dir);
+    if (ec || ec_dir || leaves(real.lexically_relative(real_dir)))
       fail(what, fmt::format("names the external data file '{}', a link to '{}' outside the "
                              "model's directory ({})",
                              location, real.string(), hint));

@@ -323,16 +323,11 @@ def export(spec, model, exporter, dynamic, path, external_data):
             program = torch.onnx.export(model, args, dynamo=True, opset_version=18,
                                         dynamic_shapes=dynamic_shapes(spec) if dynamic else None,
                                         optimize=True, verbose=False, **common)
+            # external_data=True: the weights in PATH.data, as PyTorch saves models over 2 GB.
             program.save(str(path), external_data=external_data)
-    if exporter == "classic" and external_data:
-        import onnx
-
-        m = onnx.load(str(path))
-        onnx.save(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=path.name + ".data", size_threshold=0)
 
 
-def normalize(path, external_data):
+def normalize(path):
     """Drops what makes exports differ between checkouts and runs but means nothing to a runtime:
     doc strings and metadata (the dynamo exporter records source file paths and stack traces)."""
     import onnx
@@ -533,7 +528,7 @@ def main():
                 built[spec.name] = spec.build()
             model = built[spec.name]
             export(spec, model, exporter, dynamic, path, external)
-            normalize(path, external)
+            normalize(path)
             entry["files"] = sorted(f.name for f in a.out.glob(f"{name}.onnx*"))
             entry["bounds"] = bounds_of(path)
             entry["references"] = write_references(spec, path, dynamic, model)

@@ -52,6 +52,16 @@ def weft_onnx(weft_binary):
     return weft_binary
 
 
+@pytest.fixture
+def fake_weft(root, tmp_path):
+    """A stand-in for the weft CLI backed by onnxruntime (onnx_fake_weft.py), to check the ONNX
+    harnesses themselves: a pass must be weft's pass, a failure weft's failure."""
+    path = tmp_path / "weft"
+    path.write_text(f"#!/bin/sh\nexec {sys.executable} {root / 'tests' / 'python' / 'onnx_fake_weft.py'} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
+
+
 # Wall times the ONNX suites record (test_onnx_light.py: one per model and backend), printed at
 # the end of the run so `make test-python` shows them.
 WALL_TIMES = {}

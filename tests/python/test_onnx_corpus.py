@@ -1,7 +1,8 @@
 """The corpus of real exporter output (examples/onnx/corpus) through weft, held to onnxruntime's references and to the expected state in status.json, strictly both ways."""
 # Each model goes through `weft model check`, then `weft model run` at each reference shape, then
-# (where status.json says it runs) `weft compile` at its first reference's shapes and `weft run DIR`
-# at every reference. status.json says, per model and stage, what must happen: "matches", or the
+# (decoders with a KV cache) a 32-token greedy loop on `weft model run`, then `weft compile` at its
+# first reference's shapes and `weft run DIR` at every reference; each stage only after the one
+# before it passed. status.json says, per model and stage, what must happen: "matches", or the
 # exact blockers (the set of unsupported operator types `model check` lists, or a part of the
 # error message). A model that does better than its entry fails too, naming the stage, so the
 # entry is updated when an operator lands and the next engineer sees what changed.
@@ -15,7 +16,8 @@ import subprocess
 import numpy as np
 import pytest
 
-import onnx_harness as h
+onnx = pytest.importorskip("onnx", reason="the test oracles: `make python` installs tests/python/requirements.txt")
+import onnx_harness as h  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "examples" / "onnx" / "corpus"
@@ -59,8 +61,6 @@ def bound_args(entry):
 
 def binding(path, inputs):
     """The dim_params of the graph inputs at the values these inputs give them (`--bind`)."""
-    import onnx
-
     model = onnx.load(str(path), load_external_data=False)
     out = {}
     for vi in model.graph.input:
@@ -212,3 +212,18 @@ def test_corpus_model(name, weft_onnx, tmp_path):
         if not outcome.ok:
             return
     judge(name, "compile", st.get("compile"), compile_and_run(weft_onnx, path, entry, tmp_path))
+
+
+@pytest.mark.parametrize("perturb", [False, True], ids=["correct", "outputs_times_1.01"])
+def test_the_stages_pass_a_correct_backend_and_fail_a_wrong_one(perturb, fake_weft, tmp_path, monkeypatch):
+    """The run and greedy stages through a stand-in weft backed by onnxruntime: they pass it, and
+    the run stage catches outputs scaled by 1.01, so their verdicts on weft are weft's."""
+    pytest.importorskip("onnxruntime", reason="the test oracles: `make python` installs tests/python/requirements.txt")
+    name = "llama_kv_dynamo_dynamic"
+    entry, path = MODELS[name], CORPUS / f"{name}.onnx"
+    monkeypatch.setenv("FAKE_WEFT_PERTURB", "1" if perturb else "")
+    ran = run_at_references([fake_weft, "model", "run", path, *bound_args(entry)], entry, tmp_path, "fake weft")
+    assert ran.ok != perturb, ran.text
+    if not perturb:
+        greedy = greedy_decode(fake_weft, path, entry, tmp_path)
+        assert greedy.ok, greedy.text

@@ -12,14 +12,6 @@ import onnx_harness as h  # noqa: E402
 NODE_DATA = "/usr/share/libonnx-testdata/data/node"
 
 
-@pytest.fixture
-def fake_weft(root, tmp_path):
-    path = tmp_path / "weft"
-    path.write_text(f"#!/bin/sh\nexec {sys.executable} {root / 'tests' / 'python' / 'onnx_fake_weft.py'} \"$@\"\n")
-    path.chmod(0o755)
-    return str(path)
-
-
 def node_tests(root, binary, perturb, pattern):
     env = dict(os.environ, FAKE_WEFT_PERTURB="1" if perturb else "")
     return subprocess.run([sys.executable, str(root / "scripts" / "onnx_node_tests.py"), "--weft", binary,
