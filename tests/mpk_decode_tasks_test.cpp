@@ -1,5 +1,5 @@
-// The decode loop on the device (mpk/decode_tasks.h, mpk/device/decode_bodies.cuh): each
-// hand-written body against a host reference computed here, in host emulation on bf16 data with
+// The decode loop on the device (mpk/decode_layout.h, mpk/runtime/decode_bodies.h,
+// mpk/device/decode_bodies.cuh): each hand-written body against a host reference computed here, in host emulation on bf16 data with
 // non-trivial values; the decode tasks' place in the task graph (what they must follow and
 // precede, and that hybrid dispatch keeps its JIT region); and whole decodes with the state
 // resident (MegakernelProgram::decode) giving the tokens and logits of the per-kernel path run step
@@ -22,16 +22,18 @@
 #include "core/target.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "mpk/compile.h"
-#include "mpk/decode_demo.h"
-#include "mpk/decode_tasks.h"
-#include "mpk/decoder_program.h"
+#include "mpk/passes/pipeline.h"
+#include "testing/decode_demo.h"
+#include "mpk/decode_layout.h"
+#include "mpk/passes/add_decode_tasks.h"
+#include "mpk/runtime/decode_bodies.h"
+#include "testing/decoder_program.h"
 #include "mpk/encode.h"
-#include "mpk/host_runtime.h"
-#include "mpk/megakernel_bench.h"
-#include "mpk/megakernel_program.h"
+#include "mpk/runtime/host_runtime.h"
+#include "mpk/bench/megakernel_bench.h"
+#include "mpk/runtime/megakernel_program.h"
 #include "mpk/tgraph_text.h"
-#include "mpk/trace.h"
+#include "mpk/runtime/trace.h"
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
 #include "core/dtype_convert.h"

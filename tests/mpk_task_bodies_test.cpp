@@ -26,7 +26,7 @@
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "mpk/decoder_program.h"
+#include "testing/decoder_program.h"
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
 #include "testing/random_graph.h"
