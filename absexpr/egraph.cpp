@@ -17,17 +17,17 @@ size_t ENodeHash::operator()(const ENode& n) const {
   return static_cast<size_t>(h);
 }
 
-const char* stop_reason_name(StopReason r) {
+const char* saturation_stop_name(SaturationStop r) {
   switch (r) {
-    case StopReason::saturated:
+    case SaturationStop::saturated:
       return "saturated";
-    case StopReason::node_limit:
+    case SaturationStop::node_limit:
       return "node limit";
-    case StopReason::time_limit:
+    case SaturationStop::time_limit:
       return "time limit";
-    case StopReason::iteration_limit:
+    case SaturationStop::iteration_limit:
       return "iteration limit";
-    case StopReason::size_limit:
+    case SaturationStop::size_limit:
       return "reduction-size limit";
   }
   return "?";
@@ -221,7 +221,7 @@ SaturationStats EGraph::saturate(const std::vector<Rewrite>& rules,
   bool stopped = false;
   while (!stopped) {
     if (stats.iterations >= limits.max_iterations) {
-      stats.stop = StopReason::iteration_limit;
+      stats.stop = SaturationStop::iteration_limit;
       break;
     }
     ++stats.iterations;
@@ -243,13 +243,13 @@ SaturationStats EGraph::saturate(const std::vector<Rewrite>& rules,
         }
         // Matches are bounded with the nodes (most re-find existing nodes; each may add one).
         if (matches.size() > limits.max_nodes * 8) {
-          stats.stop = StopReason::node_limit;
+          stats.stop = SaturationStop::node_limit;
           stopped = true;
           break;
         }
       }
       if (!stopped && (c & 63) == 0 && elapsed() > limits.max_seconds) {
-        stats.stop = StopReason::time_limit;
+        stats.stop = SaturationStop::time_limit;
         stopped = true;
       }
     }
@@ -261,7 +261,7 @@ SaturationStats EGraph::saturate(const std::vector<Rewrite>& rules,
       ClassId made = instantiate(pat.rhs, pat.rhs.root, m.subst);
       changed |= merge(m.cls, made);
       if (memo_.size() > limits.max_nodes) {
-        stats.stop = StopReason::node_limit;
+        stats.stop = SaturationStop::node_limit;
         stopped = true;
       }
     }
@@ -269,7 +269,7 @@ SaturationStats EGraph::saturate(const std::vector<Rewrite>& rules,
     rebuild();
     if (!stopped && !changed) break;  // saturated
     if (!stopped && elapsed() > limits.max_seconds) {
-      stats.stop = StopReason::time_limit;
+      stats.stop = SaturationStop::time_limit;
       stopped = true;
     }
   }

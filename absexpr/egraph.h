@@ -36,11 +36,11 @@ struct SaturationLimits {
 };
 
 // size_limit: the target's reduction sizes multiply beyond what factorization rules are made for.
-enum class StopReason { saturated, node_limit, time_limit, iteration_limit, size_limit };
-const char* stop_reason_name(StopReason r);
+enum class SaturationStop { saturated, node_limit, time_limit, iteration_limit, size_limit };
+const char* saturation_stop_name(SaturationStop r);
 
 struct SaturationStats {
-  StopReason stop = StopReason::saturated;
+  SaturationStop stop = SaturationStop::saturated;
   int iterations = 0;
   size_t nodes = 0;
   size_t classes = 0;

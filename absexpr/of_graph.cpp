@@ -163,8 +163,8 @@ TermStep resolve(const OpInfo& info) {
 
 const std::vector<TermStep>& term_steps() {
   static const std::vector<TermStep> steps = [] {
-    std::vector<TermStep> v;
-    for (const OpInfo& info : all_ops()) v.push_back(resolve(info));
+    std::vector<TermStep> v(kNumOpKinds);
+    for (const OpInfo& info : all_ops()) v[static_cast<size_t>(info.kind)] = resolve(info);
     return v;
   }();
   return steps;

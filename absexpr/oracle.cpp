@@ -27,7 +27,7 @@ Oracle::Oracle(TermStore& store, TermId target, const SaturationLimits& limits)
   if (truncated) {
     // The rules would be incomplete, so nothing may be pruned: saturating would be wasted work.
     graph_.rebuild();
-    stats_.stop = StopReason::size_limit;
+    stats_.stop = SaturationStop::size_limit;
     stats_.nodes = graph_.num_nodes();
     stats_.classes = graph_.num_classes();
   } else {

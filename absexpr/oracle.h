@@ -42,7 +42,7 @@ class Oracle {
   bool is_equivalent(TermId t) const { return classify(t) == PruneVerdict::equivalent; }
 
   TermId target() const { return target_; }
-  bool complete() const { return stats_.stop == StopReason::saturated; }
+  bool complete() const { return stats_.stop == SaturationStop::saturated; }
   const SaturationStats& stats() const { return stats_; }
   size_t viable_classes() const { return num_reachable_; }
   const TermStore& store() const { return store_; }

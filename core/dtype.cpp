@@ -5,9 +5,12 @@ namespace weft {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
@@ -19,6 +22,8 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-int dtype_bytes(DType t) { return t == DType::f32 ? 4 : 2; }
+int dtype_bytes(DType t) {
+  return t == DType::f32 ? 4 : 2;
+}
 
 }  // namespace weft

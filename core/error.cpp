@@ -16,13 +16,16 @@ static std::string render(const SourceLoc& loc, const std::string& message) {
 }
 
 UserError::UserError(SourceLoc loc, std::string message)
-    : std::runtime_error(render(loc, message)), loc_(std::move(loc)), message_(std::move(message)) {}
+    : std::runtime_error(render(loc, message)),
+      loc_(std::move(loc)),
+      message_(std::move(message)) {}
 
 namespace detail {
 void check_failed(const char* condition, const char* file, int line, const std::string& message) {
-  throw InternalError(fmt::format("internal error (a bug in weft, please report it): {}:{}: "
-                                  "check '{}' failed: {}",
-                                  file, line, condition, message));
+  throw InternalError(
+      fmt::format("internal error (a bug in weft, please report it): {}:{}: "
+                  "check '{}' failed: {}",
+                  file, line, condition, message));
 }
 }  // namespace detail
 

@@ -100,7 +100,8 @@ std::optional<Rational> Rational::parse(std::string_view text) {
     auto a = parse_decimal(text.substr(0, slash));
     auto b = parse_decimal(text.substr(slash + 1));
     if (!a || !b || b->num_ == 0) return std::nullopt;
-    value = make(static_cast<__int128>(a->num_) * b->den_, static_cast<__int128>(a->den_) * b->num_);
+    value =
+        make(static_cast<__int128>(a->num_) * b->den_, static_cast<__int128>(a->den_) * b->num_);
   } else {
     value = parse_decimal(text);
   }
@@ -124,7 +125,8 @@ std::string Rational::str() const {
   if (zeros >= 5) return fmt::format("{}{}e-{}", sign, digits, zeros);
   if (static_cast<int>(digits.size()) <= zeros)
     digits = std::string(zeros - digits.size() + 1, '0') + digits;
-  return sign + digits.substr(0, digits.size() - zeros) + "." + digits.substr(digits.size() - zeros);
+  return sign + digits.substr(0, digits.size() - zeros) + "." +
+         digits.substr(digits.size() - zeros);
 }
 
 }  // namespace weft

@@ -1,4 +1,5 @@
-// Exact rational constants (scale factors, eps): parsed from decimals, usable in every value domain.
+// Exact rational constants (scale factors, eps): parsed from decimals, usable in every value
+// domain.
 #pragma once
 
 #include <cstdint>

@@ -26,10 +26,10 @@ static std::vector<Target> make_targets() {
     a.tensor_flops_f16 = 312e12;
     a.cuda_flops_f32 = 19.5e12;
     a.launch_overhead_s = 3e-6;
-    a.l2_bytes_per_s = 4.5e12;                 // microbenchmarked L2 read bandwidth (~2.5x DRAM)
-    a.sm_load_bytes_per_s = 64.0 * 1.41e9;     // 64 B/clk per SM from L2
-    a.dram_latency_s = 0.6e-6;                 // ~500 ns idle + queueing under load
-    a.block_mma_fraction = 0.9;                // mma.sync is Ampere's native tensor-core path
+    a.l2_bytes_per_s = 4.5e12;              // microbenchmarked L2 read bandwidth (~2.5x DRAM)
+    a.sm_load_bytes_per_s = 64.0 * 1.41e9;  // 64 B/clk per SM from L2
+    a.dram_latency_s = 0.6e-6;              // ~500 ns idle + queueing under load
+    a.block_mma_fraction = 0.9;             // mma.sync is Ampere's native tensor-core path
     t.push_back(a);
   }
   {
@@ -46,10 +46,10 @@ static std::vector<Target> make_targets() {
     h.tensor_flops_f16 = 800e12;  // measured dense bf16 (989 peak)
     h.cuda_flops_f32 = 67e12;
     h.launch_overhead_s = 2.5e-6;
-    h.l2_bytes_per_s = 5.5e12;                 // microbenchmarked L2 read bandwidth
-    h.sm_load_bytes_per_s = 64.0 * 1.83e9;     // 64 B/clk per SM from L2
-    h.dram_latency_s = 0.6e-6;                 // ~500 ns idle + queueing under load
-    h.block_mma_fraction = 0.6;                // mma.sync, not wgmma: ~FA2 vs FA3 on H100
+    h.l2_bytes_per_s = 5.5e12;              // microbenchmarked L2 read bandwidth
+    h.sm_load_bytes_per_s = 64.0 * 1.83e9;  // 64 B/clk per SM from L2
+    h.dram_latency_s = 0.6e-6;              // ~500 ns idle + queueing under load
+    h.block_mma_fraction = 0.6;             // mma.sync, not wgmma: ~FA2 vs FA3 on H100
     t.push_back(h);
   }
   {
@@ -66,7 +66,7 @@ static std::vector<Target> make_targets() {
     h.tensor_flops_f16 = 790e12;
     h.cuda_flops_f32 = 67e12;
     h.launch_overhead_s = 2.5e-6;
-    h.l2_bytes_per_s = 5.5e12;                 // same L2 as the H100
+    h.l2_bytes_per_s = 5.5e12;  // same L2 as the H100
     h.sm_load_bytes_per_s = 64.0 * 1.83e9;
     h.dram_latency_s = 0.6e-6;
     h.block_mma_fraction = 0.6;
@@ -116,6 +116,8 @@ const Target& target_by_name(std::string_view name) {
   throw UserError(fmt::format("unknown target '{}'; known targets: {}", name, known));
 }
 
-const Target& default_target() { return target_by_name("h100"); }
+const Target& default_target() {
+  return target_by_name(kDefaultTargetName);
+}
 
 }  // namespace weft

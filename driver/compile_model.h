@@ -1,33 +1,50 @@
-// Compiling a model: composites expanded, entry functions specialized at the given shape
-// bindings (model/specialize.h), the specialized functions partitioned into regions
-// (driver/partition_module.h), each region superoptimized with a share of the time budget (or served
-// from the disk cache, driver/region_cache.h) and replaced by a call_ugraph of its verified best
-// µGraph. docs/model-compile.md describes it.
+// Compiling a model, a named list of steps: composites expanded (expand), entry functions
+// specialized at the given shape bindings (specialize, model/specialize.h), the specialized
+// functions partitioned into regions (partition, driver/partition_module.h), each region
+// superoptimized with a share of the time budget or served from the disk cache (superoptimize,
+// driver/region_cache.h), and replaced by a call_ugraph of its verified best µGraph (replace).
+// docs/model-compile.md describes it.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "model/module.h"
+#include "core/budget.h"
 #include "driver/partition_module.h"
+#include "model/module.h"
 #include "model/specialize.h"
 #include "search/config.h"
 
 namespace weft {
 
+// Seconds of search over all of a model's regions unless the caller says otherwise (`weft compile
+// MODEL`, weft.compile_model, ModelCompileOptions): the model compile's one default, beside the
+// search's own for one program (time_budget_s in search/config_fields.def).
+inline constexpr double kModelCompileTimeBudgetS = 60;
+
+// The steps in order: expand, specialize, partition, superoptimize, replace.
+const std::vector<std::string>& model_compile_steps();
+
 struct ModelCompileOptions {
   std::vector<SymBinding> bindings;  // the shapes to specialize for
   // The search of every region: its target is the compile's; time_budget_s is the total over
   // the regions searched (each gets the time left over the regions left); top_k is set to 1.
-  SearchConfig search;
-  int max_region_ops = 8;  // PartitionOptions::max_region_ops
-  std::string cache_dir;   // empty: no cache
+  SearchConfig search = [] {
+    SearchConfig config;
+    config.time_budget_s = kModelCompileTimeBudgetS;
+    return config;
+  }();
+  int max_region_ops = kDefaultMaxRegionOps;  // PartitionOptions::max_region_ops
+  std::string cache_dir;                      // empty: no cache
   // false: each region becomes its own µGraph unsearched and uncached (with max_region_ops 1,
   // every table operator its own kernel: the per-operator CPU baseline `weft bench` times).
   bool search_regions = true;
   // A line per region as it starts ("region 3/12 ...") and per cache warning.
   std::function<void(const std::string&)> progress;
+  // Run the steps through this one only (a name of model_compile_steps(); empty: all): the
+  // result's module is the module after it, and step_text its text (`--print-after STEP`).
+  std::string stop_after;
 };
 
 struct CompiledRegion {
@@ -48,17 +65,24 @@ struct CompiledRegion {
 };
 
 struct ModelCompileResult {
-  Module module;  // deduced; passes check_module
+  Module module;  // deduced; passes check_module (when every step ran)
   std::vector<Specialization> specializations;
   std::vector<std::string> skipped;  // entry functions a binding did not specialize
   std::vector<CompiledRegion> regions;
   int cache_hits = 0, searched = 0;
   std::vector<std::string> warnings;  // unreadable cache entries
+  // Why the searches stopped: the worst of the regions searched in this compile (complete when
+  // none was).
+  StopReason stop = StopReason::complete;
   double wall_s = 0;
+  // With ModelCompileOptions::stop_after: the module's text after that step (after partition,
+  // which leaves the module as it is, its regions follow as comments).
+  std::string step_text;
 };
 
 // Compiles `module` (deduced). Deterministic given the searches' results; a search stopped by its
-// budget still yields a verified µGraph (at worst the region itself).
+// budget still yields a verified µGraph (at worst the region itself). UserError for an unknown
+// step in stop_after.
 ModelCompileResult compile_model(const Module& module, SymProver& prover,
                                  const ModelCompileOptions& options);
 

@@ -1,5 +1,5 @@
-// Compiling a model file into a directory: driver/compile_model over the loaded module, then every file
-// the directory holds (docs/model-compile.md lists them).
+// Compiling a model file into a directory: driver/compile_model over the loaded module, then every
+// file the directory holds (docs/model-compile.md lists them).
 #include "driver/compile_to_dir.h"
 
 #include <fmt/format.h>
@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "driver/compile.h"
-#include "ir/printer.h"
 #include "exec/npz.h"
+#include "ir/printer.h"
 #include "model/printer.h"
 #include "runtime/build_cache.h"
 
@@ -100,6 +100,7 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
                  {"predicted_after_us", us(after_s)},
                  {"cache_hits", r.cache_hits},
                  {"searched", r.searched},
+                 {"stop", stop_reason_name(r.stop)},
                  {"note",
                   "per region of the specialized functions, each counted once (not weighted by "
                   "calls); before: each table operator its own kernel; predicted by the target's "
@@ -141,9 +142,11 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                         ? (fs::path(default_cache_directory("")) / "regions").string()
                         : options.cache_dir;
   mco.progress = options.progress;
+  mco.stop_after = options.stop_after;
   ModelDirReport report;
   report.result = compile_model(model.module, prover, mco);
   const ModelCompileResult& r = report.result;
+  if (!options.stop_after.empty()) return report;
 
   fs::path dir(out_dir);
   std::error_code ec;

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include "driver/model_file.h"
+
+#include "core/target.h"
 #include "driver/compile_model.h"
+#include "driver/model_file.h"
 
 namespace weft {
 
@@ -29,16 +31,17 @@ void write_text(const std::string& path, const std::string& text);
 }  // namespace model_dir
 
 struct ModelDirOptions {
-  std::string target = "cpu";
-  std::vector<SymBinding> bindings;  // the shapes to specialize for (at least one)
-  double time_budget_s = 60;         // seconds of search over all regions (0: unlimited)
-  int64_t state_budget = 0;          // each region's search (0: unlimited)
+  std::string target{kDefaultCompileTargetName};
+  std::vector<SymBinding> bindings;                 // the shapes to specialize for (at least one)
+  double time_budget_s = kModelCompileTimeBudgetS;  // search over all regions (0: unlimited)
+  int64_t state_budget = 0;                         // each region's search (0: unlimited)
   // The region cache's folder; empty: the build cache's folder + /regions. `no_cache`: none.
   std::string cache_dir;
   bool no_cache = false;
   bool no_build = false;  // write code/ without compiling it
-  int max_region_ops = 8;
+  int max_region_ops = kDefaultMaxRegionOps;
   std::function<void(const std::string&)> progress;  // ModelCompileOptions::progress
+  std::string stop_after;                            // ModelCompileOptions::stop_after
 };
 
 struct ModelDirReport {
@@ -50,8 +53,10 @@ struct ModelDirReport {
 };
 
 // Compiles `model` (loaded by load_model_file with `prover`) at the options' bindings and writes
-// the directory `out_dir` (created; files in it are replaced). UserError for a binding that is
-// not of the model's variables, an unknown target, or a file that cannot be written.
+// the directory `out_dir` (created; files in it are replaced). With stop_after, the compile stops
+// after that step and nothing is written (report.result.step_text holds the module's text).
+// UserError for a binding that is not of the model's variables, an unknown target or step, or a
+// file that cannot be written.
 ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                                     const std::string& out_dir, const ModelDirOptions& options);
 

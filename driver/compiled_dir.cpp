@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "core/target.h"
-#include "driver/compile_to_dir.h"
 #include "driver/compile_model.h"
-#include "model/parser.h"
+#include "driver/compile_to_dir.h"
 #include "exec/run_io.h"
+#include "model/parser.h"
 
 namespace weft {
 namespace fs = std::filesystem;
@@ -203,7 +203,7 @@ CompiledModelBench::CompiledModelBench(const std::string& dir, const std::string
   // The per-operator CPU baseline: every table operator its own compiled kernel, unsearched.
   ModelCompileOptions per_op;
   per_op.bindings = dir_->bindings();
-  per_op.search.target = "cpu";
+  per_op.search.target = "cpu";  // the CPU baseline, whatever the compile's default
   per_op.max_region_ops = 1;
   per_op.search_regions = false;
   per_operator_ = compile_model(dir_->original(), dir_->prover(), per_op).module;
@@ -215,7 +215,7 @@ CompiledModelBench::CompiledModelBench(const std::string& dir, const std::string
   if (device_) {
     // The same baseline on the device: one kernel per table operator, for the GPU target.
     DeviceVmOptions o = dir_->device_options();
-    per_op.search.target = o.gpu_target.empty() ? "h100" : o.gpu_target;
+    per_op.search.target = o.gpu_target.empty() ? default_target().name : o.gpu_target;
     per_operator_gpu_ = compile_model(dir_->original(), dir_->prover(), per_op).module;
     per_operator_device_ = std::make_unique<DeviceVm>(per_operator_gpu_, *device_, o);
   }

@@ -34,8 +34,8 @@ MpkBenchReport bench_megakernel_program(const MpkProgram& p, const MegakernelBen
   if (bo.iterations_per_launch > 1) {
     r.batched_tokens =
         std::min<uint64_t>(bo.iterations_per_launch, static_cast<uint64_t>(r.resident_tokens));
-    r.resident_batched = bench_resident_decode(loop, r.resident_tokens,
-                                               static_cast<int>(r.batched_tokens), reps);
+    r.resident_batched =
+        bench_resident_decode(loop, r.resident_tokens, static_cast<int>(r.batched_tokens), reps);
   }
   // The same bodies launched one by one, the decode loop's too, and (GPU) as a CUDA graph.
   const PerKernelDecoder per_kernel_loop(p.plan, !gpu);
@@ -46,8 +46,7 @@ MpkBenchReport bench_megakernel_program(const MpkProgram& p, const MegakernelBen
 }
 
 HopBench bench_hop_chain(HopBenchOptions o, MpkPlatform platform) {
-  if (platform == MpkPlatform::host)
-    throw UserError("the hop chain runs in emulation or on a GPU");
+  if (platform == MpkPlatform::host) throw UserError("the hop chain runs in emulation or on a GPU");
   o.emulated = platform != MpkPlatform::gpu;
   if (!o.emulated) o.arch = target_for_device(require_cuda_device()).arch;
   if (o.workers == 0) o.workers = static_cast<uint32_t>(default_megakernel_workers(platform));

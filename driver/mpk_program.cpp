@@ -94,9 +94,10 @@ MpkProgram prepare_megakernel(ProgramPlan plan, const MpkProgramOptions& options
   p.target = &target_by_name(plan.target);
   const bool cpu = p.target->kind == TargetKind::cpu;
   if (cpu != (p.platform == MpkPlatform::host))
-    throw UserError(fmt::format("a plan for {} does not run on {}: the host runtime takes a CPU "
-                                "plan, the persistent kernel a GPU plan",
-                                p.target->name, mpk_platform_name(p.platform)));
+    throw UserError(
+        fmt::format("a plan for {} does not run on {}: the host runtime takes a CPU "
+                    "plan, the persistent kernel a GPU plan",
+                    p.target->name, mpk_platform_name(p.platform)));
   for (const PlanBuffer& t : plan.tensors)
     if (t.role == TensorRole::input) p.declared[t.name] = t.dtype;
   p.plan = std::move(plan);

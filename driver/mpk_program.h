@@ -34,7 +34,7 @@ struct MpkProgramOptions {
   const Target* target = nullptr;
   int workers = 4;  // emulation, gpu: 0 is default_megakernel_workers
   Dispatch dispatch = Dispatch::hybrid;
-  std::set<std::string> data_dependent;  // plan kernels (k0, k1, ...) dispatched JIT (hybrid)
+  std::set<std::string> data_dependent;     // plan kernels (k0, k1, ...) dispatched JIT (hybrid)
   std::string data_dependent_reads = "Kc";  // also the kernels loading a tensor of this prefix
   uint32_t schedulers = 1;                  // scheduler threads or warps
   // emulation, gpu: the decode loop's tasks on the device (a decode-step program).

@@ -33,8 +33,8 @@ MegakernelRunner::~MegakernelRunner() = default;
 
 const MegakernelProgram& MegakernelRunner::megakernel() const {
   if (p_.platform == MpkPlatform::host)
-    throw UserError(fmt::format("{} was prepared for the host runtime, not a persistent kernel",
-                                p_.name));
+    throw UserError(
+        fmt::format("{} was prepared for the host runtime, not a persistent kernel", p_.name));
   std::lock_guard lock(build_mutex_);
   if (!megakernel_) megakernel_ = std::make_unique<MegakernelProgram>(p_.plan, p_.options);
   return *megakernel_;
@@ -42,8 +42,8 @@ const MegakernelProgram& MegakernelRunner::megakernel() const {
 
 const CpuProgram& MegakernelRunner::cpu_program() const {
   if (p_.platform != MpkPlatform::host)
-    throw UserError(fmt::format("{} was prepared for a persistent kernel, not the host runtime",
-                                p_.name));
+    throw UserError(
+        fmt::format("{} was prepared for a persistent kernel, not the host runtime", p_.name));
   std::lock_guard lock(build_mutex_);
   if (!cpu_program_)
     cpu_program_ =
@@ -107,7 +107,8 @@ MpkRunReport run_device(const MegakernelRunner& r, const MpkRunOptions& o,
 // Whether the decodes agree with the reference (the host loop's, else the per-kernel launches').
 std::optional<bool> same_decode(const MpkDecodeReport& r, const MpkDecodeOptions& o) {
   if (!o.host_reference && r.per_kernel.empty()) return std::nullopt;
-  const DecodeResult& want = o.host_reference ? *o.host_reference : r.per_kernel.front().second.decode;
+  const DecodeResult& want =
+      o.host_reference ? *o.host_reference : r.per_kernel.front().second.decode;
   const DecodeResult& got = r.resident.decode;
   bool same = got.tokens == want.tokens;
   for (const auto& [name, loop] : r.per_kernel)
@@ -129,8 +130,8 @@ MpkRunReport MegakernelRunner::run(const MpkRunOptions& o) const {
   const std::vector<std::vector<float>> inputs =
       o.inputs.empty() ? seeded_megakernel_inputs(p_.plan) : o.inputs;
   if (inputs.size() != p_.plan.inputs.size())
-    throw UserError(fmt::format("{} takes {} inputs, not {}", p_.name, p_.plan.inputs.size(),
-                                inputs.size()));
+    throw UserError(
+        fmt::format("{} takes {} inputs, not {}", p_.name, p_.plan.inputs.size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const int64_t n = numel(p_.plan.find_tensor(p_.plan.inputs[i])->shape);
     if (static_cast<int64_t>(inputs[i].size()) != n)
@@ -153,7 +154,8 @@ MpkDecodeReport MegakernelRunner::decode(const MpkDecodeOptions& o) const {
   if (o.per_kernel) {
     const bool gpu = p_.platform == MpkPlatform::gpu;
     const PerKernelDecoder per_kernel(p_.plan, !gpu);
-    r.per_kernel.emplace_back("per-kernel launches", per_kernel.decode(o.decode, {false, o.logits}));
+    r.per_kernel.emplace_back("per-kernel launches",
+                              per_kernel.decode(o.decode, {false, o.logits}));
     if (gpu && o.decode.tokens > 1)
       r.per_kernel.emplace_back("per-kernel CUDA graph",
                                 per_kernel.decode(o.decode, {true, o.logits}));

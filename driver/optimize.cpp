@@ -188,8 +188,7 @@ class CandidatePool {
 // What the search steps share.
 struct Run {
   const Graph& program;
-  // The configuration searched with: the user's, with time_budget_s the search's share of it.
-  const SearchConfig& config;
+  const SearchConfig& config;  // the user's (the search's budget is stop.budget())
   const OptimizeOptions& options;
   const Target& target;
   int threads;
@@ -203,7 +202,7 @@ struct Run {
   BlockMemo& memo;
   std::unique_ptr<AbsExprOracle>& oracle;
   const EquivalenceChecker& checker;
-  double deadline_s;  // the whole run's time budget, verification included (0: none)
+  const Budget budget;  // the whole run's, verification included
 };
 
 void save_checkpoint_verdicts(const Run& run) {
@@ -233,11 +232,11 @@ OptimizeProgress pool_progress(const Run& run, const SearchStats* stats) {
 
 // The stop reason of a finished kernel search: a level cut by its share of the time budget
 // means the space was not exhausted; one ended by convergence means the search converged.
-SearchStop search_end(const StopSignal& stop, const SearchStats& stats) {
+StopReason search_end(const StopSignal& stop, const SearchStats& stats) {
   if (stop.search_stopped()) return stop.reason();
-  if (stats.levels_cut.load() > 0) return SearchStop::time_budget;
-  if (stats.levels_converged.load() > 0) return SearchStop::converged;
-  return SearchStop::complete;
+  if (stats.levels_cut.load() > 0) return StopReason::time_budget;
+  if (stats.levels_converged.load() > 0) return StopReason::converged;
+  return StopReason::complete;
 }
 
 // The program searched whole: the oracle, the checkpoint, the kernel search.
@@ -275,7 +274,7 @@ void search_whole(Run& run) {
   SearchStats stats;
   SearchConstants constants = constants_of(program);
   // Convergence is judged only under a time budget, so unlimited runs stay deterministic.
-  const bool converge = config.converge_s > 0 && config.time_budget_s > 0;
+  const bool converge = config.converge_s > 0 && stop.budget().timed();
   // A callback's exception stops the search and is rethrown once the helper thread is gone.
   std::exception_ptr hook_error;
   {
@@ -288,11 +287,11 @@ void search_whole(Run& run) {
     Ticker ticker(std::max(period, 0.01), [&] {
       if (hook_error) return;
       try {
-        if (options.should_stop && options.should_stop()) stop.stop(SearchStop::interrupted);
+        if (options.should_stop && options.should_stop()) stop.stop(StopReason::interrupted);
         double now = stop.elapsed_s();
         if (converge &&
             now - std::max(run.pool.improved_s(), stop.level_started_s()) >= config.converge_s)
-          stop.end_level(SearchStop::converged);
+          stop.end_level(StopReason::converged);
         if (options.on_progress && now - last_progress >= options.progress_interval_s) {
           last_progress = now;
           options.on_progress(pool_progress(run, &stats));
@@ -303,7 +302,7 @@ void search_whole(Run& run) {
         }
       } catch (...) {
         hook_error = std::current_exception();
-        stop.stop(SearchStop::interrupted);
+        stop.stop(StopReason::interrupted);
       }
     });
     DimClasses classes = analyze_dim_classes(program);
@@ -322,7 +321,7 @@ void search_whole(Run& run) {
   result.levels_reached = stats.levels_reached.load();
   result.levels_cut = stats.levels_cut.load();
   result.levels_converged = stats.levels_converged.load();
-  result.peak_accounted_bytes = result.stop == SearchStop::complete
+  result.peak_accounted_bytes = result.stop == StopReason::complete
                                     ? run.memory.sampled_peak()
                                     : std::max(run.memory.sampled_peak(), run.memory.peak());
   for (const auto& [key, results] : memo.snapshot()) {
@@ -332,31 +331,12 @@ void search_whole(Run& run) {
   if (!checkpoint_path.empty()) save_checkpoint(checkpoint_path, run.checkpoint, memo, oracle);
 }
 
-// Which of two stop reasons describes a run made of several searches.
-SearchStop worse_stop(SearchStop a, SearchStop b) {
-  auto rank = [](SearchStop s) {
-    switch (s) {
-      case SearchStop::complete:
-        return 0;
-      case SearchStop::converged:
-        return 1;
-      case SearchStop::time_budget:
-        return 2;
-      case SearchStop::state_budget:
-        return 3;
-      case SearchStop::memory_budget:
-        return 4;
-      case SearchStop::interrupted:
-        return 5;
-    }
-    return 5;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
+// The least time a part is searched for when the search's budget is (nearly) spent.
+constexpr double kLeastPartBudgetS = 0.01;
 
 // A program too large for the search, in parts: each searchable part is optimized on its own
-// (baselines, search, verification against the part) with an equal share of the time left, and
-// the parts' verified bests are stitched into one candidate of the whole program.
+// (baselines, search, verification against the part) with an equal share of the search's time
+// left, and the parts' verified bests are stitched into one candidate of the whole program.
 void search_parts(Run& run, const std::vector<SubProgram>& parts) {
   const SearchConfig& config = run.config;
   OptimizeResult& result = run.result;
@@ -376,8 +356,7 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
     replacements.push_back(part.graph);
     if (part.searched && !run.stop.search_stopped()) {
       SearchConfig sub = config;
-      double remaining = config.time_budget_s - run.stop.elapsed_s();
-      sub.time_budget_s = config.time_budget_s > 0 ? std::max(0.01, remaining / left) : 0;
+      sub.time_budget_s = run.stop.budget().share(left, kLeastPartBudgetS).time_s();
       sub.top_k = 1;
       report.budget_s = sub.time_budget_s;
       OptimizeOptions sub_options;
@@ -416,7 +395,7 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
       result.peak_accounted_bytes = std::max(result.peak_accounted_bytes, r.peak_accounted_bytes);
       result.stop = worse_stop(result.stop, r.stop);
       result.resumed = result.resumed || r.resumed;
-      if (r.stop == SearchStop::interrupted) run.stop.stop(SearchStop::interrupted);
+      if (r.stop == StopReason::interrupted) run.stop.stop(StopReason::interrupted);
       if (!r.top.empty()) {
         replacements.back() = r.top[0].graph;
         report.best_predicted_s = r.top[0].predicted_s;
@@ -428,6 +407,9 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
   }
   run.pool.add(stitch(run.program, parts, replacements), "partition");
 }
+
+// The share of the time budget verification leaves unplanned (docs/search.md, "Time budget").
+constexpr double kVerifyMargin = 0.03;
 
 // Verifies the ranked candidates in order until the top-k are proven equivalent and numerically
 // acceptable, or until the time budget: once one candidate is in the top, a candidate whose
@@ -452,15 +434,16 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   // The search stops at its share within the latency of its stop checks, which a starved
   // process (a loaded machine) stretches: verification keeps its whole reserve after it, so the
   // run ends late by what the search was late, never with its candidates left untested for it.
-  result.search_late_s =
-      run.deadline_s > 0 ? std::max(0.0, run.stop.elapsed_s() - result.search_budget_s) : 0;
-  const double deadline_s = run.deadline_s + result.search_late_s;
-  const double budget_s = result.config.time_budget_s + result.search_late_s;
+  result.search_late_s = std::max(0.0, -run.stop.budget().left_s());
+  // The whole budget, and the plan that ends a margin before it (per-test times spread around
+  // their mean, and the caller still writes the results after optimize() returns).
+  const Budget whole = run.budget.extended(result.search_late_s);
+  const Budget planned = run.budget.scaled(1 - kVerifyMargin).extended(result.search_late_s);
   auto out_of_time = [&](const Graph& candidate) {
-    if (run.deadline_s <= 0) return false;
-    const double now = run.stop.elapsed_s();
-    if (result.top.empty()) return now >= budget_s;
-    if (now >= deadline_s) return true;
+    if (!whole.timed()) return false;
+    if (result.top.empty()) return whole.left_s() <= 0;
+    const double left_s = planned.left_s();
+    if (left_s <= 0) return true;
     const double per_test_s =
         tests_timed > 0 ? tested_s / static_cast<double>(tests_timed) : 2 * result.test_s;
     int tests = 0;  // a verifier limit: reported at once, without a test
@@ -468,18 +451,12 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       tests = run.checker.tests_needed(candidate);
     } catch (const UserError&) {
     }
-    return now + per_test_s * tests > deadline_s;
+    return per_test_s * tests > left_s;
   };
   // A verification in flight is abandoned at the plan's deadline once one candidate is in the
   // top; before that, at the budget itself, after which only free verdicts (the input program,
   // the checkpoint's) are taken: the run still ends with an answer, and on time.
-  auto give_up_at = [&](double now_s) {
-    using Clock = std::chrono::steady_clock;
-    if (run.deadline_s <= 0) return Clock::time_point::max();
-    const double until_s = result.top.empty() ? budget_s : deadline_s;
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                              std::chrono::duration<double>(std::max(until_s - now_s, 0.0)));
-  };
+  auto give_up_at = [&] { return (result.top.empty() ? whole : planned).deadline(); };
   for (RankedCandidate& c : found) {
     if (static_cast<int>(result.top.size()) >= config.top_k) {
       ++result.unverified;
@@ -497,8 +474,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       continue;
     } else {
       const double started_s = run.stop.elapsed_s();
-      std::optional<VerifiedRecord> verdict =
-          verify_candidate(run.checker, c.graph, give_up_at(started_s));
+      std::optional<VerifiedRecord> verdict = verify_candidate(run.checker, c.graph, give_up_at());
       if (!verdict) {
         result.verification_stopped = true;
         ++result.unverified;
@@ -541,26 +517,25 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
 }
 
-// The share of the time budget verification leaves unplanned (docs/search.md, "Time budget").
-constexpr double kVerifyMargin = 0.03;
-
 // How the time budget is split (docs/search.md, "Time budget"): one finite-field test of the
 // input program is timed (its results are kept for the first candidate, so nothing is wasted) and
 // each of the top-k is expected to cost twice that per test it needs (the candidate evaluated like
 // the target, and the target itself the first time a test seed is used; the candidate's f32 and
 // f64 float check against the one f64 reference run), the target's own test count standing for
 // the candidate's. The search gets the rest, never less than half the budget: the estimate is
-// rough, and verification is also cut at the budget itself.
-void plan_budget(const SearchConfig& config, const EquivalenceChecker& checker,
-                 const StopSignal& clock, OptimizeResult& result, SearchConfig& search_config) {
-  if (config.time_budget_s <= 0) return;
-  const double started_s = clock.elapsed_s();
+// rough, and verification is also cut at the budget itself. Returns the search's budget.
+Budget plan_budget(const Budget& budget, int top_k, const EquivalenceChecker& checker,
+                   OptimizeResult& result) {
+  if (!budget.timed()) return budget;
+  const double started_s = budget.elapsed_s();
   const int tests = checker.prepare();
-  result.test_s = clock.elapsed_s() - started_s;
-  const double wanted_s = config.top_k * 2.0 * std::max(tests, 1) * result.test_s;
-  result.verify_reserve_s = std::min(config.time_budget_s / 2, wanted_s);
-  result.search_budget_s = std::max(config.time_budget_s - result.verify_reserve_s, 1e-3);
-  search_config.time_budget_s = result.search_budget_s;
+  result.test_s = budget.elapsed_s() - started_s;
+  const double wanted_s = top_k * 2.0 * std::max(tests, 1) * result.test_s;
+  result.verify_reserve_s = std::min(budget.time_s() / 2, wanted_s);
+  constexpr double kLeastSearchS = 1e-3;
+  const Budget search = budget.less(result.verify_reserve_s, kLeastSearchS);
+  result.search_budget_s = search.time_s();
+  return search;
 }
 
 }  // namespace
@@ -578,19 +553,16 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
 
   const VerifyOptions vopt = verify_options(config);
   EquivalenceChecker checker(program, vopt);
-  SearchConfig search_config = config;
-  StopSignal stop(config.time_budget_s);
-  result.memory_budget_bytes = std::min(config.memory_budget_mb, int64_t{1} << 40) << 20;
+  const Budget budget = config.budget();
+  StopSignal stop(budget);
+  result.memory_budget_bytes = budget.limits().memory_bytes;
   MemoryAccount memory(result.memory_budget_bytes, stop);
   CandidatePool pool(target, memory, stop);
   CheckpointData checkpoint;
   BlockMemo memo;
   std::unique_ptr<AbsExprOracle> oracle;
-  // Verification plans to end a little before the budget: per-test times spread around their
-  // mean, and the caller still writes the results after optimize() returns.
-  const double deadline_s = config.time_budget_s * (1 - kVerifyMargin);
-  Run run{program, search_config, options,    target, vopt.threads, stop,    memory,
-          pool,    result,        checkpoint, memo,   oracle,       checker, deadline_s};
+  Run run{program, config, options,    target, vopt.threads, stop,    memory,
+          pool,    result, checkpoint, memo,   oracle,       checker, budget};
 
   // Step 1: the baselines seed the candidates, so the run has an answer from the start.
   FuseOptions fuse;
@@ -604,8 +576,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   }
 
   // Step 2: the time left for verification.
-  plan_budget(config, checker, stop, result, search_config);
-  stop.set_time_budget(search_config.time_budget_s);
+  stop.set_budget(plan_budget(budget, config.top_k, checker, result));
 
   // Step 3: the search, of the whole program or of its parts (partition.h).
   std::vector<SubProgram> parts = partition_program(program, config);

@@ -73,7 +73,7 @@ struct OptimizeResult {
     std::vector<std::string> ops;  // the program's value names the part computes, in order
     std::string rule;
     bool searched = false;
-    SearchStop stop = SearchStop::complete;
+    StopReason stop = StopReason::complete;
     int64_t states = 0, candidates = 0;
     double budget_s = 0, search_s = 0;
     double input_predicted_s = 0;
@@ -82,7 +82,7 @@ struct OptimizeResult {
   };
   std::vector<Part> partition;
   // Why the search stopped; `interrupted` when OptimizeOptions::should_stop asked for it.
-  SearchStop stop = SearchStop::complete;
+  StopReason stop = StopReason::complete;
   // Memory (search/memory_account.h). The accounted peak is the same on every run that completes
   // (sampled between batches of block searches); a stopped run's includes what workers held.
   int64_t memory_budget_bytes = 0;  // 0: unlimited

@@ -74,7 +74,7 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
   std::string s = fmt::format("weft optimize: {} on {}\n", name, config.target);
   s += fmt::format(
       "  search: {} states in {:.1f} s (stop: {}{}), {} pruned by abstract expressions\n", r.states,
-      r.search_s, search_stop_name(r.stop), r.resumed ? ", resumed" : "", r.pruned_expr);
+      r.search_s, stop_reason_name(r.stop), r.resumed ? ", resumed" : "", r.pruned_expr);
   s += fmt::format(
       "  anytime: {} baselines before the search; kernel-graph sizes reached {}, {} cut "
       "by their time share, {} converged; fastest candidate found at {:.1f} s\n",
@@ -84,7 +84,7 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
     s += fmt::format(
         "  part {}/{} ({}: {}): {}\n", i + 1, r.partition.size(), p.rule, fmt::join(p.ops, " "),
         p.searched ? fmt::format("{:.2f} -> {:.2f} us ({}, stop: {})", p.input_predicted_s * 1e6,
-                                 p.best_predicted_s * 1e6, p.best_origin, search_stop_name(p.stop))
+                                 p.best_predicted_s * 1e6, p.best_origin, stop_reason_name(p.stop))
                    : fmt::format("{:.2f} us, kept as it is", p.input_predicted_s * 1e6));
   }
   s += fmt::format(
@@ -168,7 +168,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
   nlohmann::json summary = {{"program", r.program.name},
                             {"input", std::filesystem::path(input_file).filename().string()},
                             {"config", r.config.to_json()},
-                            {"stop_reason", search_stop_name(r.stop)},
+                            {"stop_reason", stop_reason_name(r.stop)},
                             {"levels_reached", r.levels_reached},
                             {"levels_cut_by_time", r.levels_cut},
                             {"levels_converged", r.levels_converged},
@@ -201,7 +201,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
       parts.push_back({{"computes", p.ops},
                        {"rule", p.rule},
                        {"searched", p.searched},
-                       {"stop_reason", search_stop_name(p.stop)},
+                       {"stop_reason", stop_reason_name(p.stop)},
                        {"states", p.states},
                        {"candidates", p.candidates},
                        {"input_predicted_us", microseconds(p.input_predicted_s)},

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "ir/expand_composites.h"
 #include "exec/vm.h"
+#include "ir/expand_composites.h"
 #include "search/partition.h"
 
 namespace weft {

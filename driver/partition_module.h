@@ -24,10 +24,14 @@ struct ModelRegion {
   bool cut = false;                  // ended by the size bound (more connected bindings follow)
 };
 
+// Bindings per region unless the caller says otherwise: the one default of `weft compile MODEL`,
+// `weft model partition`, weft.compile_model and the driver's options.
+inline constexpr int kDefaultMaxRegionOps = 8;
+
 struct PartitionOptions {
   // Bindings per region (a table operator each, composites counted once); larger connected runs
   // are cut. optimize() partitions a region further when it is too large for one search.
-  int max_region_ops = 8;
+  int max_region_ops = kDefaultMaxRegionOps;
   // The operator sets that decide which operators the search can take (search/partition.h's
   // searchable).
   SearchConfig search;

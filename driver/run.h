@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/target.h"
-#include "interp/compare.h"
 #include "core/tensor.h"
+#include "interp/compare.h"
 #include "ir/graph.h"
 #include "runtime/program.h"
 

@@ -2,12 +2,12 @@
 // tensor in a device buffer in its dtype (runtime/device.h: cudaMalloc on cuda, host memory on
 // cuda-emulation). Arguments are uploaded once, only results come back; call_ugraph launches the
 // µGraph's generated unit on the operands' buffers through the raw ABI, and table and model
-// operators run as the model kernel library's kernels, chosen by an exhaustive switch over the
-// operator kind. An operator without a device kernel runs on the host (operands downloaded,
-// result uploaded) and is counted, never silently wrong. On cuda, a run at a shape binding is
-// captured once as a CUDA graph and replayed by later runs at the same binding; every buffer the
-// capture allocated lives as long as the graph (DeviceVmOptions::emulated_graphs checks that in
-// emulation).
+// operators run as the model kernel library's kernels, chosen by the kernel family their row
+// names (OpInfo::device; elementwise rows by their CUDA form). An operator without a device kernel
+// runs on the host (operands downloaded, result uploaded) and is counted, never silently wrong. On
+// cuda, a run at a shape binding is captured once as a CUDA graph and replayed by later runs at the
+// same binding; every buffer the capture allocated lives as long as the graph
+// (DeviceVmOptions::emulated_graphs checks that in emulation).
 #pragma once
 
 #include <cstdint>
@@ -98,7 +98,7 @@ class DeviceVm {
   const Vm& vm() const { return vm_; }
 
  private:
-  struct Frame;
+  struct Frame;  // a call's frame of the register program (exec/register_program.h)
   // Thrown by a host fallback met while a run is captured: the run is not capturable.
   struct NotCapturable {};
   DeviceValue run_unchecked(const std::string& name, const std::vector<DeviceValue>& args);
@@ -110,13 +110,31 @@ class DeviceVm {
   DeviceValue call_function(const VmFunction& f, const std::vector<DeviceValue>& args, int depth);
   DeviceValue execute(const Binding& b, const std::vector<const DeviceValue*>& in,
                       const SymBinding& heap, int depth);
+  // A table operator: its row's device kernel family (OpInfo::device) runs it, or the host.
   DeviceValue run_op(const Binding& b, const std::vector<const DeviceTensor*>& in,
                      const SymBinding& heap);
+  // One operator call as the kernel families see it: the binding and its row, the operands, the
+  // evaluated attributes, and the result's shape and dtype.
+  struct OpCall {
+    const Binding& b;
+    const OpInfo& info;
+    const std::vector<const DeviceTensor*>& in;
+    const Attrs& attrs;
+    const Shape& out_shape;
+    DType dtype;
+    const SymBinding& heap;
+  };
+  DeviceValue elementwise_op(const OpCall& op);
+  DeviceValue movement_op(const OpCall& op);
+  DeviceValue parts_op(const OpCall& op);  // concat, split
+  DeviceValue rows_op(const OpCall& op);
+  DeviceValue gather_op(const OpCall& op);
+  DeviceValue matmul_op(const OpCall& op);
+  DeviceValue position_op(const OpCall& op);
+  DeviceValue generate_op(const OpCall& op);
+  DeviceValue window_op(const OpCall& op);
   DeviceValue host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
                             const SymBinding& heap);
-  // conv, the pools and lrn: the window kernel.
-  DeviceValue window_op(OpKind kind, const std::vector<const DeviceTensor*>& in, const Attrs& attrs,
-                        const Shape& out_shape, DType dtype, const SourceLoc& loc);
   DeviceValue run_ugraph(const Binding& b, const std::vector<const DeviceTensor*>& in);
   const Program& ugraph_program(const Graph& g);
   // Every device buffer the executor allocates (kept for the graph while capturing).

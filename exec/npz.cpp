@@ -9,8 +9,8 @@
 #include <fstream>
 #include <limits>
 
-#include "core/error.h"
 #include "core/dtype_convert.h"
+#include "core/error.h"
 
 namespace weft {
 namespace {

@@ -1,21 +1,18 @@
-// The model VM: compilation of functions to register programs (with frees after last uses) and
-// their execution.
+// The model VM: compilation of functions to register programs (with frees after last uses), their
+// disassembly, and the operators, µGraphs and callees their calls execute on the host.
 #include "exec/vm.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
-#include <limits>
 #include <set>
 
 #include "interp/interpreter.h"
 #include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
-#include "core/dtype_convert.h"
 
 namespace weft {
 
@@ -32,7 +29,6 @@ const VmSlot* VmValue::slot() const {
 }
 
 namespace {
-
 
 // The shape of a tensor, in planned storage or not; null for other values.
 const Shape* tensor_shape(const VmValue& v) {
@@ -333,119 +329,6 @@ std::string Vm::disassemble(const std::string& name) const {
   return out;
 }
 
-void Vm::account(const VmValue& v, int sign) {
-  if (const Tensor<double>* t = v.tensor()) {
-    live_bytes_ += sign * t->numel() * 4;
-    outside_bytes_ += sign * t->numel() * 4;
-  } else if (const VmSlot* s = v.slot()) {
-    live_bytes_ += sign * numel(s->shape) * 4;
-  } else if (const VmTuple* tu = v.tuple()) {
-    for (const VmValue& x : *tu) account(x, sign);
-  }
-  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_bytes_);
-  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
-}
-
-void Vm::account_storage(int64_t elements) {
-  storage_bytes_ += elements * 4;
-  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
-}
-
-namespace {
-
-// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
-// (shared, not copied, where no element changes). Values that do not match the type are left for
-// vm_match to report.
-VmValue stored(const VmValue& v, const MType& type) {
-  if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
-    auto changes = [&](double x) { return !std::isnan(x) && stored_value(x, type.dtype) != x; };
-    if (std::none_of(t->data.begin(), t->data.end(), changes)) return v;
-    auto copy = std::make_shared<Tensor<double>>(*t);
-    for (double& x : copy->data) x = stored_value(x, type.dtype);
-    return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
-  }
-  const VmTuple* tu = v.tuple();
-  if (!tu || type.kind != MTypeKind::tuple || tu->size() != type.fields.size()) return v;
-  auto out = std::make_shared<VmTuple>();
-  for (size_t i = 0; i < tu->size(); ++i) out->push_back(stored((*tu)[i], type.fields[i]));
-  return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
-}
-
-}  // namespace
-
-VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
-  // The arguments as the parameters' dtypes store them (the callee's own values are stored at
-  // each call's result).
-  const VmFunction& f = compiled(name);
-  std::vector<VmValue> typed;
-  for (size_t i = 0; i < args.size(); ++i)
-    typed.push_back(i < f.fn->params.size() ? stored(args[i], f.fn->params[i].type) : args[i]);
-  return call_function(f, typed, 0);
-}
-
-namespace {
-
-int64_t tensor_bytes(const VmValue& v) {
-  if (const Tensor<double>* t = v.tensor()) return t->numel() * 4;
-  if (const VmSlot* s = v.slot()) return numel(s->shape) * 4;
-  int64_t sum = 0;
-  if (const VmTuple* tu = v.tuple())
-    for (const VmValue& x : *tu) sum += tensor_bytes(x);
-  return sum;
-}
-
-bool holds_slot(const VmValue& v) {
-  if (v.slot()) return true;
-  if (const VmTuple* tu = v.tuple())
-    return std::any_of(tu->begin(), tu->end(), [](const VmValue& x) { return holds_slot(x); });
-  return false;
-}
-
-// `v` with every tensor in planned storage copied out: what operators, callees and callers see.
-VmValue resolve(const VmValue& v) {
-  if (const VmSlot* s = v.slot()) {
-    auto first = s->buffer->begin() + s->offset;
-    return VmValue{std::make_shared<const Tensor<double>>(
-        s->shape, std::vector<double>(first, first + numel(s->shape)))};
-  }
-  if (!holds_slot(v)) return v;
-  auto tu = std::make_shared<VmTuple>();
-  for (const VmValue& x : *v.tuple()) tu->push_back(resolve(x));
-  return VmValue{std::shared_ptr<const VmTuple>(std::move(tu))};
-}
-
-// `v` with the tensor at `path` replaced by place(tensor).
-template <class Place>
-VmValue replace_leaf(const VmValue& v, const std::vector<int>& path, size_t depth, Place&& place) {
-  if (depth == path.size()) {
-    WEFT_CHECK(v.tensor(), "a planned allocation is not a tensor at run time");
-    return place(*v.tensor());
-  }
-  const VmTuple* tu = v.tuple();
-  WEFT_CHECK(tu && static_cast<size_t>(path[depth]) < tu->size(), "bad planned path");
-  auto copy = std::make_shared<VmTuple>(*tu);
-  (*copy)[static_cast<size_t>(path[depth])] =
-      replace_leaf((*tu)[static_cast<size_t>(path[depth])], path, depth + 1, place);
-  return VmValue{std::shared_ptr<const VmTuple>(std::move(copy))};
-}
-
-// A frame's planned storage; returns its bytes to the VM's count when the frame ends.
-struct FrameStorage {
-  std::vector<std::shared_ptr<std::vector<double>>> buffers;  // per storage of the plan
-  std::vector<int64_t> base, capacity;                        // elements
-  std::vector<int64_t> written;                               // per allocation: its elements
-  int64_t elements = 0;
-  int64_t produced = 0;                             // f32 bytes of the tensors the frame produced
-  std::function<void(int64_t, int64_t)> give_back;  // (elements, produced) at the frame's end
-  std::vector<std::shared_ptr<std::vector<double>>>* arena_pool = nullptr;  // static plans
-  ~FrameStorage() {
-    if (give_back) give_back(elements, produced);
-    if (arena_pool && !buffers.empty() && buffers[0]) arena_pool->push_back(buffers[0]);
-  }
-};
-
-}  // namespace
-
 std::optional<UGraphExecutor> ugraph_executor_by_name(std::string_view name) {
   if (name == "interp") return UGraphExecutor::interpreter;
   std::optional<Backend> backend = backend_by_name(name);
@@ -487,181 +370,6 @@ const Program& Vm::ugraph_program(const Graph& g) {
   const std::string target = backend == Backend::cpu ? "" : options_.gpu_target;
   program = compile_program(g, backend_target(backend, target), backend, options_.build);
   return *program;
-}
-
-VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth) {
-  if (depth > kVmMaxCallDepth)
-    throw UserError(f.fn->loc, fmt::format("calls nest deeper than {}", kVmMaxCallDepth));
-  const Function& fn = *f.fn;
-  if (args.size() != fn.params.size())
-    throw UserError(fn.loc, fmt::format("function '{}' takes {} arguments, got {}", fn.name,
-                                        fn.params.size(), args.size()));
-  std::vector<VmValue> regs(static_cast<size_t>(f.num_registers));
-  std::vector<bool> live(regs.size(), false);
-  SymBinding heap;
-  FrameStorage storage;
-  storage.give_back = [this](int64_t elements, int64_t produced) {
-    account_storage(-elements);
-    naive_bytes_ -= produced;
-  };
-  if (f.plan) {
-    storage.buffers.resize(f.plan->storages.size());
-    storage.base.assign(f.plan->storages.size(), 0);
-    storage.capacity.assign(f.plan->storages.size(), 0);
-    storage.written.assign(f.plan->allocs.size(), 0);
-  }
-  const double fill = options_.poison ? std::numeric_limits<double>::quiet_NaN() : 0.0;
-  auto new_buffer = [&](int64_t elements) {
-    storage.elements += elements;
-    account_storage(elements);
-    return std::make_shared<std::vector<double>>(static_cast<size_t>(elements), fill);
-  };
-  for (size_t pc = 0; pc < f.code.size();) {
-    const VmInstr& in = f.code[pc++];
-    ++stats_.instructions;
-    switch (in.op) {
-      case VmOpcode::bind_params:
-        for (size_t i = 0; i < args.size(); ++i) {
-          vm_match(fn.params[i].type, args[i], heap,
-                   fmt::format("parameter '{}' of '{}'", fn.params[i].name, fn.name),
-                   fn.params[i].loc);
-          regs[i] = args[i];
-          live[i] = true;
-        }
-        break;
-      case VmOpcode::check:
-        for (const SymCondition& c : in.binding->runtime_checks)
-          if (!c.holds(heap))
-            throw UserError(in.binding->call.loc,
-                            fmt::format("run-time check failed: {} does not hold at {}", c.str(),
-                                        binding_str(heap)));
-        break;
-      case VmOpcode::alloc:
-        if (in.index < 0) {  // the static arena: every storage at its offset
-          std::shared_ptr<std::vector<double>> arena;
-          auto& pool = arenas_[&f];
-          if (pool.empty()) {
-            arena = new_buffer(f.plan->arena_bytes / 8);
-          } else {
-            arena = std::move(pool.back());
-            pool.pop_back();
-            storage.elements += f.plan->arena_bytes / 8;
-            account_storage(f.plan->arena_bytes / 8);
-            if (options_.poison) std::fill(arena->begin(), arena->end(), fill);
-          }
-          storage.arena_pool = &pool;
-          for (size_t s = 0; s < f.plan->storages.size(); ++s) {
-            storage.buffers[s] = arena;
-            storage.base[s] = f.plan->storages[s].offset / 8;
-            storage.capacity[s] = *f.plan->storages[s].upper / 8;
-          }
-        } else {
-          auto s = static_cast<size_t>(in.index);
-          int64_t elements = evaluate(f.plan->storages[s].bytes, heap) / 8;
-          storage.buffers[s] = new_buffer(elements);
-          storage.capacity[s] = elements;
-        }
-        break;
-      case VmOpcode::release:
-        if (options_.poison) {
-          const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(in.index)];
-          auto s = static_cast<size_t>(a.storage);
-          auto first = storage.buffers[s]->begin() + storage.base[s];
-          std::fill(first, first + storage.written[static_cast<size_t>(in.index)], fill);
-        }
-        break;
-      case VmOpcode::match_cast: {
-        const VmValue& x = regs[static_cast<size_t>(in.args[0])];
-        vm_match(in.binding->call.cast_type, x, heap,
-                 fmt::format("match_cast of '{}' to {}", in.binding->call.args[0],
-                             in.binding->call.cast_type.str()),
-                 in.binding->call.loc);
-        regs[static_cast<size_t>(in.reg)] = x;
-        live[static_cast<size_t>(in.reg)] = true;
-        break;
-      }
-      case VmOpcode::call: {
-        // Tuples and items alias their operands (slots included); everything else reads copies.
-        bool aliasing =
-            in.binding->call.kind == CallKind::tuple || in.binding->call.kind == CallKind::item;
-        std::vector<VmValue> resolved;
-        std::vector<const VmValue*> operands;
-        for (int a : in.args)
-          resolved.push_back(aliasing ? regs[static_cast<size_t>(a)]
-                                      : resolve(regs[static_cast<size_t>(a)]));
-        for (const VmValue& v : resolved) operands.push_back(&v);
-        ++stats_.calls;
-        // Each operator computes in f32 or wider and stores its result in the result's dtype
-        // (a function's result is stored by the callee's own calls).
-        VmValue out = execute(*in.binding, operands, heap, depth);
-        if (f.fresh[static_cast<size_t>(in.reg)] && in.binding->call.kind != CallKind::func)
-          out = stored(out, in.binding->type);
-        auto r = static_cast<size_t>(in.reg);
-        if (f.fresh[r]) {
-          int64_t bytes = tensor_bytes(out);
-          stats_.total_alloc_bytes += bytes;
-          storage.produced += bytes;
-          naive_bytes_ += bytes;
-          stats_.peak_naive_bytes = std::max(stats_.peak_naive_bytes, naive_bytes_);
-        }
-        if (f.plan && in.index >= 0)
-          for (int k : f.binding_allocs[static_cast<size_t>(in.index)]) {
-            const PlannedAlloc& a = f.plan->allocs[static_cast<size_t>(k)];
-            if (a.placement != AllocPlacement::storage) continue;
-            auto s = static_cast<size_t>(a.storage);
-            out = replace_leaf(out, a.path, 0, [&](const Tensor<double>& t) {
-              WEFT_CHECK(t.numel() <= storage.capacity[s],
-                         "{}: {} elements planned into storage s{} of {}", a.var, t.numel(), s,
-                         storage.capacity[s]);
-              std::copy(t.data.begin(), t.data.end(),
-                        storage.buffers[s]->begin() + storage.base[s]);
-              storage.written[static_cast<size_t>(k)] = t.numel();
-              return VmValue{VmSlot{storage.buffers[s], storage.base[s], t.shape}};
-            });
-          }
-        regs[r] = std::move(out);
-        live[r] = true;
-        if (f.fresh[r]) account(regs[r], 1);
-        break;
-      }
-      case VmOpcode::free:
-        ++stats_.frees;
-        if (f.fresh[static_cast<size_t>(in.reg)] && live[static_cast<size_t>(in.reg)])
-          account(regs[static_cast<size_t>(in.reg)], -1);
-        regs[static_cast<size_t>(in.reg)] = VmValue{};
-        live[static_cast<size_t>(in.reg)] = false;
-        break;
-      case VmOpcode::branch: {
-        const SymCondition& c = in.binding->call.cond;
-        bool holds = false;
-        try {
-          holds = c.holds(heap);
-        } catch (const UserError& e) {
-          throw UserError(in.binding->call.loc, fmt::format("if {}: {}", c.str(), e.message()));
-        }
-        if (!holds) pc = static_cast<size_t>(in.index);
-        break;
-      }
-      case VmOpcode::jump:
-        pc = static_cast<size_t>(in.index);
-        break;
-      case VmOpcode::move: {
-        // The arm may yield a value of the enclosing frame's storage: the if's result is owned.
-        auto r = static_cast<size_t>(in.reg);
-        regs[r] = resolve(regs[static_cast<size_t>(in.args[0])]);
-        live[r] = true;
-        if (f.fresh[r]) account(regs[r], 1);
-        break;
-      }
-      case VmOpcode::ret: {
-        VmValue result = resolve(regs[static_cast<size_t>(in.reg)]);
-        if (f.fresh[static_cast<size_t>(in.reg)]) account(regs[static_cast<size_t>(in.reg)], -1);
-        vm_match(fn.ret, result, heap, fmt::format("the result of '{}'", fn.name), fn.result_loc);
-        return result;
-      }
-    }
-  }
-  WEFT_FAIL("function {} has no ret", fn.name);
 }
 
 Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLoc& loc) {

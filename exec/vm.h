@@ -143,6 +143,8 @@ class Vm {
   std::string disassemble(const std::string& name) const;
 
  private:
+  // A call's frame of the register program (exec/register_program.h, exec/vm_frame.cpp).
+  class Frame;
   VmValue call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth);
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
                   int depth);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "interp/domain.h"
 #include "core/tensor.h"
+#include "interp/domain.h"
 #include "ir/expand_composites.h"
 #include "ir/graph.h"
 

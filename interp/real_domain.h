@@ -23,10 +23,12 @@ struct RealDomain {
   Value add(Value a, Value b) const { return a + b; }
   Value mul(Value a, Value b) const { return a * b; }
   auto elementwise(OpKind kind, const Attrs& attrs) const {
-    RealFn fn = op_info(kind).real;
-    WEFT_CHECK(fn != nullptr, "'{}' has no real semantics", op_info(kind).name);
-    return [fn, &attrs](Value a, Value b) {
-      return static_cast<T>(fn(static_cast<double>(a), static_cast<double>(b), attrs));
+    const OpInfo& info = op_info(kind);
+    RealFn fn = info.real;
+    WEFT_CHECK(fn != nullptr, "'{}' has no real semantics", info.name);
+    const ScalarConstants c = scalar_constants(info, attrs);
+    return [fn, c](Value a, Value b) {
+      return static_cast<T>(fn({static_cast<double>(a), static_cast<double>(b), 0, c.k, c.k2}));
     };
   }
   Value reduce_max(std::span<const Value> group) const {

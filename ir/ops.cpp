@@ -1,14 +1,14 @@
-// The operator table: one row per operator with all its properties, and the shape inference and
-// real-valued scalar semantics the rows point at.
+// The operator table: one row per operator with all its properties (the model-only rows are in
+// ops_model.cpp, the shape rules in shape_rules.cpp), and the checks that complete each row.
 #include "ir/ops.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "core/error.h"
+#include "ir/shape_rules.h"
 
 namespace weft {
 
@@ -23,224 +23,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& message) {
   throw UserError(message);
-}
-
-const char* grid_axis_name(int g) {
-  return g == 0 ? "x" : g == 1 ? "y" : "z";
-}
-
-// Normalizes attribute `name` (a dim, possibly negative) against `rank`.
-int64_t take_dim(Attrs& attrs, const char* name, size_t rank) {
-  int64_t d = attrs.get_int(name);
-  int64_t r = static_cast<int64_t>(rank);
-  if (d < -r || d >= r)
-    fail(fmt::format("{}={} is out of range for a tensor of rank {} (valid: {}..{})", name, d, rank,
-                     -r, r - 1));
-  if (d < 0) d += r;
-  attrs.set(name, d);
-  return d;
-}
-
-void require_same_dtype(const std::vector<TensorType>& in) {
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].dtype != in[0].dtype)
-      fail(fmt::format("operand {} is {} but operand 1 is {}; operands must have the same dtype",
-                       i + 1, dtype_name(in[i].dtype), dtype_name(in[0].dtype)));
-}
-
-std::vector<TensorType> infer_unary(const std::vector<TensorType>& in, Attrs&,
-                                    const InferContext&) {
-  return {in[0]};
-}
-
-std::vector<TensorType> infer_binary(const std::vector<TensorType>& in, Attrs&,
-                                     const InferContext&) {
-  require_same_dtype(in);
-  const Shape &a = in[0].shape, &b = in[1].shape;
-  if (a.size() != b.size())
-    fail(
-        fmt::format("operands have ranks {} and {} ({} and {}); elementwise operands need the "
-                    "same rank (use reshape to add size-1 dims)",
-                    a.size(), b.size(), shape_str(a), shape_str(b)));
-  Shape out(a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
-      fail(
-          fmt::format("shapes {} and {} do not broadcast: dim {} is {} vs {} (only size-1 dims "
-                      "broadcast)",
-                      shape_str(a), shape_str(b), i, a[i], b[i]));
-    out[i] = std::max(a[i], b[i]);
-  }
-  return {TensorType{in[0].dtype, out}};
-}
-
-std::vector<TensorType> infer_matmul(const std::vector<TensorType>& in, Attrs&,
-                                     const InferContext&) {
-  require_same_dtype(in);
-  const Shape &a = in[0].shape, &b = in[1].shape;
-  if (a.size() < 2 || b.size() < 2 || a.size() != b.size())
-    fail(fmt::format("matmul needs two operands of the same rank >= 2, got {} and {}", shape_str(a),
-                     shape_str(b)));
-  size_t r = a.size();
-  if (a[r - 1] != b[r - 2])
-    fail(
-        fmt::format("matmul contraction mismatch: {} x {} (last dim of the first operand, {}, "
-                    "must equal the second-to-last dim of the second, {})",
-                    shape_str(a), shape_str(b), a[r - 1], b[r - 2]));
-  Shape out(r);
-  for (size_t i = 0; i + 2 < r; ++i) {
-    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
-      fail(fmt::format("matmul batch dims do not broadcast: {} x {} at dim {}", shape_str(a),
-                       shape_str(b), i));
-    out[i] = std::max(a[i], b[i]);
-  }
-  out[r - 2] = a[r - 2];
-  out[r - 1] = b[r - 1];
-  return {TensorType{in[0].dtype, out}};
-}
-
-std::vector<TensorType> infer_reduction(const std::vector<TensorType>& in, Attrs& attrs,
-                                        const InferContext&) {
-  Shape s = in[0].shape;
-  int64_t d = take_dim(attrs, "dim", s.size());
-  int64_t to = attrs.get_int("to");
-  if (to < 1 || s[d] % to != 0)
-    fail(fmt::format("cannot reduce dim {} of size {} to {}: the result size must divide it", d,
-                     s[d], to));
-  s[d] = to;
-  return {TensorType{in[0].dtype, s}};
-}
-
-std::vector<TensorType> infer_reshape(const std::vector<TensorType>& in, Attrs& attrs,
-                                      const InferContext&) {
-  const auto& shape = attrs.get_list("shape");
-  for (int64_t d : shape)
-    if (d < 1) fail(fmt::format("reshape to {}: every dim must be >= 1", shape_str(shape)));
-  if (numel(shape) != numel(in[0].shape))
-    fail(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_str(in[0].shape),
-                     numel(in[0].shape), shape_str(shape), numel(shape)));
-  return {TensorType{in[0].dtype, shape}};
-}
-
-std::vector<TensorType> infer_concat(const std::vector<TensorType>& in, Attrs& attrs,
-                                     const InferContext&) {
-  require_same_dtype(in);
-  Shape s = in[0].shape;
-  int64_t d = take_dim(attrs, "dim", s.size());
-  for (size_t i = 1; i < in.size(); ++i) {
-    const Shape& t = in[i].shape;
-    bool ok = t.size() == s.size();
-    for (size_t j = 0; ok && j < t.size(); ++j)
-      if (static_cast<int64_t>(j) != d && t[j] != s[j]) ok = false;
-    if (!ok)
-      fail(
-          fmt::format("concat along dim {}: operand {} has shape {} but operand 1 has {}; all "
-                      "other dims must agree",
-                      d, i + 1, shape_str(t), shape_str(in[0].shape)));
-    s[d] += t[d];
-  }
-  return {TensorType{in[0].dtype, s}};
-}
-
-std::vector<TensorType> infer_split(const std::vector<TensorType>& in, Attrs& attrs,
-                                    const InferContext&) {
-  Shape s = in[0].shape;
-  int64_t d = take_dim(attrs, "dim", s.size());
-  int64_t parts = attrs.get_int("parts");
-  if (parts < 1 || s[d] % parts != 0)
-    fail(fmt::format("cannot split dim {} of size {} into {} equal parts", d, s[d], parts));
-  s[d] /= parts;
-  return std::vector<TensorType>(parts, TensorType{in[0].dtype, s});
-}
-
-std::vector<TensorType> infer_repeat(const std::vector<TensorType>& in, Attrs& attrs,
-                                     const InferContext&) {
-  Shape s = in[0].shape;
-  int64_t d = take_dim(attrs, "dim", s.size());
-  int64_t times = attrs.get_int("times");
-  if (times < 1) fail(fmt::format("repeat times={} must be >= 1", times));
-  s[d] *= times;
-  return {TensorType{in[0].dtype, s}};
-}
-
-std::vector<TensorType> infer_normalizing(const std::vector<TensorType>& in, Attrs& attrs,
-                                          const InferContext&) {
-  take_dim(attrs, "dim", in[0].shape.size());
-  if (attrs.has("eps") && attrs.get_rational("eps") < Rational(0)) fail("eps must be >= 0");
-  return {in[0]};
-}
-
-// Pads a grid map to 3 entries and checks each entry against the grid and the tensor's rank.
-std::vector<int64_t> take_grid_map(Attrs& attrs, const char* name, size_t rank,
-                                   const InferContext& ctx) {
-  std::vector<int64_t> m = attrs.get_list(name);
-  if (m.size() > 3)
-    fail(fmt::format("{} has {} entries; a grid has at most 3 dims", name, m.size()));
-  m.resize(3, -1);
-  std::set<int64_t> used;
-  for (int g = 0; g < 3; ++g) {
-    int64_t d = m[g];
-    if (d == -1) continue;
-    if (d < 0 || d >= static_cast<int64_t>(rank))
-      fail(fmt::format("{} entry for grid dim {} is {}, not a dim of a rank-{} tensor", name,
-                       grid_axis_name(g), d, rank));
-    if (ctx.grid[g] == 1)
-      fail(fmt::format("grid dim {} has size 1, so its {} entry must be '-' (got {})",
-                       grid_axis_name(g), name, d));
-    if (!used.insert(d).second) fail(fmt::format("{} maps two grid dims to data dim {}", name, d));
-  }
-  attrs.set(name, m);
-  return m;
-}
-
-std::vector<TensorType> infer_iter(const std::vector<TensorType>& in, Attrs& attrs,
-                                   const InferContext& ctx) {
-  Shape s = in[0].shape;
-  auto imap = take_grid_map(attrs, "imap", s.size(), ctx);
-  for (int g = 0; g < 3; ++g) {
-    if (imap[g] < 0) continue;
-    if (s[imap[g]] % ctx.grid[g] != 0)
-      fail(
-          fmt::format("imap cuts dim {} (size {}) into {} blocks along grid dim {}, which does "
-                      "not divide it",
-                      imap[g], s[imap[g]], ctx.grid[g], grid_axis_name(g)));
-    s[imap[g]] /= ctx.grid[g];
-  }
-  int64_t f = attrs.get_int("fmap");
-  if (f != -1) {
-    if (f < 0 || f >= static_cast<int64_t>(s.size()))
-      fail(fmt::format("fmap={} is not a dim of a rank-{} tensor", f, s.size()));
-    if (s[f] % ctx.loop != 0)
-      fail(
-          fmt::format("fmap cuts dim {} (size {} per block) into {} iterations, which does not "
-                      "divide it",
-                      f, s[f], ctx.loop));
-    s[f] /= ctx.loop;
-  }
-  return {TensorType{in[0].dtype, s}};
-}
-
-std::vector<TensorType> infer_accum_concat(const std::vector<TensorType>& in, Attrs& attrs,
-                                           const InferContext& ctx) {
-  Shape s = in[0].shape;
-  int64_t d = take_dim(attrs, "dim", s.size());
-  s[d] *= ctx.loop;
-  return {TensorType{in[0].dtype, s}};
-}
-
-std::vector<TensorType> infer_save(const std::vector<TensorType>& in, Attrs& attrs,
-                                   const InferContext& ctx) {
-  Shape s = in[0].shape;
-  auto omap = take_grid_map(attrs, "omap", s.size(), ctx);
-  for (int g = 0; g < 3; ++g) {
-    if (ctx.grid[g] > 1 && omap[g] < 0)
-      fail(
-          fmt::format("omap entry for grid dim {} (size {}) is '-', but blocks along it must "
-                      "write disjoint parts of the output: map it to a data dim",
-                      grid_axis_name(g), ctx.grid[g]));
-    if (omap[g] >= 0) s[omap[g]] *= ctx.grid[g];
-  }
-  return {TensorType{in[0].dtype, s}};
 }
 
 // Reads a row's formula text (ops.h); a mistake in it is a bug in the table.
@@ -316,8 +98,8 @@ class FormulaReader {
   Formula f_;
 };
 
-double gelu(double x, double, const Attrs&) {
-  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+double gelu(const ScalarArgs& s) {
+  return 0.5 * s.x * (1.0 + std::erf(s.x / std::sqrt(2.0)));
 }
 
 // Kernel-level rows but `kernel` are model-level too: a model function calls them.
@@ -325,17 +107,23 @@ constexpr uint8_t kAll = kAtKernel | kAtBlock | kAtThread | kAtModel;
 constexpr uint8_t kKB = kAtKernel | kAtBlock | kAtModel;
 constexpr uint8_t kK = kAtKernel | kAtModel;
 
-// A model-only row: the model layer alone reads it, for its form (name, arity, attributes) and
-// documentation; its fusion pattern and cost class say what it does, though no fuser or cost
-// model meets it.
+// A model-only row: the model layer reads its form (name, arity, attributes) and documentation;
+// its fusion pattern and cost class say what it does, though no fuser or cost model meets it. An
+// elementwise one carries its shape rule, real semantics and CUDA form (no µGraph semantics: no
+// formula, no C++ form); the others have theirs in the model layer (model/model_ops.h).
 void check_model_row(const OpInfo& op) {
   WEFT_CHECK(op.levels == kAtModel, "model-only '{}' must have the model level alone", op.name);
   WEFT_CHECK(op.min_inputs == op.max_inputs, "model-only '{}' takes a fixed number of operands",
              op.name);
-  WEFT_CHECK(!op.infer && !op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda &&
-                 op.symbolic == Symbolic::none && !op.commutative && op.homogeneous == 0 &&
-                 !op.same_operands_redundant,
+  WEFT_CHECK(!op.lax_formula && !op.code.cpu && op.symbolic == Symbolic::none && !op.commutative &&
+                 op.homogeneous == 0 && !op.same_operands_redundant,
              "model-only '{}' has µGraph semantics", op.name);
+  WEFT_CHECK((op.real != nullptr) == (op.code.cuda != nullptr),
+             "model-only '{}': real semantics and a CUDA form come together", op.name);
+  WEFT_CHECK(op.real || (!op.shape.concrete && !op.shape.symbolic && !op.constants),
+             "model-only '{}' is not elementwise: the model layer has its shape rule", op.name);
+  WEFT_CHECK(op.min_inputs <= 3, "model-only '{}': an elementwise form takes up to 3 operands",
+             op.name);
   WEFT_CHECK(op.fusion == FusionPattern::injective || op.fusion == FusionPattern::opaque,
              "model-only '{}' is injective or opaque", op.name);
   WEFT_CHECK((op.fusion == FusionPattern::injective) == (op.cost == CostClass::data_movement),
@@ -344,14 +132,16 @@ void check_model_row(const OpInfo& op) {
              "model-only '{}' is priced per operand element or as data movement", op.name);
 }
 
-// Checks what the layers rely on, and fills in the derived fields.
-void complete_row(OpInfo& op) {
-  op.op_class = class_of(op.kind);
-  if (op.op_class == OpClass::model) return check_model_row(op);
+// What a µGraph row's scalar code, formula and algebra must satisfy, and its Lax membership.
+void complete_micro_graph_row(OpInfo& op) {
   WEFT_CHECK(op.levels & kAtUGraph, "'{}' has no µGraph level", op.name);
   WEFT_CHECK(!(op.levels & kAtModel) || ((op.levels & kAtKernel) && op.kind != OpKind::kernel),
              "'{}': a model function calls kernel-level operators only (not kernel)", op.name);
   WEFT_CHECK(op.symbolic != Symbolic::none, "'{}' is a µGraph operator without semantics", op.name);
+  WEFT_CHECK(op.shape.concrete || op.op_class == OpClass::hierarchy, "'{}' has no shape rule",
+             op.name);
+  WEFT_CHECK(!(op.levels & kAtModel) || op.shape.symbolic, "'{}' has no symbolic shape rule",
+             op.name);
   const bool elementwise = is_elementwise(op.kind);
   int rational_attrs = 0;
   for (const AttrSpec& a : op.attrs) rational_attrs += a.kind == AttrKind::rational;
@@ -384,11 +174,16 @@ void complete_row(OpInfo& op) {
       WEFT_FAIL("'{}': µGraph rows have semantics (checked above)", op.name);
   }
   if (!elementwise) {
-    WEFT_CHECK(!op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda,
+    WEFT_CHECK(!op.real && !op.lax_formula && !op.code.cpu && !op.code.cuda && !op.constants,
                "'{}' is not elementwise but has scalar semantics or code", op.name);
     return;
   }
   WEFT_CHECK(op.real && op.code.cpu && op.code.cuda, "'{}' lacks real semantics or code", op.name);
+  // The µGraph emitters give a pattern its operands and one constant.
+  for (const char* code : {op.code.cpu, op.code.cuda})
+    WEFT_CHECK(std::string_view(code).find("{3}") == std::string_view::npos &&
+                   std::string_view(code).find("{4}") == std::string_view::npos,
+               "'{}': a µGraph row's code uses {{0}}, {{1}} and {{2}} only", op.name);
   if (op.lax_formula) op.formula = FormulaReader(op.lax_formula, op.attrs).read_all();
   op.lax = !op.formula.empty();
   // The verifier's uninterpreted functions take one argument.
@@ -398,198 +193,273 @@ void complete_row(OpInfo& op) {
                "unary operator '{}' has a formula over y", op.name);
 }
 
-std::vector<OpInfo> make_table() {
+// Fills in what a row leaves to the table (its name, class, the shape rule and device kernel of
+// an elementwise row, the µGraph layers' rule) and checks what the layers rely on.
+void complete_row(OpInfo& op) {
+  if (!op.name) op.name = op_kind_name(op.kind);
+  op.op_class = class_of(op.kind);
+  if (op.levels == 0) {
+    WEFT_CHECK(is_scratch_slot(op.kind), "'{}' appears nowhere", op.name);
+    return;  // an empty reserved row
+  }
+  if (op.real) {
+    if (!op.shape.concrete)
+      op.shape = op.op_class == OpClass::unary    ? shape_rules::same_shape
+                 : op.op_class == OpClass::binary ? shape_rules::broadcast
+                                                  : shape_rules::elementwise;
+    WEFT_CHECK(op.device == DeviceKernel::none, "'{}': elementwise rows run as elementwise",
+               op.name);
+    op.device = DeviceKernel::elementwise;
+  }
+  if (op.op_class == OpClass::model)
+    check_model_row(op);
+  else
+    complete_micro_graph_row(op);
+  op.infer = (op.levels & kAtUGraph) ? op.shape.concrete : nullptr;
+}
+
+// The rows a test filled before the table was built (fill_scratch_row), by kind.
+struct ScratchRows {
+  std::map<OpKind, OpInfo> rows;
+  bool table_built = false;
+};
+ScratchRows& scratch_rows() {
+  static ScratchRows s;
+  return s;
+}
+
+// The elementwise µGraph rows of the first table (exp .. div).
+std::vector<OpInfo> first_elementwise_rows() {
   using K = OpKind;
-  using S = Symbolic;
   using F = FusionPattern;
   using Cost = CostClass;
-  const AttrSpec dim{"dim", AttrKind::integer, true, int64_t{0}};
-  const AttrSpec dim_last{"dim", AttrKind::integer, false, int64_t{-1}};
-  const AttrSpec to{"to", AttrKind::integer, false, int64_t{1}};
   // clang-format off
-  std::vector<OpInfo> t = {
-    {.kind = K::exp, .name = "exp", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::exp(x); },
+  return {
+    {.kind = K::exp, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return std::exp(s.x); },
      .lax_formula = "(exp x)", .fusion = F::elementwise,
      .code = {"std::exp({0})", "expf({0})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1, .sfu = 1},  // ex2 on the SFU after a scale by log2(e)
      .doc = "e^x"},
-    {.kind = K::sqr, .name = "sqr", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return x * x; },
+    {.kind = K::sqr, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x * s.x; },
      .lax_formula = "(mul x x)", .fusion = F::elementwise,
      .code = {"({0} * {0})", "({0} * {0})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x^2"},
-    {.kind = K::sqrt, .name = "sqrt", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::sqrt(x); },
+    {.kind = K::sqrt, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return std::sqrt(s.x); },
      .fusion = F::elementwise, .code = {"std::sqrt({0})", "sqrtf({0})"},
      .cost = Cost::per_result_element, .slots = {.sfu = 1},  // MUFU.SQRT
      .doc = "square root"},
-    {.kind = K::silu, .name = "silu", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary,
-     .real = [](double x, double, const Attrs&) { return x / (1.0 + std::exp(-x)); },
+    {.kind = K::silu, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x / (1.0 + std::exp(-s.x)); },
      .fusion = F::elementwise, .code = {"weft_silu({0})", "weft_silu({0})"},
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 3, .sfu = 2},  // exp(-x), 1 + ., reciprocal, x * .
      .doc = "x * sigmoid(x)"},
-    {.kind = K::gelu, .name = "gelu", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = gelu, .fusion = F::elementwise,
+    {.kind = K::gelu, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = gelu, .fusion = F::elementwise,
      .code = {"weft_gelu({0})", "weft_gelu({0})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 24},  // erf by a ~20-term polynomial, 3 more ops
      .doc = "0.5 x (1 + erf(x / sqrt 2)) (exact, not the tanh approximation)"},
-    {.kind = K::relu, .name = "relu", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary,
-     .real = [](double x, double, const Attrs&) { return x > 0 ? x : 0.0; },
+    {.kind = K::relu, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x > 0 ? s.x : 0.0; },
      .fusion = F::elementwise, .code = {"std::max({0}, 0.0f)", "fmaxf({0}, 0.0f)"},
      .cost = Cost::per_result_element, .slots = {.fp32 = 1}, .doc = "max(x, 0)"},
-    {.kind = K::scale, .name = "scale", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .attrs = {{"factor", AttrKind::rational, true, Rational(1)}}, .infer = infer_unary,
-     .real = [](double x, double, const Attrs& a) {
-       return x * a.get_rational("factor").to_double();
-     },
+    {.kind = K::scale, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .attrs = {{"factor", AttrKind::rational, true, Rational(1)}},
+     .real = [](const ScalarArgs& s) { return s.x * s.k; },
      .lax_formula = "(mul x factor)", .homogeneous = 0b1, .fusion = F::elementwise,
      .code = {"({0} * {2})", "({0} * {2})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x * factor, factor a rational constant"},
-    {.kind = K::shift, .name = "shift", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .attrs = {{"offset", AttrKind::rational, true, Rational(0)}}, .infer = infer_unary,
-     .real = [](double x, double, const Attrs& a) {
-       return x + a.get_rational("offset").to_double();
-     },
+    {.kind = K::shift, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .attrs = {{"offset", AttrKind::rational, true, Rational(0)}},
+     .real = [](const ScalarArgs& s) { return s.x + s.k; },
      .lax_formula = "(add x offset)", .fusion = F::elementwise,
      .code = {"({0} + {2})", "({0} + {2})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "x + offset, offset a rational constant"},
-    {.kind = K::add, .name = "add", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
-     .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a + b; },
+    {.kind = K::add, .min_inputs = 2, .max_inputs = 2, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x + s.y; },
      .lax_formula = "(add x y)", .commutative = true, .fusion = F::broadcast,
      .code = {"({0} + {1})", "({0} + {1})"}, .cost = Cost::per_result_element,
      .slots = {.fp32 = 1}, .doc = "a + b, size-1 dims broadcast"},
-    {.kind = K::sub, .name = "sub", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
-     .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a - b; },
+    {.kind = K::sub, .min_inputs = 2, .max_inputs = 2, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x - s.y; },
      .lax_formula = "(sub x y)", .same_operands_redundant = true,  // 0
      .fusion = F::broadcast, .code = {"({0} - {1})", "({0} - {1})"},
      .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "a - b, size-1 dims broadcast"},
-    {.kind = K::mul, .name = "mul", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
-     .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a * b; },
+    {.kind = K::mul, .min_inputs = 2, .max_inputs = 2, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x * s.y; },
      .lax_formula = "(mul x y)", .commutative = true, .homogeneous = 0b11,
      .same_operands_redundant = true,  // sqr
      .fusion = F::broadcast, .code = {"({0} * {1})", "({0} * {1})"},
      .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "a * b, size-1 dims broadcast"},
-    {.kind = K::div, .name = "div", .min_inputs = 2, .max_inputs = 2, .levels = kAll,
-     .infer = infer_binary, .real = [](double a, double b, const Attrs&) { return a / b; },
+    {.kind = K::div, .min_inputs = 2, .max_inputs = 2, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return s.x / s.y; },
      .lax_formula = "(div x y)", .homogeneous = 0b1,
      .same_operands_redundant = true,  // 1
      .fusion = F::broadcast, .code = {"({0} / {1})", "({0} / {1})"},
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 1, .sfu = 1},  // reciprocal on the SFU, then a multiply
      .doc = "a / b, size-1 dims broadcast"},
-    {.kind = K::matmul, .name = "matmul", .min_inputs = 2, .max_inputs = 2, .levels = kKB,
-     .infer = infer_matmul, .symbolic = S::contraction, .homogeneous = 0b11,
+  };
+  // clang-format on
+}
+
+// Contraction, reductions, data movement, composites, block-graph structure and hierarchy.
+std::vector<OpInfo> structural_rows() {
+  using K = OpKind;
+  using S = Symbolic;
+  using F = FusionPattern;
+  using Cost = CostClass;
+  using D = DeviceKernel;
+  const AttrSpec dim{"dim", AttrKind::integer, true, int64_t{0}};
+  const AttrSpec dim_last{"dim", AttrKind::integer, false, int64_t{-1}};
+  const AttrSpec to{"to", AttrKind::integer, false, int64_t{1}};
+  // clang-format off
+  return {
+    {.kind = K::matmul, .min_inputs = 2, .max_inputs = 2, .levels = kKB,
+     .shape = shape_rules::matmul, .symbolic = S::contraction, .homogeneous = 0b11,
      .fusion = F::out_elementwise_fusable, .cost = Cost::contraction,
+     .device = D::matmul,
      .doc = "[..., m, k] x [..., k, n] -> [..., m, n], size-1 batch dims broadcast"},
-    {.kind = K::sum, .name = "sum", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::sum,
+    {.kind = K::sum, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+     .attrs = {dim, to}, .shape = shape_rules::reduction, .symbolic = S::sum,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1},
+     .device = D::rows,
      .doc = "sum over dim, to size `to`: element g sums elements g, g + to, g + 2 to, ... (per-block tiles laid side by side)"},
-    {.kind = K::mean, .name = "mean", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::mean,
+    {.kind = K::mean, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+     .attrs = {dim, to}, .shape = shape_rules::reduction, .symbolic = S::mean,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1},
+     .device = D::rows,
      .doc = "mean over dim, to size `to`: element g averages elements g, g + to, g + 2 to, ..."},
-    {.kind = K::max, .name = "max", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, to}, .infer = infer_reduction, .symbolic = S::max, .fusion = F::reduction,
+    {.kind = K::max, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+     .attrs = {dim, to}, .shape = shape_rules::reduction, .symbolic = S::max, .fusion = F::reduction,
      .cost = Cost::per_operand_element, .slots = {.fp32 = 1},
+     .device = D::rows,
      .doc = "maximum over dim, to size `to`: element g is the max of elements g, g + to, g + 2 to, ..."},
-    {.kind = K::reshape, .name = "reshape", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+    {.kind = K::reshape, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
      .attrs = {{"shape", AttrKind::int_list, true, std::vector<int64_t>{}}},
-     .infer = infer_reshape, .symbolic = S::select, .homogeneous = 0b1,
-     .fusion = F::injective, .doc = "same elements in row-major order, new shape"},
-    {.kind = K::concat, .name = "concat", .min_inputs = 2, .max_inputs = -1, .levels = kKB,
-     .attrs = {dim}, .infer = infer_concat, .symbolic = S::join,
-     .fusion = F::injective, .doc = "operands joined along dim"},
-    {.kind = K::split, .name = "split", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, {"parts", AttrKind::integer, true, int64_t{2}}}, .infer = infer_split,
+     .shape = shape_rules::reshape, .symbolic = S::select, .homogeneous = 0b1,
+     .fusion = F::injective, .device = D::movement,
+     .doc = "same elements in row-major order, new shape"},
+    {.kind = K::concat, .min_inputs = 2, .max_inputs = -1, .levels = kKB,
+     .attrs = {dim}, .shape = shape_rules::concat, .symbolic = S::join,
+     .fusion = F::injective, .device = D::movement,
+     .doc = "operands joined along dim"},
+    {.kind = K::split, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+     .attrs = {dim, {"parts", AttrKind::integer, true, int64_t{2}}}, .shape = shape_rules::split,
      .symbolic = S::select, .homogeneous = 0b1, .fusion = F::injective,
+     .device = D::movement,
      .doc = "cut along dim into `parts` equal consecutive pieces (one result each)"},
-    {.kind = K::repeat, .name = "repeat", .min_inputs = 1, .max_inputs = 1, .levels = kKB,
-     .attrs = {dim, {"times", AttrKind::integer, true, int64_t{1}}}, .infer = infer_repeat,
+    {.kind = K::repeat, .min_inputs = 1, .max_inputs = 1, .levels = kKB,
+     .attrs = {dim, {"times", AttrKind::integer, true, int64_t{1}}}, .shape = shape_rules::repeat,
      .symbolic = S::select, .homogeneous = 0b1, .fusion = F::injective,
+     .device = D::movement,
      .doc = "the whole tensor tiled `times` times along dim (like concat of copies)"},
-    {.kind = K::rms_norm, .name = "rms_norm", .min_inputs = 1, .max_inputs = 1,
+    {.kind = K::rms_norm, .min_inputs = 1, .max_inputs = 1,
      .levels = kK, .attrs = {dim_last, {"eps", AttrKind::rational, false, Rational(0)}},
-     .infer = infer_normalizing, .symbolic = S::expansion, .homogeneous = 0,
+     .shape = shape_rules::normalizing, .symbolic = S::expansion, .homogeneous = 0,
      .fusion = F::opaque, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3},  // square, sum, multiply by the row's reciprocal root (once per row)
      .doc = "x / sqrt(mean(x^2, dim) + eps)"},
-    {.kind = K::softmax, .name = "softmax", .min_inputs = 1, .max_inputs = 1,
-     .levels = kK, .attrs = {dim_last}, .infer = infer_normalizing,
+    {.kind = K::softmax, .min_inputs = 1, .max_inputs = 1,
+     .levels = kK, .attrs = {dim_last}, .shape = shape_rules::normalizing,
      .symbolic = S::expansion, .composite_lax = true, .fusion = F::opaque,
      .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3, .sfu = 1},  // exp, sum, multiply by the row's reciprocal sum
      .doc = "exp(x) / sum(exp(x), dim) (no max subtraction: stays in the Lax fragment)"},
-    {.kind = K::iter, .name = "iter", .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
+    {.kind = K::iter, .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
      .attrs = {{"imap", AttrKind::dim_map, false, std::vector<int64_t>{-1, -1, -1}},
                {"fmap", AttrKind::opt_dim, false, int64_t{-1}}},
-     .infer = infer_iter, .symbolic = S::select, .homogeneous = 0b1,
+     .shape = shape_rules::iter, .symbolic = S::select, .homogeneous = 0b1,
      .fusion = F::injective,
      .doc = "input iterator: the block's slice (imap) and the iteration's chunk (fmap) of a kernel input"},
-    {.kind = K::accum_sum, .name = "accum_sum", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtBlock, .infer = infer_unary, .symbolic = S::sum,
+    {.kind = K::accum_sum, .min_inputs = 1, .max_inputs = 1,
+     .levels = kAtBlock, .shape = shape_rules::same_shape, .symbolic = S::sum,
      .homogeneous = 0b1, .fusion = F::reduction, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 1}, .doc = "for-loop accumulator: sum over iterations"},
-    {.kind = K::accum_max, .name = "accum_max", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtBlock, .infer = infer_unary, .symbolic = S::max, .fusion = F::reduction,
+    {.kind = K::accum_max, .min_inputs = 1, .max_inputs = 1,
+     .levels = kAtBlock, .shape = shape_rules::same_shape, .symbolic = S::max, .fusion = F::reduction,
      .cost = Cost::per_operand_element, .slots = {.fp32 = 1},
      .doc = "for-loop accumulator: elementwise maximum over iterations"},
-    {.kind = K::accum_concat, .name = "accum_concat", .min_inputs = 1, .max_inputs = 1,
-     .levels = kAtBlock, .attrs = {dim}, .infer = infer_accum_concat, .symbolic = S::select,
+    {.kind = K::accum_concat, .min_inputs = 1, .max_inputs = 1,
+     .levels = kAtBlock, .attrs = {dim}, .shape = shape_rules::accum_concat, .symbolic = S::select,
      .homogeneous = 0b1, .fusion = F::injective,
      .doc = "for-loop accumulator: iterations' tiles concatenated along dim"},
-    {.kind = K::save, .name = "save", .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
+    {.kind = K::save, .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
      .attrs = {{"omap", AttrKind::dim_map, false, std::vector<int64_t>{-1, -1, -1}}},
-     .infer = infer_save, .symbolic = S::select, .homogeneous = 0b1,
+     .shape = shape_rules::save, .symbolic = S::select, .homogeneous = 0b1,
      .fusion = F::injective,
      .doc = "output saver: blocks' tiles placed along the data dims of omap"},
-    {.kind = K::kernel, .name = "kernel", .min_inputs = 1, .max_inputs = -1,
+    {.kind = K::kernel, .min_inputs = 1, .max_inputs = -1,
      .levels = kAtKernel, .symbolic = S::body, .fusion = F::opaque,
      .cost = Cost::body, .doc = "graph-defined kernel operator; its body is a block graph"},
-    {.kind = K::thread, .name = "thread", .min_inputs = 1, .max_inputs = -1,
+    {.kind = K::thread, .min_inputs = 1, .max_inputs = -1,
      .levels = kAtBlock, .symbolic = S::body, .fusion = F::opaque,
      .cost = Cost::body,
      .doc = "fused elementwise chain kept in registers; its body is a thread graph"},
-    {.kind = K::sigmoid, .name = "sigmoid", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary,
-     .real = [](double x, double, const Attrs&) { return 1.0 / (1.0 + std::exp(-x)); },
+  };
+  // clang-format on
+}
+
+// The elementwise µGraph rows added after the first table (sigmoid .. erf).
+std::vector<OpInfo> later_unary_rows() {
+  using K = OpKind;
+  using F = FusionPattern;
+  using Cost = CostClass;
+  // clang-format off
+  return {
+    {.kind = K::sigmoid, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return 1.0 / (1.0 + std::exp(-s.x)); },
      .fusion = F::elementwise,
      .code = {"(1.0f / (1.0f + std::exp(-{0})))", "(1.0f / (1.0f + expf(-{0})))"},
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 2, .sfu = 2},  // exp(-x), 1 + ., reciprocal
      .doc = "1 / (1 + e^-x)"},
-    {.kind = K::tanh, .name = "tanh", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::tanh(x); },
+    {.kind = K::tanh, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return std::tanh(s.x); },
      .fusion = F::elementwise, .code = {"std::tanh({0})", "tanhf({0})"},
      .cost = Cost::per_result_element,
      // tanhf: ex2 and a reciprocal on the SFU (1 - 2 / (e^2x + 1)), about 7 FP32 operations
      // for the range reduction, that form and the small-x polynomial.
      .slots = {.fp32 = 7, .sfu = 2},
      .doc = "hyperbolic tangent"},
-    {.kind = K::neg, .name = "neg", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return -x; },
+    {.kind = K::neg, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return -s.x; },
      .lax_formula = "(mul x -1)", .homogeneous = 0b1, .fusion = F::elementwise,
      .code = {"(-{0})", "(-{0})"}, .cost = Cost::per_result_element, .slots = {.fp32 = 1},
      .doc = "-x"},
-    {.kind = K::erf, .name = "erf", .min_inputs = 1, .max_inputs = 1, .levels = kAll,
-     .infer = infer_unary, .real = [](double x, double, const Attrs&) { return std::erf(x); },
+    {.kind = K::erf, .min_inputs = 1, .max_inputs = 1, .levels = kAll,
+     .real = [](const ScalarArgs& s) { return std::erf(s.x); },
      .fusion = F::elementwise, .code = {"std::erf({0})", "erff({0})"},
      .cost = Cost::per_result_element,
      .slots = {.fp32 = 20},  // erff: a rational approximation, no SFU instruction
      .doc = "the error function 2/sqrt(pi) * integral of e^-t^2 from 0 to x"},
   };
   // clang-format on
-  for (OpInfo& row : model_op_rows()) t.push_back(std::move(row));
+}
+
+// Every row in kind order: the µGraph rows, the model-only ones (ir/ops_model.cpp), the reserved
+// ones (empty unless a test filled them), each completed and checked.
+std::vector<OpInfo> make_table() {
+  std::vector<OpInfo> t;
+  for (std::vector<OpInfo> rows :
+       {first_elementwise_rows(), structural_rows(), later_unary_rows(), model_op_rows()})
+    for (OpInfo& row : rows) t.push_back(std::move(row));
+  ScratchRows& scratch = scratch_rows();
+  scratch.table_built = true;
+  for (OpKind k : {OpKind::scratch_unary, OpKind::scratch_model}) {
+    auto it = scratch.rows.find(k);
+    t.push_back(it != scratch.rows.end() ? it->second : OpInfo{.kind = k});
+  }
   for (size_t i = 0; i < t.size(); ++i) {
-    WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "op table out of order at {}", t[i].name);
+    WEFT_CHECK(static_cast<size_t>(t[i].kind) == i, "op table out of order at {}",
+               op_kind_name(t[i].kind));
     complete_row(t[i]);
   }
   WEFT_CHECK(static_cast<int>(t.size()) == kNumOpKinds, "op table incomplete");
@@ -598,9 +468,38 @@ std::vector<OpInfo> make_table() {
 
 }  // namespace
 
-const std::vector<OpInfo>& all_ops() {
+const std::vector<OpInfo>& op_table() {
   static const std::vector<OpInfo> table = make_table();
   return table;
+}
+
+OpRows all_ops() {
+  const std::vector<OpInfo>& t = op_table();
+  return OpRows(t.data(), t.data() + t.size());
+}
+
+void fill_scratch_row(OpInfo row) {
+  ScratchRows& scratch = scratch_rows();
+  WEFT_CHECK(!scratch.table_built, "a scratch row is filled after the table was built");
+  WEFT_CHECK(is_scratch_slot(row.kind), "'{}' is not a reserved row", op_kind_name(row.kind));
+  WEFT_CHECK(row.levels != 0, "a scratch row must say where it appears");
+  OpKind kind = row.kind;
+  scratch.rows.insert_or_assign(kind, std::move(row));
+}
+
+ScalarConstants scalar_constants(const OpInfo& info, const Attrs& attrs) {
+  if (info.constants) return info.constants(attrs);
+  ScalarConstants c;
+  double* next[] = {&c.k, &c.k2};
+  size_t n = 0;
+  for (const AttrSpec& a : info.attrs)
+    if (a.kind == AttrKind::rational && n < 2) *next[n++] = attrs.get_rational(a.name).to_double();
+  return c;
+}
+
+double real_value(const OpInfo& info, const Attrs& attrs, double x, double y, double z) {
+  ScalarConstants c = scalar_constants(info, attrs);
+  return info.real({x, y, z, c.k, c.k2});
 }
 
 std::optional<OpKind> op_by_name(std::string_view name) {

@@ -15,79 +15,73 @@
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "ir/attrs.h"
+#include "ir/ops.def"
 
 namespace weft {
 
-// Every operator. The values are stable identifiers (search checkpoints store them, the
-// finite-field verifier derives its random functions from them): a new operator is appended at the
-// end, and its class list below says which family it belongs to.
-// clang-format off
+// Every operator, from the list of ir/ops.def (the values are stable: append new operators).
 enum class OpKind : uint8_t {
-  // Elementwise, one input.
-  exp, sqr, sqrt, silu, gelu, relu,
-  scale,  // x * factor (a rational constant)
-  shift,  // x + offset (a rational constant)
-  // Elementwise, two inputs, size-1 dims broadcast.
-  add, sub, mul, div,
-  // Contraction, batched over leading dims.
-  matmul,
-  // Reductions over one dim, to size 1 or to size `to` (strided groups: g, g + to, ...).
-  sum, mean, max,
-  // Data movement.
-  reshape, concat, split, repeat,
-  // Composites, expanded into primitives by expand_composites().
-  rms_norm, softmax,
-  // Block-graph structure: input iterator, for-loop accumulators, output saver.
-  iter, accum_sum, accum_max, accum_concat, save,
-  // Hierarchy: a graph-defined kernel (body = block graph), a thread graph (body = thread graph).
-  kernel, thread,
-  // Elementwise, one input (added after the first table).
-  sigmoid, tanh, neg,
-  erf,
-  // Model-level only (rows in ops_model.cpp): symbolic-size data movement, gathers,
-  // position-dependent and ONNX operators that µGraphs never hold; a model runs them itself.
-  permute, embedding, rope, causal_mask, softmax_safe, slice, where, layer_norm, gelu_tanh,
-  attention,
-  // ONNX's operators beyond the transformer set (issue 15).
-  conv, max_pool, avg_pool, max_pool_indices, global_avg_pool, global_max_pool, lrn, pow, gather,
-  slice_steps, expand, fill, dims_tensor, cast, clip, abs, reciprocal, log, range, tile, pad,
+#define WEFT_OP_ENUMERATOR(kind, op_class) kind,
+  WEFT_OPERATORS(WEFT_OP_ENUMERATOR)
+#undef WEFT_OP_ENUMERATOR
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::pad) + 1;
+#define WEFT_OP_COUNT(kind, op_class) +1
+inline constexpr int kNumOpKinds = 0 WEFT_OPERATORS(WEFT_OP_COUNT);
+#undef WEFT_OP_COUNT
 
-// The case labels of every operator of one class. A switch over OpKind that handles a few kinds
-// names the others by class, so it stays exhaustive (no `default:`) and a new operator needs only
-// its class list: a kind in no list is an error in every such switch, a kind in two a duplicate
-// case. The operator table takes each operator's OpClass from these lists.
-#define WEFT_CASES_UNARY                                                                 \
-  case OpKind::exp: case OpKind::sqr: case OpKind::sqrt: case OpKind::silu:              \
-  case OpKind::gelu: case OpKind::relu: case OpKind::scale: case OpKind::shift:          \
-  case OpKind::sigmoid: case OpKind::tanh: case OpKind::neg: case OpKind::erf:
-#define WEFT_CASES_BINARY case OpKind::add: case OpKind::sub: case OpKind::mul: case OpKind::div:
-#define WEFT_CASES_MATMUL case OpKind::matmul:
-#define WEFT_CASES_REDUCTION case OpKind::sum: case OpKind::mean: case OpKind::max:
-#define WEFT_CASES_MOVEMENT \
-  case OpKind::reshape: case OpKind::concat: case OpKind::split: case OpKind::repeat:
-#define WEFT_CASES_COMPOSITE case OpKind::rms_norm: case OpKind::softmax:
-#define WEFT_CASES_STRUCTURE                                                             \
-  case OpKind::iter: case OpKind::accum_sum: case OpKind::accum_max:                     \
-  case OpKind::accum_concat: case OpKind::save:
-#define WEFT_CASES_HIERARCHY case OpKind::kernel: case OpKind::thread:
-#define WEFT_CASES_MODEL                                                                 \
-  case OpKind::permute: case OpKind::embedding: case OpKind::rope:                       \
-  case OpKind::causal_mask: case OpKind::softmax_safe: case OpKind::slice:               \
-  case OpKind::where: case OpKind::layer_norm: case OpKind::gelu_tanh:                   \
-  case OpKind::attention: case OpKind::conv: case OpKind::max_pool:                      \
-  case OpKind::avg_pool: case OpKind::max_pool_indices: case OpKind::global_avg_pool:    \
-  case OpKind::global_max_pool: case OpKind::lrn: case OpKind::pow: case OpKind::gather: \
-  case OpKind::slice_steps: case OpKind::expand: case OpKind::fill:                      \
-  case OpKind::dims_tensor: case OpKind::cast: case OpKind::clip: case OpKind::abs:      \
-  case OpKind::reciprocal: case OpKind::log: case OpKind::range: case OpKind::tile:      \
-  case OpKind::pad:
+// The case labels of every operator of one class, generated from ir/ops.def. A switch over OpKind
+// that handles a few kinds names the others by class, so it stays exhaustive (no `default:`) and a
+// new operator needs only its line in ops.def: a kind in no list is an error in every such switch,
+// a kind in two a duplicate case. WEFT_SELECT_<class> picks its own position among the nine.
+// clang-format off
+#define WEFT_SELECT_unary(u, b, mm, r, mv, c, s, h, m) u
+#define WEFT_SELECT_binary(u, b, mm, r, mv, c, s, h, m) b
+#define WEFT_SELECT_matmul(u, b, mm, r, mv, c, s, h, m) mm
+#define WEFT_SELECT_reduction(u, b, mm, r, mv, c, s, h, m) r
+#define WEFT_SELECT_movement(u, b, mm, r, mv, c, s, h, m) mv
+#define WEFT_SELECT_composite(u, b, mm, r, mv, c, s, h, m) c
+#define WEFT_SELECT_structure(u, b, mm, r, mv, c, s, h, m) s
+#define WEFT_SELECT_hierarchy(u, b, mm, r, mv, c, s, h, m) h
+#define WEFT_SELECT_model(u, b, mm, r, mv, c, s, h, m) m
+#define WEFT_CASE_IF_UNARY(k, c) WEFT_SELECT_##c(case OpKind::k:, , , , , , , , )
+#define WEFT_CASE_IF_BINARY(k, c) WEFT_SELECT_##c(, case OpKind::k:, , , , , , , )
+#define WEFT_CASE_IF_MATMUL(k, c) WEFT_SELECT_##c(, , case OpKind::k:, , , , , , )
+#define WEFT_CASE_IF_REDUCTION(k, c) WEFT_SELECT_##c(, , , case OpKind::k:, , , , , )
+#define WEFT_CASE_IF_MOVEMENT(k, c) WEFT_SELECT_##c(, , , , case OpKind::k:, , , , )
+#define WEFT_CASE_IF_COMPOSITE(k, c) WEFT_SELECT_##c(, , , , , case OpKind::k:, , , )
+#define WEFT_CASE_IF_STRUCTURE(k, c) WEFT_SELECT_##c(, , , , , , case OpKind::k:, , )
+#define WEFT_CASE_IF_HIERARCHY(k, c) WEFT_SELECT_##c(, , , , , , , case OpKind::k:, )
+#define WEFT_CASE_IF_MODEL(k, c) WEFT_SELECT_##c(, , , , , , , , case OpKind::k:)
+#define WEFT_CASES_UNARY WEFT_OPERATORS(WEFT_CASE_IF_UNARY)
+#define WEFT_CASES_BINARY WEFT_OPERATORS(WEFT_CASE_IF_BINARY)
+#define WEFT_CASES_MATMUL WEFT_OPERATORS(WEFT_CASE_IF_MATMUL)
+#define WEFT_CASES_REDUCTION WEFT_OPERATORS(WEFT_CASE_IF_REDUCTION)
+#define WEFT_CASES_MOVEMENT WEFT_OPERATORS(WEFT_CASE_IF_MOVEMENT)
+#define WEFT_CASES_COMPOSITE WEFT_OPERATORS(WEFT_CASE_IF_COMPOSITE)
+#define WEFT_CASES_STRUCTURE WEFT_OPERATORS(WEFT_CASE_IF_STRUCTURE)
+#define WEFT_CASES_HIERARCHY WEFT_OPERATORS(WEFT_CASE_IF_HIERARCHY)
+#define WEFT_CASES_MODEL WEFT_OPERATORS(WEFT_CASE_IF_MODEL)
 // Every operator but the data-movement ones, for switches that implement those.
 #define WEFT_CASES_NOT_MOVEMENT                                                          \
   WEFT_CASES_UNARY WEFT_CASES_BINARY WEFT_CASES_MATMUL WEFT_CASES_REDUCTION              \
   WEFT_CASES_COMPOSITE WEFT_CASES_STRUCTURE WEFT_CASES_HIERARCHY WEFT_CASES_MODEL
 // clang-format on
+
+// The operator's name in every text form: its kind as ops.def writes it.
+constexpr const char* op_kind_name(OpKind kind) {
+  constexpr const char* kNames[] = {
+#define WEFT_OP_NAME(kind, op_class) #kind,
+      WEFT_OPERATORS(WEFT_OP_NAME)
+#undef WEFT_OP_NAME
+  };
+  return kNames[static_cast<size_t>(kind)];
+}
+
+// The rows ops.def reserves for a test (tests/scratch_operator_test.cpp): empty, and seen by no
+// layer, unless the test fills them at start-up (fill_scratch_row).
+constexpr bool is_scratch_slot(OpKind kind) {
+  return kind == OpKind::scratch_unary || kind == OpKind::scratch_model;
+}
 
 enum class OpClass : uint8_t {
   unary,   // elementwise, one input
@@ -152,9 +146,33 @@ struct InferContext {
 using InferFn = std::vector<TensorType> (*)(const std::vector<TensorType>& inputs, Attrs& attrs,
                                             const InferContext& ctx);
 
-// An elementwise operator's value over the reals, computed in double: `a` is the operand (the
-// first one of a binary operator), `b` the second (0 for unary operators).
-using RealFn = double (*)(double a, double b, const Attrs& attrs);
+// The model layer's form of the same rule (ir/dim_algebra.h): operand types whose dims are
+// symbolic expressions, the call's attributes and checks in `dims`.
+class SymbolicDims;
+struct SymTensor;
+struct SymResults;
+using SymInferFn = SymResults (*)(SymbolicDims& dims, const std::vector<SymTensor>& inputs);
+
+// An operator's shape rule, written once as a template over a dimension algebra
+// (ir/shape_rules.h) and instantiated for concrete dims (µGraphs, and the model's CPU and device
+// executors at run time) and symbolic ones (model functions).
+struct ShapeRule {
+  InferFn concrete = nullptr;
+  SymInferFn symbolic = nullptr;  // null for rows no model function calls
+};
+
+// An elementwise operator's scalars: its operands x, y, z and its constants k, k2 (in code: {0},
+// {1}, {4} and {2}, {3}).
+struct ScalarArgs {
+  double x = 0, y = 0, z = 0, k = 0, k2 = 0;
+};
+// Its value over the reals, computed in double.
+using RealFn = double (*)(const ScalarArgs& s);
+// Its constants from the call's attributes; by default its rational attributes in order.
+struct ScalarConstants {
+  double k = 0, k2 = 0;
+};
+using ConstantsFn = ScalarConstants (*)(const Attrs& attrs);
 
 // An elementwise operator's exact semantics when it is in the Lax fragment: a formula over its
 // operands that every symbolic layer evaluates in its own algebra (finite-field residues, abstract
@@ -263,12 +281,28 @@ struct IssueSlots {
   int sfu = 0;
 };
 
-// An elementwise operator's scalar form in generated code: a pattern with {0}, {1} for the
-// operands and {2} for the operator's rational attribute as a float literal, one for the CPU
-// emitter's C++ and one for CUDA (and its host emulation).
+// An elementwise operator's scalar form in generated code: a pattern over {0}, {1} (operands) and
+// {2} (the first constant: a µGraph row's rational attribute as a float literal); model-only rows
+// may also use {3} (the second constant) and {4} (a third operand). One pattern for the CPU
+// emitter's C++ (µGraph rows only) and one for CUDA: the CUDA emitter and its host emulation, and
+// the model executor's device kernels (codegen/cuda/emit_model_kernels.h).
 struct ScalarCode {
   const char* cpu = nullptr;
   const char* cuda = nullptr;
+};
+
+// The kernel family of the model executor's device library (codegen/cuda/device/model_kernels.cuh)
+// that runs an operator of a model function (exec/device_vm.h dispatches on it).
+enum class DeviceKernel : uint8_t {
+  none,         // no device kernel: the host runs it, counted (composites expand before)
+  elementwise,  // the row's CUDA scalar form with broadcasting (every row with `real`)
+  movement,     // index mappings: reshape, permute, slices, expand, tile, pad, concat, split
+  rows,         // one dim of [outer, n, inner] views: reductions, softmax, layer norm, global pools
+  gather,       // rows picked by integer indices: embedding, gather
+  matmul,
+  position,  // position-dependent: rope, causal_mask
+  generate,  // no operand: fill, range, dims_tensor
+  window,    // sliding windows: conv, the pools, lrn
 };
 
 // One row per operator: every property a layer needs, read by the layers instead of switches
@@ -276,18 +310,21 @@ struct ScalarCode {
 struct OpInfo {
   // Form.
   OpKind kind;
-  const char* name;
-  int min_inputs;
-  int max_inputs;  // -1: any number >= min_inputs
-  uint8_t levels;  // LevelMask bits
-  // In model functions, integer and int_list values may be symbolic (model/deduce.h).
+  const char* name = nullptr;  // filled in from ops.def (a scratch row names itself)
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: any number >= min_inputs
+  uint8_t levels = 0;  // LevelMask bits
+  // In model functions, integer and int_list values may be symbolic (ir/sym_attrs.h).
   std::vector<AttrSpec> attrs = {};
-  // µGraph shape rule; null for model-only rows, whose symbolic rule, CPU semantics and expansion
-  // the model layer attaches by kind (model_impl() in model/model_ops.h).
-  InferFn infer = nullptr;
-  // Semantics.
-  RealFn real = nullptr;  // elementwise operators
-  // Elementwise operators in the Lax fragment: the formula (else uninterpreted).
+  // The shape rule (ir/shape_rules.h); derived for elementwise rows left without one (same shape,
+  // or broadcast operands). Model-only rows of other kinds have theirs in the model layer
+  // (model_impl() in model/model_ops.h).
+  ShapeRule shape = {};
+  // Semantics. Elementwise operators, model-only ones included: the value over the reals (the
+  // interpreter's and the model VM's) and their constants.
+  RealFn real = nullptr;
+  ConstantsFn constants = nullptr;
+  // Elementwise µGraph operators in the Lax fragment: the formula (else uninterpreted).
   const char* lax_formula = nullptr;
   Symbolic symbolic = Symbolic::elementwise;
   // Composites: their expansion stays in the Lax fragment (OpTable tests hold it to the
@@ -302,6 +339,8 @@ struct OpInfo {
   ScalarCode code = {};  // elementwise operators
   CostClass cost = CostClass::data_movement;
   IssueSlots slots = {};
+  // How the model executor runs it on a device; derived for elementwise rows.
+  DeviceKernel device = DeviceKernel::none;
   const char* doc = "";  // one line, shown by `weft ops` and in docs
 
   // Filled in by the table from the above.
@@ -312,12 +351,47 @@ struct OpInfo {
   // composites that say so. Not: max (a symmetric function) and elementwise operators without a
   // formula (uninterpreted functions).
   bool lax = false;
+  // The µGraph layers' shape rule: shape.concrete for rows with a µGraph level, else null.
+  InferFn infer = nullptr;
 };
 
-const std::vector<OpInfo>& all_ops();
+// The rows of the table in kind order, without the empty reserved rows.
+class OpRows {
+ public:
+  class iterator {
+   public:
+    iterator(const OpInfo* at, const OpInfo* end) : at_(at), end_(end) { skip(); }
+    const OpInfo& operator*() const { return *at_; }
+    const OpInfo* operator->() const { return at_; }
+    iterator& operator++() {
+      ++at_;
+      skip();
+      return *this;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.at_ == b.at_; }
+
+   private:
+    void skip() {
+      while (at_ != end_ && at_->levels == 0) ++at_;
+    }
+    const OpInfo* at_;
+    const OpInfo* end_;
+  };
+  OpRows(const OpInfo* begin, const OpInfo* end) : begin_(begin), end_(end) {}
+  iterator begin() const { return {begin_, end_}; }
+  iterator end() const { return {end_, end_}; }
+
+ private:
+  const OpInfo* begin_;
+  const OpInfo* end_;
+};
+
+// Every row, indexed by kind (reserved rows included).
+const std::vector<OpInfo>& op_table();
+OpRows all_ops();
 // Inline: the search asks for rows in its innermost loop.
 inline const OpInfo& op_info(OpKind kind) {
-  static const OpInfo* const table = all_ops().data();
+  static const OpInfo* const table = op_table().data();
   return table[static_cast<size_t>(kind)];
 }
 std::optional<OpKind> op_by_name(std::string_view name);
@@ -330,6 +404,11 @@ inline bool is_elementwise(OpKind k) {
 inline bool is_model_only(OpKind k) {
   return class_of(k) == OpClass::model;
 }
+// An operator computed element by element from its row's scalar forms: the elementwise µGraph
+// operators and the model-only ones with `real` (where, pow, abs, log, cast, clip, ...).
+inline bool has_scalar_forms(const OpInfo& info) {
+  return info.real != nullptr;
+}
 inline bool is_accumulator(OpKind k) {
   return k == OpKind::accum_sum || k == OpKind::accum_max || k == OpKind::accum_concat;
 }
@@ -337,6 +416,17 @@ inline bool is_accumulator(OpKind k) {
 // The operator's rational attribute (scale's factor, shift's offset, rms_norm's eps), if it has
 // one: a µGraph row has at most one (model-only rows may have several: lrn, clip).
 const AttrSpec* rational_attr(const OpInfo& info);
+
+// The constants an elementwise operator's scalar forms read, from the call's attributes.
+ScalarConstants scalar_constants(const OpInfo& info, const Attrs& attrs);
+// The row's real semantics at one point (tests and slow paths; the interpreter takes the
+// constants once per operator).
+double real_value(const OpInfo& info, const Attrs& attrs, double x, double y = 0, double z = 0);
+
+// Test support: fills a reserved row (OpKind::scratch_unary, scratch_model) with `row` before the
+// table is first read, as if ops.def and ops.cpp had it from the start (its name is its own).
+// An internal error once the table is built.
+void fill_scratch_row(OpInfo row);
 
 // Fills in defaults for absent optional attributes and rejects unknown or mistyped ones.
 // Throws UserError (no location) naming the attribute.

@@ -1,143 +1,222 @@
 // The operator table's model-only rows: the operators a model function calls that no µGraph holds
-// (data movement with symbolic sizes, gathers, position-dependent and ONNX operators). Their
+// (data movement with symbolic sizes, gathers, position-dependent and ONNX operators). An
+// elementwise one is whole here: shape rule, real semantics, constants and CUDA form. The others'
 // shape rules, CPU semantics and expansions live in the model layer (model/model_ops.h), keyed by
-// kind; here is their form and documentation.
+// kind; here are their form, documentation and device kernel family.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "ir/cast.h"
 #include "ir/ops.h"
+#include "ir/shape_rules.h"
 
 namespace weft {
 
-std::vector<OpInfo> model_op_rows() {
-  using K = OpKind;
-  using S = Symbolic;
-  using F = FusionPattern;
-  using Cost = CostClass;
-  using L = std::vector<int64_t>;
+namespace {
+
+double gelu_tanh(const ScalarArgs& s) {
+  const double c = std::sqrt(2.0 / std::acos(-1.0));
+  return 0.5 * s.x * (1.0 + std::tanh(c * (s.x + 0.044715 * s.x * s.x * s.x)));
+}
+
+// cast's constants: the target's kind and bits (the code is checked by the shape rule first).
+ScalarConstants cast_constants(const Attrs& attrs) {
+  const CastTarget* t = cast_target(attrs.get_int("to"));
+  if (!t) throw UserError(fmt::format("cast to={} is not a dtype code", attrs.get_int("to")));
+  return {static_cast<double>(t->kind), static_cast<double>(t->bits)};
+}
+
+double cast(const ScalarArgs& s) {
+  return cast_scalar(s.x, static_cast<CastTarget::Kind>(s.k), static_cast<int>(s.k2));
+}
+
+using K = OpKind;
+using S = Symbolic;
+using F = FusionPattern;
+using D = DeviceKernel;
+using Cost = CostClass;
+using L = std::vector<int64_t>;
+constexpr bool kMoves = true, kComputes = false;
+
+// A row of `n` operands that the device executor runs with `device`; `moves`: it only moves or
+// gathers elements (injective), else it computes (opaque to a fuser).
+OpInfo row(K kind, int n, std::vector<AttrSpec> attrs, bool moves, D device, const char* doc) {
+  return OpInfo{.kind = kind,
+                .min_inputs = n,
+                .max_inputs = n,
+                .levels = kAtModel,
+                .attrs = std::move(attrs),
+                .symbolic = S::none,
+                .fusion = moves ? F::injective : F::opaque,
+                .cost = moves ? Cost::data_movement : Cost::per_operand_element,
+                .device = device,
+                .doc = doc};
+}
+
+// An elementwise row: real semantics and CUDA form (ops.h's ScalarCode: {0} {1} {4} operands,
+// {2} {3} constants); its shape rule is shape_rules::elementwise unless `shape` says otherwise.
+OpInfo scalar(K kind, int n, std::vector<AttrSpec> attrs, RealFn real, const char* cuda,
+              const char* doc, ShapeRule shape = {}, ConstantsFn constants = nullptr) {
+  return OpInfo{.kind = kind,
+                .min_inputs = n,
+                .max_inputs = n,
+                .levels = kAtModel,
+                .attrs = std::move(attrs),
+                .shape = shape,
+                .real = real,
+                .constants = constants,
+                .symbolic = S::none,
+                .fusion = F::opaque,
+                .code = {.cuda = cuda},
+                .cost = Cost::per_operand_element,
+                .doc = doc};
+}
+
+// The transformer set: data movement with symbolic sizes, gathers, position-dependent operators.
+std::vector<OpInfo> transformer_rows() {
   const AttrSpec offset{"offset", AttrKind::integer, false, int64_t{0}};
+  // clang-format off
+  return {
+    row(K::permute, 1, {{"perm", AttrKind::int_list, true, L{}}}, kMoves, D::movement,
+        "dims reordered: result dim i is operand dim perm[i]"),
+    row(K::embedding, 2, {}, kMoves, D::gather,
+        "embedding(table[V, D], ids[...]) -> [..., D]: rows of the table gathered by integer ids"),
+    row(K::rope, 1, {offset, {"theta", AttrKind::rational, false, Rational(10000)}},
+        kComputes, D::position,
+        "rotary position embedding (rotate-half pairs j, j + d/2) at positions offset + row of dim -2"),
+    row(K::causal_mask, 1, {offset}, kComputes, D::position,
+        "[..., s, t]: entry (i, j) becomes -inf where j > i + offset"),
+    row(K::softmax_safe, 1, {{"dim", AttrKind::integer, false, int64_t{-1}}},
+        kComputes, D::rows, "exp(x - max) / sum(exp(x - max)) over dim (numerically safe; not Lax)"),
+    row(K::slice, 1,
+        {{"dim", AttrKind::integer, true, int64_t{0}}, {"start", AttrKind::integer, true, int64_t{0}},
+         {"size", AttrKind::integer, true, int64_t{0}}},
+        kMoves, D::movement, "the `size` entries of dim from `start` on (symbolic start and size)"),
+    scalar(K::where, 3, {}, [](const ScalarArgs& s) { return s.x != 0 ? s.y : s.z; },
+           "({0} != 0.0f ? {1} : {4})",
+           "where(cond, a, b): a where cond != 0, else b; the three broadcast (equal dims or 1)",
+           shape_rules::where),
+    row(K::layer_norm, 1, {{"eps", AttrKind::rational, false, Rational(0)}},
+        kComputes, D::rows,
+        "(x - mean) / sqrt(var + eps) over the last dim (no weight: mul and add follow)"),
+    scalar(K::gelu_tanh, 1, {}, gelu_tanh,
+           "(0.5f * {0} * (1.0f + tanhf(0.79788456080286536f * ({0} + 0.044715f * {0} * {0} * "
+           "{0}))))",
+           "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu's tanh form"),
+    row(K::attention, 3,
+        {{"scale", AttrKind::rational, true, Rational(1)},
+         {"causal", AttrKind::integer, false, int64_t{0}}, offset},
+        kComputes, D::none,
+        "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
+        "causal mask at offset when causal=1) v; a composite, run as its expansion"),
+  };
+  // clang-format on
+}
+
+// ONNX's operators beyond the transformer set (issue 15).
+std::vector<OpInfo> onnx_rows() {
   const AttrSpec strides{"strides", AttrKind::int_list, false, L{}};
   const AttrSpec pads{"pads", AttrKind::int_list, false, L{}};
   const AttrSpec dilations{"dilations", AttrKind::int_list, false, L{}};
   const AttrSpec kernel{"kernel", AttrKind::int_list, true, L{}};
   const AttrSpec ceil_mode{"ceil_mode", AttrKind::integer, false, int64_t{0}};
-  // A row of `n` operands; `moves`: it only moves or gathers elements (injective), else it
-  // computes (opaque to a fuser).
-  auto row = [](K kind, const char* name, int n, std::vector<AttrSpec> attrs, bool moves,
-                const char* doc) {
-    return OpInfo{.kind = kind,
-                  .name = name,
-                  .min_inputs = n,
-                  .max_inputs = n,
-                  .levels = kAtModel,
-                  .attrs = std::move(attrs),
-                  .symbolic = S::none,
-                  .fusion = moves ? F::injective : F::opaque,
-                  .cost = moves ? Cost::data_movement : Cost::per_operand_element,
-                  .doc = doc};
-  };
-  constexpr bool kMoves = true, kComputes = false;
   // clang-format off
   return {
-    row(K::permute, "permute", 1, {{"perm", AttrKind::int_list, true, L{}}}, kMoves,
-        "dims reordered: result dim i is operand dim perm[i]"),
-    row(K::embedding, "embedding", 2, {}, kMoves,
-        "embedding(table[V, D], ids[...]) -> [..., D]: rows of the table gathered by integer ids"),
-    row(K::rope, "rope", 1, {offset, {"theta", AttrKind::rational, false, Rational(10000)}},
-        kComputes,
-        "rotary position embedding (rotate-half pairs j, j + d/2) at positions offset + row of dim -2"),
-    row(K::causal_mask, "causal_mask", 1, {offset}, kComputes,
-        "[..., s, t]: entry (i, j) becomes -inf where j > i + offset"),
-    row(K::softmax_safe, "softmax_safe", 1, {{"dim", AttrKind::integer, false, int64_t{-1}}},
-        kComputes, "exp(x - max) / sum(exp(x - max)) over dim (numerically safe; not Lax)"),
-    row(K::slice, "slice", 1,
-        {{"dim", AttrKind::integer, true, int64_t{0}}, {"start", AttrKind::integer, true, int64_t{0}},
-         {"size", AttrKind::integer, true, int64_t{0}}},
-        kMoves, "the `size` entries of dim from `start` on (symbolic start and size)"),
-    row(K::where, "where", 3, {}, kComputes,
-        "where(cond, a, b): a where cond != 0, else b; the three broadcast (equal dims or 1)"),
-    row(K::layer_norm, "layer_norm", 1, {{"eps", AttrKind::rational, false, Rational(0)}},
-        kComputes, "(x - mean) / sqrt(var + eps) over the last dim (no weight: mul and add follow)"),
-    row(K::gelu_tanh, "gelu_tanh", 1, {}, kComputes,
-        "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): gelu's tanh form"),
-    row(K::attention, "attention", 3,
-        {{"scale", AttrKind::rational, true, Rational(1)},
-         {"causal", AttrKind::integer, false, int64_t{0}}, offset},
-        kComputes,
-        "attention(q[..., s, d], k[..., t, d], v[..., t, e]) -> [..., s, e]: softmax(q k^T scale, "
-        "causal mask at offset when causal=1) v; a composite, run as its expansion"),
-    row(K::conv, "conv", 2,
+    row(K::conv, 2,
         {strides, pads, dilations, {"group", AttrKind::integer, false, int64_t{1}}}, kComputes,
+        D::window,
         "conv(x[N, C, *in], w[M, C/group, *k]) -> [N, M, *out], 1-3 spatial dims, no bias; "
         "out = floor((in + pad_b + pad_e - dil (k - 1) - 1) / stride) + 1; pads = [begins, ends]; "
         "empty lists: strides 1, pads 0, dilations 1"),
-    row(K::max_pool, "max_pool", 1, {kernel, strides, pads, dilations, ceil_mode}, kComputes,
+    row(K::max_pool, 1, {kernel, strides, pads, dilations, ceil_mode}, kComputes, D::window,
         "ONNX MaxPool over [N, C, *spatial]: padding never wins; ceil_mode keeps a last window "
         "that starts inside the input or its left padding"),
-    row(K::avg_pool, "avg_pool", 1,
+    row(K::avg_pool, 1,
         {kernel, strides, pads, dilations, ceil_mode,
          {"count_include_pad", AttrKind::integer, false, int64_t{0}}},
-        kComputes,
+        kComputes, D::window,
         "ONNX AveragePool: the mean of the taps inside the input (count_include_pad=1: divided by "
         "the taps inside the padded extent)"),
-    row(K::max_pool_indices, "max_pool_indices", 1, {kernel, strides, pads, dilations, ceil_mode},
-        kComputes,
+    row(K::max_pool_indices, 1, {kernel, strides, pads, dilations, ceil_mode},
+        kComputes, D::window,
         "ONNX MaxPool's second output: the flattened [N, C, *spatial] index of each maximum "
         "(first on ties, storage_order 0)"),
-    row(K::global_avg_pool, "global_avg_pool", 1, {}, kComputes,
+    row(K::global_avg_pool, 1, {}, kComputes, D::rows,
         "[N, C, *spatial] -> [N, C, 1, ...]: the mean over the spatial dims"),
-    row(K::global_max_pool, "global_max_pool", 1, {}, kComputes,
+    row(K::global_max_pool, 1, {}, kComputes, D::rows,
         "[N, C, *spatial] -> [N, C, 1, ...]: the max over the spatial dims"),
-    row(K::lrn, "lrn", 1,
+    row(K::lrn, 1,
         {{"size", AttrKind::integer, true, int64_t{1}},
          {"alpha", AttrKind::rational, false, *Rational::make(1, 10000)},
          {"beta", AttrKind::rational, false, *Rational::make(3, 4)},
          {"bias", AttrKind::rational, false, Rational(1)}},
-        kComputes,
+        kComputes, D::window,
         "ONNX LRN: x / (bias + alpha / size * sum of x^2 over channels c - floor((size-1)/2) .. "
         "c + ceil((size-1)/2))^beta"),
-    row(K::pow, "pow", 2, {}, kComputes,
-        "pow(x, y): x^y elementwise; operands of one rank whose size-1 dims broadcast"),
-    row(K::gather, "gather", 2, {{"axis", AttrKind::integer, false, int64_t{0}}}, kMoves,
+    scalar(K::pow, 2, {}, [](const ScalarArgs& s) { return std::pow(s.x, s.y); },
+           "powf({0}, {1})",
+           "pow(x, y): x^y elementwise; operands of one rank whose size-1 dims broadcast"),
+    row(K::gather, 2, {{"axis", AttrKind::integer, false, int64_t{0}}}, kMoves, D::gather,
         "ONNX Gather: x[:axis] + idx + x[axis+1:] from integer indices (negative: from the end)"),
-    row(K::slice_steps, "slice_steps", 1,
+    row(K::slice_steps, 1,
         {{"starts", AttrKind::int_list, true, L{}}, {"ends", AttrKind::int_list, true, L{}},
          {"axes", AttrKind::int_list, false, L{}}, {"steps", AttrKind::int_list, false, L{}}},
-        kMoves,
+        kMoves, D::movement,
         "ONNX Slice with its own normalization: negative starts/ends count from the end, then "
         "clamped as ONNX clamps (any value beyond a dim may be written); empty axes: 0.., empty "
         "steps: 1; symbolic starts and ends must be >= 0"),
-    row(K::expand, "expand", 1, {{"shape", AttrKind::int_list, true, L{}}}, kMoves,
+    row(K::expand, 1, {{"shape", AttrKind::int_list, true, L{}}}, kMoves, D::movement,
         "ONNX Expand: x broadcast with `shape` (aligned at the right, 1s on either side broadcast)"),
-    row(K::fill, "fill", 0,
+    row(K::fill, 0,
         {{"shape", AttrKind::int_list, true, L{}}, {"value", AttrKind::rational, false, Rational(0)}},
-        kComputes, "ONNX ConstantOfShape: an f32 tensor of `shape` filled with `value`"),
-    row(K::dims_tensor, "dims_tensor", 0, {{"values", AttrKind::int_list, true, L{}}}, kComputes,
+        kComputes, D::generate, "ONNX ConstantOfShape: an f32 tensor of `shape` filled with `value`"),
+    row(K::dims_tensor, 0, {{"values", AttrKind::int_list, true, L{}}}, kComputes, D::generate,
         "the 1-D tensor of the evaluated (symbolic) `values`: ONNX Shape's output, materialized"),
-    row(K::cast, "cast", 1, {{"to", AttrKind::integer, true, int64_t{1}}}, kComputes,
-        "ONNX Cast; `to` is ONNX's dtype code (1 f32, 2 u8, 3 i8, 4 u16, 5 i16, 6 i32, 7 i64, "
-        "9 bool, 10 f16, 11 f64, 12 u32, 13 u64, 16 bf16): values rounded as the type rounds "
-        "(ints toward zero, wrapping), the dtype f16/bf16/f32 (f32 for the others)"),
-    row(K::clip, "clip", 1,
-        {{"min", AttrKind::rational, false, Rational(-(int64_t{1} << 62))},
-         {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)}},
-        kComputes,
-        "ONNX Clip: min(max(x, min), max); an absent bound is -+2^62 (beyond any a model clips at)"),
-    row(K::abs, "abs", 1, {}, kComputes, "|x|"),
-    row(K::reciprocal, "reciprocal", 1, {}, kComputes, "1 / x"),
-    row(K::log, "log", 1, {}, kComputes, "the natural logarithm"),
-    row(K::range, "range", 0,
+    scalar(K::cast, 1, {{"to", AttrKind::integer, true, int64_t{1}}}, cast,
+           "weft_dk_cast({0}, {2}, {3})",
+           "ONNX Cast; `to` is ONNX's dtype code (1 f32, 2 u8, 3 i8, 4 u16, 5 i16, 6 i32, 7 i64, "
+           "9 bool, 10 f16, 11 f64, 12 u32, 13 u64, 16 bf16): values rounded as the type rounds "
+           "(ints toward zero, wrapping), the dtype f16/bf16/f32 (f32 for the others)",
+           shape_rules::cast, cast_constants),
+    // NaN stays NaN, as std::clamp keeps it.
+    scalar(K::clip, 1,
+           {{"min", AttrKind::rational, false, Rational(-(int64_t{1} << 62))},
+            {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)}},
+           [](const ScalarArgs& s) { return std::isnan(s.x) ? s.x : std::clamp(s.x, s.k, s.k2); },
+           "({0} != {0} ? {0} : fminf(fmaxf({0}, {2}), {3}))",
+           "ONNX Clip: min(max(x, min), max); an absent bound is -+2^62 (beyond any a model clips at)",
+           shape_rules::clip),
+    scalar(K::abs, 1, {}, [](const ScalarArgs& s) { return std::abs(s.x); }, "fabsf({0})", "|x|"),
+    scalar(K::reciprocal, 1, {}, [](const ScalarArgs& s) { return 1.0 / s.x; }, "(1.0f / {0})",
+           "1 / x"),
+    scalar(K::log, 1, {}, [](const ScalarArgs& s) { return std::log(s.x); }, "logf({0})",
+           "the natural logarithm"),
+    row(K::range, 0,
         {{"start", AttrKind::integer, false, int64_t{0}}, {"limit", AttrKind::integer, true, int64_t{0}},
          {"delta", AttrKind::integer, false, int64_t{1}}},
-        kComputes,
+        kComputes, D::generate,
         "ONNX Range over integers: start, start + delta, ... before limit (max(0, ceil((limit - "
         "start) / delta)) entries; symbolic start and limit)"),
-    row(K::tile, "tile", 1, {{"repeats", AttrKind::int_list, true, L{}}}, kMoves,
+    row(K::tile, 1, {{"repeats", AttrKind::int_list, true, L{}}}, kMoves, D::movement,
         "ONNX Tile: x repeated `repeats[i]` times along dim i (whole copies, not interleaved)"),
-    row(K::pad, "pad", 1,
+    row(K::pad, 1,
         {{"pads", AttrKind::int_list, true, L{}}, {"value", AttrKind::rational, false, Rational(0)}},
-        kMoves,
+        kMoves, D::movement,
         "ONNX Pad, constant mode: pads = [begins, ends] per dim (negative ones crop), filled with "
         "`value`"),
   };
   // clang-format on
+}
+
+}  // namespace
+
+std::vector<OpInfo> model_op_rows() {
+  std::vector<OpInfo> rows = transformer_rows();
+  for (OpInfo& row : onnx_rows()) rows.push_back(std::move(row));
+  return rows;
 }
 
 }  // namespace weft

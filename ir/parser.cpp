@@ -340,14 +340,15 @@ class Parser {
         if (values.size() >= kMaxInterfaceValues)
           WEFT_USER_ERROR(loc(cur_), "role '{}' names more than {} values", role.text,
                           kMaxInterfaceValues);
-        Token value = expect(Tok::name, fmt::format("a program input or output for role '{}'",
-                                                    role.text));
+        Token value =
+            expect(Tok::name, fmt::format("a program input or output for role '{}'", role.text));
         values.emplace_back(value.text);
         interface_values_.push_back(value);
         if (!list || !at(Tok::comma)) break;
         advance();
       }
-      if (list) expect(Tok::rbrack, fmt::format("',' or ']' in the values of role '{}'", role.text));
+      if (list)
+        expect(Tok::rbrack, fmt::format("',' or ']' in the values of role '{}'", role.text));
       declared.roles.emplace_back(std::string(role.text), std::move(values));
       if (at(Tok::comma)) {
         advance();

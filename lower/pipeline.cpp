@@ -19,7 +19,8 @@ namespace weft {
 
 namespace {
 
-// One pass: its name (for --stop-after and the golden files) and what it does to a plan.
+// One pass: its name (for --print-after, --stop-after and the golden files) and what it does to a
+// plan.
 struct Pass {
   const char* name;
   ProgramPlan (*run)(const ProgramPlan&, const Target&);

@@ -119,7 +119,7 @@ struct ProgramPlan {
   std::vector<std::string> outputs;
   std::vector<ProgramInterface> interfaces;  // the program's, unread by lowering and the backends
   std::vector<KernelPlan> kernels;           // launch order
-  int64_t workspace_bytes = 0;      // device memory for temp tensors (after memory planning)
+  int64_t workspace_bytes = 0;  // device memory for temp tensors (after memory planning)
 
   const PlanBuffer* find_tensor(const std::string& name) const;
   PlanBuffer* find_tensor(const std::string& name);

@@ -5,50 +5,12 @@
 
 #include <set>
 
+#include "ir/dim_algebra.h"
 #include "model/library.h"
 #include "model/model_ops.h"
 #include "sym/rewrite.h"
 
 namespace weft {
-
-void DeduceContext::fail(const std::string& message) const {
-  throw UserError(loc_, message);
-}
-
-void DeduceContext::require(SymRel rel, const SymExpr& a, const SymExpr& b,
-                            const std::string& what) {
-  SymCondition c{rel, a, b};
-  SymObligation ob = prover_.require(c);
-  switch (ob.proof.truth) {
-    case SymTruth::proven_true:
-      return;
-    case SymTruth::proven_false:
-      fail(fmt::format("expected {}, but {} fails at {}", what, c.str(),
-                       binding_str(*ob.proof.counterexample)));
-    case SymTruth::unknown:
-      if (checks_) checks_->push_back(*ob.runtime_check);
-      return;
-  }
-}
-
-void DeduceContext::require_eq(const SymExpr& a, const SymExpr& b, const std::string& what) {
-  require(SymRel::eq, a, b, what);
-}
-void DeduceContext::require_le(const SymExpr& a, const SymExpr& b, const std::string& what) {
-  require(SymRel::le, a, b, what);
-}
-bool DeduceContext::provably_eq(const SymExpr& a, const SymExpr& b) {
-  return a == b || prover_.prove_eq(a, b).truth == SymTruth::proven_true;
-}
-
-int64_t normalize_dim(DeduceContext& ctx, const SymExpr& dim, int rank, const char* name) {
-  auto d = dim.as_constant();
-  if (!d) ctx.fail(fmt::format("{}={} must be an integer", name, dim.str()));
-  if (*d < -rank || *d >= rank)
-    ctx.fail(fmt::format("{}={} is out of range for a tensor of rank {} (valid: {}..{})", name, *d,
-                         rank, -rank, rank - 1));
-  return *d < 0 ? *d + rank : *d;
-}
 
 void require_tensors(DeduceContext& ctx, const std::vector<MType>& in, const std::string& callee) {
   for (size_t i = 0; i < in.size(); ++i)
@@ -111,56 +73,18 @@ void complete_model_attrs(DeduceContext& ctx, const std::vector<AttrSpec>& specs
   }
 }
 
-SymExpr broadcast_dim(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i) {
-  if (ctx.provably_eq(a, b)) return a;
-  if (a.as_constant() == 1) return b;
-  if (b.as_constant() == 1) return a;
-  ctx.require_eq(a, b, fmt::format("dim {} of the operands to agree (or one to be 1)", i));
-  return a;
+MType deduce_by_row_rule(DeduceContext& ctx, const OpInfo& info, const std::vector<MType>& in,
+                         MAttrs& attrs) {
+  std::vector<SymTensor> operands;
+  for (const MType& t : in) operands.push_back({t.dtype, t.rank, t.dims});
+  SymbolicDims dims(ctx, info.name, attrs);
+  SymResults r = info.shape.symbolic(dims, operands);
+  std::vector<MType> out;
+  for (SymTensor& t : r.values)
+    out.push_back(t.dims ? MType::tensor(t.dtype, std::move(*t.dims))
+                         : MType::tensor_of_rank(t.dtype, t.rank));
+  return r.tuple ? MType::tuple(std::move(out)) : std::move(out.at(0));
 }
-
-namespace {
-
-const SymExpr& attr_sym(const MAttrs& a, const char* name) {
-  return std::get<SymExpr>(a.at(name));
-}
-
-// A positive constant attribute (the number of results of split, say).
-int64_t attr_const(DeduceContext& ctx, const MAttrs& a, const char* name, int64_t lo) {
-  auto c = attr_sym(a, name).as_constant();
-  if (!c || *c < lo)
-    ctx.fail(fmt::format("{}={} must be an integer >= {}", name, attr_sym(a, name).str(), lo));
-  return *c;
-}
-
-std::vector<SymExpr> dims_of(const MType& t) {
-  return *t.dims;
-}
-
-SymExpr product(const std::vector<SymExpr>& dims) {
-  SymExpr p(1);
-  for (const SymExpr& d : dims) p *= d;
-  return p;
-}
-
-void require_same_dtype(DeduceContext& ctx, const std::vector<MType>& in) {
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].dtype != in[0].dtype)
-      ctx.fail(
-          fmt::format("operand {} is {} but operand 1 is {}; operands must have the same dtype",
-                      i + 1, dtype_name(in[i].dtype), dtype_name(in[0].dtype)));
-}
-
-void require_same_rank(DeduceContext& ctx, const std::vector<MType>& in, const char* op) {
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].rank != in[0].rank)
-      ctx.fail(
-          fmt::format("'{}' operands have ranks {} and {} ({} and {}); they need the same "
-                      "rank (use reshape to add size-1 dims)",
-                      op, in[0].rank, in[i].rank, in[0].str(), in[i].str()));
-}
-
-}  // namespace
 
 MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>& in,
                       MAttrs& attrs) {
@@ -179,128 +103,10 @@ MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>&
                          info.min_inputs == 1 && info.max_inputs == 1 ? "" : "s", n));
   require_tensors(ctx, in, info.name);
   complete_model_attrs(ctx, info.attrs, info.name, attrs);
-  if (const ModelOpImpl* impl = model_impl(kind)) return impl->infer(ctx, in, attrs);
-  require_same_dtype(ctx, in);
-  const MType& x = in[0];
-  bool known = true;
-  for (const MType& t : in) known = known && t.dims.has_value();
-  auto result = [&](int rank, std::vector<SymExpr> dims) {
-    return known ? MType::tensor(x.dtype, std::move(dims)) : MType::tensor_of_rank(x.dtype, rank);
-  };
-  switch (kind) {
-    WEFT_CASES_UNARY
-    return x;
-    WEFT_CASES_BINARY {
-      require_same_rank(ctx, in, info.name);
-      if (!known) return result(x.rank, {});
-      std::vector<SymExpr> out;
-      for (size_t i = 0; i < static_cast<size_t>(x.rank); ++i)
-        out.push_back(broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i));
-      return result(x.rank, out);
-    }
-    WEFT_CASES_MATMUL {
-      require_same_rank(ctx, in, info.name);
-      if (x.rank < 2) ctx.fail(fmt::format("matmul needs operands of rank >= 2, got {}", x.str()));
-      if (!known) return result(x.rank, {});
-      auto a = dims_of(in[0]), b = dims_of(in[1]);
-      size_t r = a.size();
-      ctx.require_eq(
-          a[r - 1], b[r - 2],
-          fmt::format("matmul's contraction dims to agree ({} x {})", in[0].str(), in[1].str()));
-      std::vector<SymExpr> out(r);
-      for (size_t i = 0; i + 2 < r; ++i) out[i] = broadcast_dim(ctx, a[i], b[i], i);
-      out[r - 2] = a[r - 2];
-      out[r - 1] = b[r - 1];
-      return result(x.rank, out);
-    }
-    WEFT_CASES_REDUCTION {
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      const SymExpr& to = attr_sym(attrs, "to");
-      ctx.require_le(1, to, "the reduction size `to` to be >= 1");
-      if (!known) return result(x.rank, {});
-      auto s = dims_of(x);
-      ctx.require_eq(
-          floormod(s[d], to), 0,
-          fmt::format("the reduction size {} to divide dim {} ({})", to.str(), d, s[d].str()));
-      s[d] = to;
-      return result(x.rank, s);
-    }
-    case OpKind::reshape: {
-      const auto& shape = std::get<std::vector<SymExpr>>(attrs.at("shape"));
-      if (shape.empty() || static_cast<int>(shape.size()) > kMaxModelRank)
-        ctx.fail("reshape's shape needs 1 to 64 entries");
-      for (const SymExpr& d : shape) ctx.require_le(1, d, "every reshape dim to be >= 1");
-      if (known)
-        ctx.require_eq(product(dims_of(x)), product(shape),
-                       fmt::format("reshape to keep the number of elements ({} to [{}])", x.str(),
-                                   fmt::join(
-                                       [&] {
-                                         std::vector<std::string> v;
-                                         for (const SymExpr& d : shape) v.push_back(d.str());
-                                         return v;
-                                       }(),
-                                       ", ")));
-      return MType::tensor(x.dtype, shape);
-    }
-    case OpKind::concat: {
-      require_same_rank(ctx, in, info.name);
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      if (!known) return result(x.rank, {});
-      auto s = dims_of(x);
-      for (size_t k = 1; k < in.size(); ++k) {
-        auto t = dims_of(in[k]);
-        for (size_t j = 0; j < s.size(); ++j) {
-          if (static_cast<int64_t>(j) == d) continue;
-          ctx.require_eq(
-              s[j], t[j],
-              fmt::format("concat operands to agree outside dim {} (operand {} at dim {})", d,
-                          k + 1, j));
-        }
-        s[d] += t[d];
-      }
-      return result(x.rank, s);
-    }
-    case OpKind::split: {
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      int64_t parts = attr_const(ctx, attrs, "parts", 1);
-      if (parts > 64) ctx.fail("split into more than 64 parts");
-      MType part = MType::tensor_of_rank(x.dtype, x.rank);
-      if (known) {
-        auto s = dims_of(x);
-        ctx.require_eq(floormod(s[d], parts), 0,
-                       fmt::format("{} parts to divide dim {} ({})", parts, d, s[d].str()));
-        s[d] = floordiv(s[d], SymExpr(parts));
-        part = MType::tensor(x.dtype, s);
-      }
-      return MType::tuple(std::vector<MType>(static_cast<size_t>(parts), part));
-    }
-    case OpKind::repeat: {
-      int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-      attrs["dim"] = SymExpr(d);
-      const SymExpr& times = attr_sym(attrs, "times");
-      ctx.require_le(1, times, "repeat times to be >= 1");
-      if (!known) return result(x.rank, {});
-      auto s = dims_of(x);
-      s[d] *= times;
-      return result(x.rank, s);
-    }
-      WEFT_CASES_COMPOSITE {
-        int64_t d = normalize_dim(ctx, attr_sym(attrs, "dim"), x.rank, "dim");
-        attrs["dim"] = SymExpr(d);
-        if (attrs.count("eps") && std::get<Rational>(attrs.at("eps")) < Rational(0))
-          ctx.fail("eps must be >= 0");
-        return x;
-      }
-      WEFT_CASES_STRUCTURE
-      WEFT_CASES_HIERARCHY
-      // Model-only operators returned above; the others lack the model level.
-      WEFT_CASES_MODEL
-      break;
-  }
-  WEFT_FAIL("'{}' has the model level but no model shape rule", info.name);
+  if (info.shape.symbolic) return deduce_by_row_rule(ctx, info, in, attrs);
+  const ModelOpImpl* impl = model_impl(kind);
+  WEFT_CHECK(impl != nullptr, "'{}' has the model level but no model shape rule", info.name);
+  return impl->infer(ctx, in, attrs);
 }
 
 namespace {

@@ -6,41 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "ir/deduce_context.h"
 #include "ir/ops.h"
 #include "model/module.h"
 
 namespace weft {
 
-// What a shape rule needs: the prover, where the call is, and where to put the conditions it can
-// neither prove nor refute (they become run-time checks of the binding).
-class DeduceContext {
- public:
-  DeduceContext(SymProver& prover, SourceLoc loc, std::vector<SymCondition>* runtime_checks)
-      : prover_(prover), loc_(std::move(loc)), checks_(runtime_checks) {}
-
-  // a == b for the call to be valid: proven: nothing; refuted: a UserError naming `what` and a
-  // binding where they differ; unknown: a run-time check.
-  void require_eq(const SymExpr& a, const SymExpr& b, const std::string& what);
-  // a <= b, likewise.
-  void require_le(const SymExpr& a, const SymExpr& b, const std::string& what);
-  // True only when a == b is proven (no check recorded).
-  bool provably_eq(const SymExpr& a, const SymExpr& b);
-  [[noreturn]] void fail(const std::string& message) const;
-  const SourceLoc& loc() const { return loc_; }
-  SymProver& prover() { return prover_; }
-
- private:
-  void require(SymRel rel, const SymExpr& a, const SymExpr& b, const std::string& what);
-  SymProver& prover_;
-  SourceLoc loc_;
-  std::vector<SymCondition>* checks_;
-};
-
-// A dim attribute (possibly negative) normalized against `rank`; throws at the call otherwise.
-int64_t normalize_dim(DeduceContext& ctx, const SymExpr& dim, int rank, const char* name);
-// Dim i of a broadcast of two operands: equal dims, or one of them the constant 1 (otherwise
-// their equality is required).
-SymExpr broadcast_dim(DeduceContext& ctx, const SymExpr& a, const SymExpr& b, size_t i);
 // The tensor operands' types, checked to be tensors.
 void require_tensors(DeduceContext& ctx, const std::vector<MType>& in, const std::string& callee);
 
@@ -50,9 +21,12 @@ void complete_model_attrs(DeduceContext& ctx, const std::vector<AttrSpec>& specs
                           MAttrs& attrs);
 
 // The symbolic shape rule of table operator `kind` (model-level operators only) on operand
-// types; completes `attrs`. A model-only operator's rule is its model_impl()'s; the others' agrees
-// with the table's InferFn at every binding (tested).
+// types; completes `attrs`. The row's rule where it has one (the µGraph rows and the elementwise
+// model-only rows: the same rule as the µGraph layers' InferFn), else its model_impl()'s.
 MType deduce_table_op(DeduceContext& ctx, OpKind kind, const std::vector<MType>& in, MAttrs& attrs);
+// A row's own symbolic shape rule (OpInfo::shape) on operand types, attributes completed.
+MType deduce_by_row_rule(DeduceContext& ctx, const OpInfo& info, const std::vector<MType>& in,
+                         MAttrs& attrs);
 
 // Deduces every binding's type in `module` in order, fills the runtime checks, and checks
 // well-formedness: names defined once and before use, symbolic variables defined (at a bare

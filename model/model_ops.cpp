@@ -1,5 +1,6 @@
 // The model-only operators' implementations (the transformer set): shape rules, CPU semantics and
-// the attention composite's expansion, attached to their rows of the operator table by kind.
+// the attention composite's expansion, attached to their rows of the operator table by kind; and
+// the implementation every elementwise model-only row gets from its row.
 #include "model/model_ops.h"
 
 #include <fmt/format.h>
@@ -10,14 +11,13 @@
 #include <optional>
 
 namespace weft {
-namespace {
+int64_t const_int(DeduceContext& ctx, const SymExpr& e, const std::string& what, int64_t lo) {
+  auto c = e.as_constant();
+  if (!c || *c < lo) ctx.fail(fmt::format("{}={} must be an integer >= {}", what, e.str(), lo));
+  return *c;
+}
 
-const std::vector<SymExpr>& sym_list(const MAttrs& attrs, const char* name) {
-  return std::get<std::vector<SymExpr>>(attrs.at(name));
-}
-const SymExpr& sym_int(const MAttrs& attrs, const char* name) {
-  return std::get<SymExpr>(attrs.at(name));
-}
+namespace {
 
 // The permutation attribute: constants forming a permutation of 0..rank-1.
 std::vector<int64_t> permutation(DeduceContext& ctx, const MAttrs& attrs, int rank) {
@@ -93,29 +93,6 @@ MType infer_slice(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs
                  fmt::format("slice start + size to be within dim {}", d));
   out[static_cast<size_t>(d)] = size;
   return MType::tensor(x.dtype, out);
-}
-
-MType infer_where(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].rank != in[0].rank)
-      ctx.fail(
-          fmt::format("where's operands have ranks {} and {} ({} and {}); they need the "
-                      "same rank (use reshape to add size-1 dims)",
-                      in[0].rank, in[i].rank, in[0].str(), in[i].str()));
-  if (in[1].dtype != in[2].dtype)
-    ctx.fail(fmt::format("where's values are {} and {}; they must have the same dtype",
-                         dtype_name(in[1].dtype), dtype_name(in[2].dtype)));
-  if (!in[0].dims || !in[1].dims || !in[2].dims)
-    return MType::tensor_of_rank(in[1].dtype, in[1].rank);
-  std::vector<SymExpr> out;
-  for (size_t i = 0; i < static_cast<size_t>(in[0].rank); ++i)
-    out.push_back(broadcast_dim(ctx, broadcast_dim(ctx, (*in[0].dims)[i], (*in[1].dims)[i], i),
-                                (*in[2].dims)[i], i));
-  return MType::tensor(in[1].dtype, out);
-}
-
-MType infer_same_shape(DeduceContext&, const std::vector<MType>& in, const MAttrs&) {
-  return in[0];
 }
 
 MType infer_layer_norm(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
@@ -303,43 +280,6 @@ Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const At
   return slice_box(x, first, sizes);
 }
 
-// Broadcast operands of one rank: result index -> each operand's offset (stride 0 where the
-// operand's dim is 1).
-Tensor<double> eval_where(const std::vector<const Tensor<double>*>& in, const Attrs&) {
-  size_t r = in[0]->shape.size();
-  Shape out_shape(r, 1);
-  for (const Tensor<double>* t : in)
-    for (size_t i = 0; i < r; ++i)
-      if (t->shape[i] != 1) out_shape[i] = t->shape[i];
-  std::vector<std::vector<int64_t>> strides;
-  for (const Tensor<double>* t : in) {
-    auto s = strides_of(t->shape);
-    for (size_t i = 0; i < r; ++i) {
-      if (t->shape[i] == 1)
-        s[i] = 0;
-      else if (t->shape[i] != out_shape[i])
-        throw UserError(fmt::format("where's operand shapes {} do not broadcast to {}",
-                                    shape_str(t->shape), shape_str(out_shape)));
-    }
-    strides.push_back(s);
-  }
-  Tensor<double> out(out_shape, 0.0);
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    int64_t at[3] = {0, 0, 0};
-    for (size_t k = 0; k < 3; ++k)
-      for (size_t i = 0; i < r; ++i) at[k] += idx[i] * strides[k][i];
-    out.data[static_cast<size_t>(o)] = in[0]->data[static_cast<size_t>(at[0])] != 0
-                                           ? in[1]->data[static_cast<size_t>(at[1])]
-                                           : in[2]->data[static_cast<size_t>(at[2])];
-    for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < out_shape[static_cast<size_t>(d)]) break;
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
-  return out;
-}
-
 Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
   Tensor<double> out = *in[0];
   int64_t d = last_dim(out);
@@ -357,13 +297,6 @@ Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, con
   return out;
 }
 
-Tensor<double> eval_gelu_tanh(const std::vector<const Tensor<double>*>& in, const Attrs&) {
-  Tensor<double> out = *in[0];
-  const double c = std::sqrt(2.0 / std::acos(-1.0));
-  for (double& x : out.data) x = 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-  return out;
-}
-
 // The implementations of the transformer set's model-only operators.
 std::vector<std::pair<OpKind, ModelOpImpl>> transformer_impls() {
   using K = OpKind;
@@ -374,11 +307,54 @@ std::vector<std::pair<OpKind, ModelOpImpl>> transformer_impls() {
       {K::causal_mask, {infer_causal_mask, eval_causal_mask}},
       {K::softmax_safe, {infer_softmax_safe, eval_softmax_safe}},
       {K::slice, {infer_slice, eval_slice}},
-      {K::where, {infer_where, eval_where}},
       {K::layer_norm, {infer_layer_norm, eval_layer_norm}},
-      {K::gelu_tanh, {infer_same_shape, eval_gelu_tanh}},
       {K::attention, {infer_attention, nullptr, expand_attention}},
   };
+}
+
+// An elementwise model-only row's CPU semantics: its real semantics element by element, the
+// operands broadcast to the shape its concrete shape rule gives.
+Tensor<double> eval_scalar_op(const OpInfo& info, const std::vector<const Tensor<double>*>& in,
+                              const Attrs& attrs) {
+  std::vector<TensorType> types;
+  for (const Tensor<double>* t : in) types.push_back({DType::f32, t->shape});
+  Attrs normalized = attrs;
+  const Shape shape = info.shape.concrete(types, normalized, InferContext{}).at(0).shape;
+  const ScalarConstants c = scalar_constants(info, attrs);
+  ScalarArgs s{.k = c.k, .k2 = c.k2};
+  double* operand[] = {&s.x, &s.y, &s.z};
+  Tensor<double> out(shape, 0.0);
+  bool same = true;
+  for (const Tensor<double>* t : in) same = same && t->shape == shape;
+  if (same) {  // no broadcasting: element i of every operand
+    for (size_t o = 0; o < out.data.size(); ++o) {
+      for (size_t j = 0; j < in.size(); ++j) *operand[j] = in[j]->data[o];
+      out.data[o] = info.real(s);
+    }
+    return out;
+  }
+  std::vector<std::vector<int64_t>> strides;
+  for (const Tensor<double>* t : in) strides.push_back(broadcast_strides(t->shape, shape));
+  for_each_index(shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+    for (size_t j = 0; j < in.size(); ++j) {
+      int64_t at = 0;
+      for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[j][d];
+      *operand[j] = in[j]->data[static_cast<size_t>(at)];
+    }
+    out.data[static_cast<size_t>(o)] = info.real(s);
+  });
+  return out;
+}
+
+// The implementation an elementwise model-only row gives itself.
+ModelOpImpl scalar_op_impl(OpKind kind) {
+  return {[kind](DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+            MAttrs completed = attrs;
+            return deduce_by_row_rule(ctx, op_info(kind), in, completed);
+          },
+          [kind](const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+            return eval_scalar_op(op_info(kind), in, attrs);
+          }};
 }
 
 // One slot per operator kind, filled for exactly the model-only rows.
@@ -390,6 +366,8 @@ std::vector<std::optional<ModelOpImpl>> make_impls() {
       WEFT_CHECK(is_model_only(kind), "'{}' is no model-only row but has a model implementation",
                  name);
       WEFT_CHECK(!impls[static_cast<size_t>(kind)], "'{}' has two model implementations", name);
+      WEFT_CHECK(!has_scalar_forms(op_info(kind)),
+                 "elementwise '{}' has a model implementation besides its row's", name);
       WEFT_CHECK(impl.infer && (impl.eval == nullptr) != (impl.expand == nullptr),
                  "'{}' needs a shape rule and either CPU semantics or an expansion", name);
       impls[static_cast<size_t>(kind)] = impl;
@@ -397,9 +375,13 @@ std::vector<std::optional<ModelOpImpl>> make_impls() {
   };
   add(transformer_impls());
   add(onnx_model_op_impls());
-  for (const OpInfo& info : all_ops())
+  add(window_model_op_impls());
+  for (const OpInfo& info : all_ops()) {
+    if (is_model_only(info.kind) && has_scalar_forms(info))
+      impls[static_cast<size_t>(info.kind)] = scalar_op_impl(info.kind);
     WEFT_CHECK(!is_model_only(info.kind) || impls[static_cast<size_t>(info.kind)],
                "model-only '{}' has no model implementation", info.name);
+  }
   return impls;
 }
 

@@ -1,7 +1,8 @@
 // The model layer's implementations of the model-only operators (rows of class `model` in the
 // operator table, ir/ops.h), which the µGraph layers never see (they reach the superoptimizer only
 // as partition boundaries): each one's symbolic shape rule, CPU semantics or composite expansion,
-// keyed by kind.
+// keyed by kind. An elementwise row needs none here: its implementation comes from the row (its
+// shape rule, and its real semantics applied element by element with broadcasting).
 #pragma once
 
 #include <functional>
@@ -17,12 +18,12 @@
 namespace weft {
 
 // Symbolic shape rule: operand types (tensors, checked) and completed attributes to result type.
-using ModelInferFn = MType (*)(DeduceContext& ctx, const std::vector<MType>& in,
-                               const MAttrs& attrs);
+using ModelInferFn =
+    std::function<MType(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs)>;
 // CPU semantics on concrete tensors with evaluated attributes; throws UserError for bad data
 // (an embedding index out of range).
-using ModelEvalFn = Tensor<double> (*)(const std::vector<const Tensor<double>*>& in,
-                                       const Attrs& attrs);
+using ModelEvalFn =
+    std::function<Tensor<double>(const std::vector<const Tensor<double>*>& in, const Attrs& attrs)>;
 
 // A composite's expansion into primitive bindings (the last one binds `b.var`); `fresh(suffix)`
 // names an intermediate without clashing with the function's names. Types are deduced after.
@@ -39,9 +40,19 @@ struct ModelOpImpl {
   ModelExpandFn expand = nullptr;  // composites only (model/expand.h applies it)
 };
 
+// A call's attribute values as the shape rules read them (completed: present, of their kind).
+inline const std::vector<SymExpr>& sym_list(const MAttrs& attrs, const char* name) {
+  return std::get<std::vector<SymExpr>>(attrs.at(name));
+}
+inline const SymExpr& sym_int(const MAttrs& attrs, const char* name) {
+  return std::get<SymExpr>(attrs.at(name));
+}
+// An integer attribute that must be a constant >= lo; `what` names it in the error.
+int64_t const_int(DeduceContext& ctx, const SymExpr& e, const std::string& what, int64_t lo);
+
 // The implementation of a model-only operator (class OpClass::model); null for every other row.
 // Checked when first built: every model-only row has one, with a shape rule and either CPU
-// semantics or an expansion.
+// semantics or an expansion (an elementwise row's from its row).
 const ModelOpImpl* model_impl(OpKind kind);
 // Concrete sliding windows of conv and the pools over x = [N, C, *spatial], padded to 3 spatial
 // dims (leading dims of extent 1): input, kernel, stride, dilation, pads and output extents.
@@ -61,23 +72,27 @@ Windows3 concrete_windows(const Shape& x, const std::vector<int64_t>& kernel, co
 std::vector<std::pair<int64_t, int64_t>> slice_steps_take(const Shape& x, const Attrs& attrs,
                                                           Shape& shape);
 
-// Cast targets by ONNX's TensorProto.DataType codes: the type's width in bits, whether it is
-// signed, and the model dtype the result carries (f32 for what the model types cannot name:
-// their values stay exact in the VM's doubles).
-struct CastTarget {
-  int64_t code;
-  const char* name;
-  enum Kind : uint8_t { f32, f64, f16, bf16, sint, uint, boolean } kind;
-  int bits;
-};
-// The target of ONNX dtype code `code`; null for a code weft does not cast to.
-const CastTarget* cast_target(int64_t code);
-
 // Strides to read `operand` at the indices of a tensor of shape `out`: dims aligned at the
 // right, stride 0 where the operand's dim is 1 or missing (ONNX multidirectional broadcasting).
 std::vector<int64_t> broadcast_strides(const Shape& operand, const Shape& out);
 
-// The implementations model_ops_onnx.cpp defines (ONNX's operators beyond the transformer set).
+// Calls fn(o, idx) for every multi-index of `shape` in row-major order (o: the linear index).
+template <class Fn>
+void for_each_index(const Shape& shape, Fn&& fn) {
+  int64_t total = numel(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t o = 0; o < total; ++o) {
+    fn(o, idx);
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
+      idx[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
+// The implementations of model_ops_onnx.cpp (ONNX's data movement, gathers and generators) and
+// model_ops_windows.cpp (convolution, pooling, LRN).
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls();
+std::vector<std::pair<OpKind, ModelOpImpl>> window_model_op_impls();
 
 }  // namespace weft

@@ -13,15 +13,12 @@
 #include "core/error.h"
 #include "core/rational.h"
 #include "ir/graph.h"
+#include "ir/sym_attrs.h"
 #include "model/types.h"
 #include "sym/prove.h"
 #include "sym/scope.h"
 
 namespace weft {
-
-// An attribute value at the model level: sizes may be symbolic.
-using MAttrValue = std::variant<SymExpr, Rational, std::vector<SymExpr>>;
-using MAttrs = std::map<std::string, MAttrValue>;
 
 enum class CallKind : uint8_t {
   op,          // an operator of the table (ir/ops.h) with the model level; its class says how

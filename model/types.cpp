@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/dim_algebra.h"
+
 namespace weft {
 
 MType MType::tensor(DType dtype, std::vector<SymExpr> dims) {
@@ -46,10 +48,7 @@ MType MType::integer(std::optional<SymExpr> value) {
 
 namespace {
 std::string dims_str(const MType& t) {
-  if (!t.dims) return fmt::format("[ndim={}]", t.rank);
-  std::string s = "[";
-  for (size_t i = 0; i < t.dims->size(); ++i) s += (i ? ", " : "") + (*t.dims)[i].str();
-  return s + "]";
+  return sym_dims_str(t.dims, t.rank);
 }
 }  // namespace
 

@@ -26,12 +26,12 @@ class Resolver {
  public:
   Resolver(const ProgramPlan& plan, const ProgramInterface& decl) : plan_(plan), decl_(decl) {
     for (const auto& [role, values] : decl.roles) {
-      const bool single = std::find_if(std::begin(kSingleRoles), std::end(kSingleRoles),
-                                       [&](const char* r) { return role == r; }) !=
-                          std::end(kSingleRoles);
-      const bool layer = std::find_if(std::begin(kLayerRoles), std::end(kLayerRoles),
-                                      [&](const char* r) { return role == r; }) !=
-                         std::end(kLayerRoles);
+      const bool single =
+          std::find_if(std::begin(kSingleRoles), std::end(kSingleRoles),
+                       [&](const char* r) { return role == r; }) != std::end(kSingleRoles);
+      const bool layer =
+          std::find_if(std::begin(kLayerRoles), std::end(kLayerRoles),
+                       [&](const char* r) { return role == r; }) != std::end(kLayerRoles);
       if (!single && !layer)
         fail(fmt::format("unknown role '{}' (roles: {}, {})", role, fmt::join(kSingleRoles, ", "),
                          fmt::join(kLayerRoles, ", ")));
@@ -48,8 +48,8 @@ class Resolver {
     const Shape& xs = tensor(plan_.inputs[i.x]).shape;
     const Shape& ms = tensor(plan_.inputs[i.m]).shape;
     if (xs.size() != 2 || xs[0] != 1 || ms.size() != 3)
-      fail(fmt::format("token_embedding {} must be [1, D] and mask {} [1, 1, T]",
-                       plan_.inputs[i.x], plan_.inputs[i.m]));
+      fail(fmt::format("token_embedding {} must be [1, D] and mask {} [1, 1, T]", plan_.inputs[i.x],
+                       plan_.inputs[i.m]));
     i.dim = xs[1];
     i.ctx = ms[2];
     i.vocab = numel(tensor(plan_.outputs[i.logits]).shape);
@@ -81,8 +81,8 @@ class Resolver {
     return *v;
   }
 
-  size_t position(const std::vector<std::string>& list, const std::string& name,
-                  const char* role, const char* what) const {
+  size_t position(const std::vector<std::string>& list, const std::string& name, const char* role,
+                  const char* what) const {
     auto it = std::find(list.begin(), list.end(), name);
     if (it == list.end()) fail(fmt::format("{} {} is not a program {}", role, name, what));
     return static_cast<size_t>(it - list.begin());
@@ -96,11 +96,12 @@ class Resolver {
 
   void resolve_layers(DecodeInterface& i) const {
     const std::vector<std::string>&kc = values("k_cache"), &vc = values("v_cache"),
-                              &kn = values("new_k"), &vn = values("new_v");
+          &kn = values("new_k"), &vn = values("new_v");
     if (vc.size() != kc.size() || kn.size() != kc.size() || vn.size() != kc.size())
-      fail(fmt::format("k_cache, v_cache, new_k and new_v name {}, {}, {} and {} tensors: one per "
-                       "layer each",
-                       kc.size(), vc.size(), kn.size(), vn.size()));
+      fail(
+          fmt::format("k_cache, v_cache, new_k and new_v name {}, {}, {} and {} tensors: one per "
+                      "layer each",
+                      kc.size(), vc.size(), kn.size(), vn.size()));
     for (size_t l = 0; l < kc.size(); ++l) {
       const Shape& ks = tensor(kc[l]).shape;
       if (ks.size() != 3 || ks[2] != i.ctx)
@@ -155,7 +156,8 @@ DecodeInterface decode_interface(const ProgramPlan& plan) {
 ProgramPlan with_decode_interface(ProgramPlan plan, const ProgramInterface& decode) {
   ProgramInterface d = decode;
   d.name = kDecodeInterface;
-  std::erase_if(plan.interfaces, [](const ProgramInterface& i) { return i.name == kDecodeInterface; });
+  std::erase_if(plan.interfaces,
+                [](const ProgramInterface& i) { return i.name == kDecodeInterface; });
   plan.interfaces.push_back(std::move(d));
   (void)decode_interface(plan);
   return plan;

@@ -19,9 +19,9 @@
 #include <limits>
 #include <set>
 
+#include "core/dtype_convert.h"
 #include "model/deduce.h"
 #include "model/model_ops.h"
-#include "core/dtype_convert.h"
 #endif
 
 namespace weft {

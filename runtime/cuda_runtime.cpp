@@ -16,9 +16,9 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
 #include "runtime/build_cache.h"
-#include "core/dtype_convert.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
 #include "core/dtype_convert.h"
+#include "core/error.h"
 
 namespace weft {
 

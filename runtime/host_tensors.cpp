@@ -1,8 +1,8 @@
 // Host-buffer conversions shared by the CPU and CUDA runtimes.
 #include "runtime/host_tensors.h"
 
-#include "core/error.h"
 #include "core/dtype_convert.h"
+#include "core/error.h"
 
 namespace weft {
 

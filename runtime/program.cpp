@@ -67,7 +67,7 @@ const Target& backend_target(Backend backend, const std::string& target_name) {
       return target_name.empty() ? target_for_device(dev) : target_by_name(target_name);
     }
     case Backend::cuda_emulation:
-      return target_by_name(target_name.empty() ? "h100" : target_name);
+      return target_name.empty() ? default_target() : target_by_name(target_name);
   }
   WEFT_CHECK(false, "unknown backend");
   return target_by_name("cpu");

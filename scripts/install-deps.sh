@@ -3,7 +3,7 @@
 # libonnx-testdata: ONNX's per-operator node tests, run against the ONNX importer),
 # only those that are missing.
 set -euo pipefail
-packages=(cmake ninja-build g++ clang libclang-rt-14-dev ccache pkg-config
+packages=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
   libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev
   zlib1g-dev patchelf python3-numpy python3-dev python3-venv python3-pip

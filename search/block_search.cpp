@@ -144,9 +144,7 @@ class Searcher {
       // The state budget holds inside one block search too: a block graph whose values collapse
       // (sub(x, x) is 0, and 0 is a part of every target) escapes pruning, and one such search
       // could otherwise run unbounded between the kernel search's checks.
-      if (config_.state_budget > 0 &&
-          stats_.states.load(std::memory_order_relaxed) > config_.state_budget)
-        stop_.stop(SearchStop::state_budget);
+      stop_.count_states(stats_.states.load(std::memory_order_relaxed));
       return !stop_.should_stop() && !enough_;
     }
     return !stop_.stopped() && !enough_;

@@ -180,6 +180,12 @@ int64_t SearchConfig::default_memory_budget_mb() {
   return bytes > 0 ? std::max<int64_t>(1, bytes / 2 / (int64_t{1} << 20)) : 4096;
 }
 
+Budget SearchConfig::budget() const {
+  // Capped at 2^40 MB so the conversion to bytes cannot overflow.
+  const int64_t memory_mb = std::min(memory_budget_mb, int64_t{1} << 40);
+  return Budget({.time_s = time_budget_s, .states = state_budget, .memory_bytes = memory_mb << 20});
+}
+
 nlohmann::json SearchConfig::to_json() const {
   json j = json::object();
 #define WEFT_SEARCH_CONFIG_FIELD(type, member, default_value, accepts, flag, doc) \

@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/budget.h"
 #include "core/error.h"
+#include "core/target.h"
 #include "ir/ops.h"
 
 namespace weft {
@@ -24,6 +26,10 @@ struct SearchConfig {
   // Half the physical memory available to this process (core/system_memory.h), in megabytes;
   // 4096 where it cannot be read.
   static int64_t default_memory_budget_mb();
+
+  // The budget these settings give a run, starting now: time_budget_s, state_budget and
+  // memory_budget_mb (in bytes).
+  Budget budget() const;
 
   // Every field by its key (operator lists as names).
   nlohmann::json to_json() const;

@@ -143,25 +143,23 @@ class KernelSearcher {
     // size is reached; a level also ends when the driver sees the best stop improving
     // (StopSignal::end_level, SearchConfig::converge_s).
     const int levels = ctx_.config.max_kernel_ops;
-    const double budget = ctx_.config.time_budget_s;
     for (depth_ = 1; depth_ <= levels && !ctx_.stop.search_stopped(); ++depth_) {
-      ctx_.stop.start_level(budget > 0 ? budget * depth_ / levels : 0);
+      ctx_.stop.start_level(ctx_.stop.budget().until(depth_, levels));
       ctx_.stats.levels_reached.fetch_add(1);
       dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
       if (ctx_.stop.level_ended() && !ctx_.stop.search_stopped())
-        (ctx_.stop.level_end() == SearchStop::converged ? ctx_.stats.levels_converged
+        (ctx_.stop.level_end() == StopReason::converged ? ctx_.stats.levels_converged
                                                         : ctx_.stats.levels_cut)
             .fetch_add(1);
     }
-    ctx_.stop.start_level(0);
+    ctx_.stop.end_levels();
     track_memory();
   }
 
  private:
   bool visit() {
     ctx_.stats.states.fetch_add(1, std::memory_order_relaxed);
-    if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
-      ctx_.stop.stop(SearchStop::state_budget);
+    ctx_.stop.count_states(ctx_.stats.states.load());
     if ((++visits_ & 1023) == 0) track_memory();
     return !ctx_.stop.should_stop();
   }
@@ -502,8 +500,7 @@ class KernelSearcher {
       results->done[i] = true;
       results->truncated[i] = truncated;
     });
-    if (ctx_.config.state_budget > 0 && ctx_.stats.states.load() > ctx_.config.state_budget)
-      ctx_.stop.stop(SearchStop::state_budget);
+    ctx_.stop.count_states(ctx_.stats.states.load());
     track_memory();
   }
 

@@ -36,7 +36,7 @@ constexpr int64_t map_node_bytes(int64_t value_bytes) {
   return heap_chunk(32 + value_bytes);
 }
 
-// The shared account. Exceeding the budget stops the search (SearchStop::memory_budget); before
+// The shared account. Exceeding the budget stops the search (StopReason::memory_budget); before
 // that, at `kMemoShare` of it, the memo stops taking new intermediate-mode block graphs so the
 // search goes on in the memory it has (kernel_search.cpp).
 class MemoryAccount {
@@ -55,7 +55,7 @@ class MemoryAccount {
     int64_t peak = peak_.load(std::memory_order_relaxed);
     while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
-    if (budget_ > 0 && now > budget_) stop_.stop(SearchStop::memory_budget);
+    if (budget_ > 0 && now > budget_) stop_.stop(StopReason::memory_budget);
   }
 
   int64_t budget() const { return budget_; }

@@ -1,11 +1,13 @@
-// Counters and the stop signal shared by all search threads.
+// Counters and the stop signal (the search's budget and why it stopped) shared by all search
+// threads.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <mutex>
-#include <string>
+
+#include "core/budget.h"
+#include "core/error.h"
 
 namespace weft {
 
@@ -23,64 +25,53 @@ struct SearchStats {
   std::atomic<int> levels_converged{0};
 };
 
-// Why a search stopped. `complete`: the space is exhausted; `converged`: the best candidate had
-// not improved for SearchConfig::converge_s (docs/search.md, "Anytime search").
-enum class SearchStop {
-  complete,
-  converged,
-  time_budget,
-  state_budget,
-  memory_budget,
-  interrupted
-};
-inline const char* search_stop_name(SearchStop r) {
-  switch (r) {
-    case SearchStop::complete:
-      return "complete";
-    case SearchStop::converged:
-      return "converged";
-    case SearchStop::time_budget:
-      return "time budget";
-    case SearchStop::state_budget:
-      return "state budget";
-    case SearchStop::memory_budget:
-      return "memory budget";
-    case SearchStop::interrupted:
-      return "interrupted";
-  }
-  return "?";
-}
-
+// The search's runner: its budget (time, states, memory) and the stop every search thread polls.
 class StopSignal {
  public:
-  explicit StopSignal(double time_budget_s)
-      : start_(std::chrono::steady_clock::now()), budget_s_(time_budget_s) {}
-  // Sets the budget before the search starts (optimize gives the search its share of the run's
-  // budget once it has timed a verification test: driver/optimize.cpp).
-  void set_time_budget(double time_budget_s) { budget_s_ = time_budget_s; }
+  explicit StopSignal(const Budget& budget) : budget_(budget) {}
+  // Replaces the budget before the search starts, with one drawn from it (the same start):
+  // optimize gives the search its share once it has timed a verification test
+  // (driver/optimize.cpp).
+  void set_budget(const Budget& budget) {
+    WEFT_CHECK(budget.start() == budget_.start(), "a search budget drawn from another clock");
+    budget_ = budget;
+  }
+  const Budget& budget() const { return budget_; }
   // Reads the clock: the block search calls this every 1024 states and `stopped()` otherwise.
   bool should_stop() {
     if (stopped()) return true;
     double now = elapsed_s();
-    if (budget_s_ > 0 && now > budget_s_) stop(SearchStop::time_budget);
+    if (budget_.timed() && now > budget_.time_s()) stop(StopReason::time_budget);
     double deadline = level_deadline_s_.load(std::memory_order_relaxed);
-    if (deadline > 0 && now > deadline) end_level(SearchStop::time_budget);
+    if (deadline > 0 && now > deadline) end_level(StopReason::time_budget);
     return stopped();
   }
-  // One level of the iterative deepening (kernel_search.cpp) starts now and ends at `deadline_s`
-  // (seconds since the start; 0: none) or when end_level() is called: from then on stopped() is
-  // true, so every search running unwinds as for a stop, but the search as a whole goes on with
-  // the next level.
-  void start_level(double deadline_s) {
+  // Stops the search once `states` (the shared count) is past the state budget.
+  void count_states(int64_t states) {
+    if (budget_.states_exceeded(states)) stop(StopReason::state_budget);
+  }
+  // One level of the iterative deepening (kernel_search.cpp) starts now and ends at the end of
+  // `level` (a draw from budget(): untimed for none) or when end_level() is called: from then on
+  // stopped() is true, so every search running unwinds as for a stop, but the search as a whole
+  // goes on with the next level.
+  void start_level(const Budget& level) {
+    WEFT_CHECK(level.start() == budget_.start(), "a level drawn from another clock");
     std::lock_guard<std::mutex> lock(level_mu_);
     level_started_s_ = elapsed_s();
-    level_deadline_s_.store(deadline_s, std::memory_order_relaxed);
-    level_end_ = SearchStop::complete;
+    level_deadline_s_.store(level.time_s(), std::memory_order_relaxed);
+    level_end_ = StopReason::complete;
+    level_ended_.store(false, std::memory_order_relaxed);
+  }
+  // After the last level: stopped() is the search's own stop again.
+  void end_levels() {
+    std::lock_guard<std::mutex> lock(level_mu_);
+    level_deadline_s_.store(0, std::memory_order_relaxed);
+    level_end_ = StopReason::complete;
     level_ended_.store(false, std::memory_order_relaxed);
   }
   // Ends the current level early: `why` is time_budget (its share of the budget is spent) or
   // converged (no better candidate for a while). The first reason given sticks.
-  void end_level(SearchStop why) {
+  void end_level(StopReason why) {
     std::lock_guard<std::mutex> lock(level_mu_);
     if (level_ended_.load(std::memory_order_relaxed)) return;
     level_end_ = why;
@@ -88,15 +79,15 @@ class StopSignal {
   }
   bool level_ended() const { return level_ended_.load(std::memory_order_relaxed); }
   // Why the level ended: complete when it ran out of work.
-  SearchStop level_end() const {
+  StopReason level_end() const {
     std::lock_guard<std::mutex> lock(level_mu_);
-    return level_ended_.load() ? level_end_ : SearchStop::complete;
+    return level_ended_.load() ? level_end_ : StopReason::complete;
   }
   double level_started_s() const {
     std::lock_guard<std::mutex> lock(level_mu_);
     return level_started_s_;
   }
-  void stop(SearchStop r) {
+  void stop(StopReason r) {
     bool expected = false;
     if (stopped_.compare_exchange_strong(expected, true)) reason_ = r;
   }
@@ -105,21 +96,19 @@ class StopSignal {
   }
   // Whether the search as a whole was stopped (a level ending is not a stop).
   bool search_stopped() const { return stopped_.load(std::memory_order_relaxed); }
-  SearchStop reason() const { return stopped_.load() ? reason_ : SearchStop::complete; }
-  double elapsed_s() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  StopReason reason() const { return stopped_.load() ? reason_ : StopReason::complete; }
+  // Seconds since the budget's start.
+  double elapsed_s() const { return budget_.elapsed_s(); }
 
  private:
-  std::chrono::steady_clock::time_point start_;
-  double budget_s_;
+  Budget budget_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> level_ended_{false};
   std::atomic<double> level_deadline_s_{0};
   mutable std::mutex level_mu_;  // guards the level's start and end reason
   double level_started_s_ = 0;
-  SearchStop level_end_ = SearchStop::complete;
-  SearchStop reason_ = SearchStop::complete;
+  StopReason level_end_ = StopReason::complete;
+  StopReason reason_ = StopReason::complete;
 };
 
 }  // namespace weft

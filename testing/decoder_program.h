@@ -1,7 +1,7 @@
 // Qwen3-shaped decode-step programs: one decode step of a decoder-only transformer written as
 // .weft text (graph-defined kernels for the fused RMSNorm + projections and for attention over the
-// KV cache, library operators elsewhere), following the decode-step interface of
-// testing/decode_demo.h.
+// KV cache, library operators elsewhere) that declares its decode interface
+// (mpk/decode_interface.h).
 #pragma once
 
 #include <cstdint>

@@ -58,8 +58,8 @@ DecodeComparison decode_with_launches(const MegakernelRunner& runner, const Deco
 }
 
 DecodeResult decode_per_kernel_with_host_hooks(const MpkProgram& p, const DecodeOptions& d) {
-  auto per_kernel =
-      load_program(p.plan, p.platform == MpkPlatform::gpu ? Backend::cuda : Backend::cuda_emulation);
+  auto per_kernel = load_program(
+      p.plan, p.platform == MpkPlatform::gpu ? Backend::cuda : Backend::cuda_emulation);
   return decode_with(p.plan, d, [&](const auto& in) { return per_kernel->run(in); });
 }
 

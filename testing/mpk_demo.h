@@ -12,8 +12,8 @@
 namespace weft {
 
 struct DecodeComparison {
-  DecodeResult got;   // the task graph's (host runtime, or persistent-kernel launches)
-  DecodeResult want;  // the reference's (sequential kernels, or the per-kernel path)
+  DecodeResult got;         // the task graph's (host runtime, or persistent-kernel launches)
+  DecodeResult want;        // the reference's (sequential kernels, or the per-kernel path)
   double seconds = 0;       // got's steps (host runtime: the whole run)
   std::string trace_json;   // with trace: every task (host runtime) or the last launch's
   size_t traced_tasks = 0;  // task runs in the trace

@@ -95,7 +95,7 @@ TEST_P(AbsexprTheorem1, EveryPrefixOfTheFusedGraphIsViableAndTheWholeIsEquivalen
   Graph fused = load_example(name + ".fused.weft");
   TermId target = abstract_outputs(input, store).at(0);
   Oracle oracle(store, target);
-  ASSERT_TRUE(oracle.complete()) << stop_reason_name(oracle.stats().stop);
+  ASSERT_TRUE(oracle.complete()) << saturation_stop_name(oracle.stats().stop);
   EXPECT_TRUE(oracle.is_equivalent(target));
   TermId whole = abstract_outputs(fused, store).at(0);
   EXPECT_TRUE(oracle.is_equivalent(whole)) << store.str(whole) << " vs " << store.str(target);
@@ -229,7 +229,7 @@ TEST(AbsexprOracle, NeverRejectsWhenSaturationIsCutShort) {
   tiny.max_nodes = 50;
   Oracle oracle(store, target, tiny);
   EXPECT_FALSE(oracle.complete());
-  EXPECT_EQ(oracle.stats().stop, StopReason::node_limit);
+  EXPECT_EQ(oracle.stats().stop, SaturationStop::node_limit);
   for (const char* text : {"(exp X)", "(sum 16 (sum 4 (sum 64 (exp (sum 64 (mul Q K))))))"}) {
     EXPECT_TRUE(oracle.is_viable(store.parse(text))) << text;
     EXPECT_TRUE(oracle.is_equivalent(store.parse(text))) << text;
@@ -237,7 +237,7 @@ TEST(AbsexprOracle, NeverRejectsWhenSaturationIsCutShort) {
   SaturationLimits one_round;
   one_round.max_iterations = 1;
   Oracle cut(store, target, one_round);
-  EXPECT_EQ(cut.stats().stop, StopReason::iteration_limit);
+  EXPECT_EQ(cut.stats().stop, SaturationStop::iteration_limit);
   EXPECT_TRUE(cut.is_viable(store.parse("(exp X)")));
   // Nested reductions whose sizes multiply past 2^40 get no factorization rules: no pruning.
   TermId huge = store.parse("(sum 1048576 (mul X (sum 1048576 (mul X (sum 3 X)))))");
@@ -245,7 +245,7 @@ TEST(AbsexprOracle, NeverRejectsWhenSaturationIsCutShort) {
   reduction_sizes(store, huge, TermOp::sum, &truncated);
   EXPECT_TRUE(truncated);
   Oracle big(store, huge);
-  EXPECT_EQ(big.stats().stop, StopReason::size_limit);
+  EXPECT_EQ(big.stats().stop, SaturationStop::size_limit);
   EXPECT_TRUE(big.is_viable(store.parse("(exp X)")));
 }
 

@@ -56,8 +56,7 @@ std::string expectation(const std::filesystem::path& p) {
 
 TEST(BadCorpus, EveryFileIsRejectedWithALocatedMessage) {
   std::vector<std::filesystem::path> files;
-  for (const auto& e :
-       std::filesystem::directory_iterator(weft::test::source_dir() + "/tests/bad"))
+  for (const auto& e : std::filesystem::directory_iterator(weft::test::source_dir() + "/tests/bad"))
     if (e.path().extension() == ".weft") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   ASSERT_GE(files.size(), 40u);

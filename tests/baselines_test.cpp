@@ -13,10 +13,12 @@
 #include "search/baselines.h"
 #include "search/fuse_region.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("FuseRegion.SplitsTheLoopWhenTheGridLeavesSMsIdle", "heavy");
 
 namespace weft {
 namespace {

@@ -80,8 +80,7 @@ TEST(CpuBackend, MatchesInterpreterOnEveryExample) {
   if (kSanitized) GTEST_SKIP() << "full-size examples are skipped in sanitized builds";
   int n = 0;
   std::vector<std::string> files;
-  for (const auto& e :
-       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
+  for (const auto& e : std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
     if (e.path().extension() == ".weft") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   for (const std::string& f : files) {

@@ -23,6 +23,8 @@
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("CudaCompile.EveryExampleCompilesForSm80AndSm90a", "heavy");
 
 namespace weft {
 namespace {

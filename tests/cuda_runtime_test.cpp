@@ -14,13 +14,13 @@
 #include <random>
 #include <sstream>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
 #include "interp/compare.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "runtime/cuda_runtime.h"
-#include "core/dtype_convert.h"
 #include "runtime/host_tensors.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

@@ -67,7 +67,7 @@ TEST(OptimizeDriver, ReportsProgressOfTheSearchThenOfEachVerification) {
     reports.push_back(p);
   };
   OptimizeResult r = optimize(silu_linear(), state_limited_config(), options);
-  ASSERT_EQ(r.stop, SearchStop::state_budget);
+  ASSERT_EQ(r.stop, StopReason::state_budget);
   ASSERT_FALSE(r.top.empty());
 
   using Phase = OptimizeProgress::Phase;
@@ -116,7 +116,7 @@ TEST(OptimizeDriver, TheStopHookEndsTheSearchAndKeepsWhatItFound) {
   };
   OptimizeResult r = optimize(silu_linear(), config, options);
   EXPECT_TRUE(polled);
-  EXPECT_EQ(r.stop, SearchStop::interrupted);
+  EXPECT_EQ(r.stop, StopReason::interrupted);
   EXPECT_LT(r.search_s, 30);
   ASSERT_FALSE(r.top.empty()) << "the candidates found before the stop are verified";
   for (const RankedCandidate& c : r.top) EXPECT_TRUE(c.verification.numerically_ok);

@@ -1,13 +1,15 @@
-// Host emulation against the reference interpreter (see emulation_check.h).
+// Generated code against the reference interpreter (see emulation_check.h).
 #include "tests/emulation_check.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "core/target.h"
 #include "interp/interpreter.h"
 #include "interp/random_inputs.h"
 #include "runtime/host_tensors.h"
+#include "runtime/program.h"
 
 namespace weft::test {
 
@@ -30,6 +32,21 @@ std::vector<Comparison> compare_emulation(const Graph& reference, const ProgramP
     EXPECT_GT(out.back().max_ref, 0) << "trivial reference output " << i;
   }
   return out;
+}
+
+void expect_cpu_backend_matches_interpreter(const Graph& g, uint64_t seed) {
+  auto inputs = random_inputs(g, seed);
+  std::vector<std::vector<float>> in;
+  for (const auto& t : inputs) in.emplace_back(t.data.begin(), t.data.end());
+  auto got = compile_program(g, target_by_name("cpu"), Backend::cpu)->run(in);
+  auto want = evaluate_real(g, inputs, /*f32=*/false);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor<double> gt(want[i].shape, std::vector<double>(got[i].begin(), got[i].end()));
+    Comparison c = compare_outputs(gt, want[i], /*f32=*/true);
+    EXPECT_GT(c.max_ref, 0) << "trivial reference output";
+    EXPECT_TRUE(c.ok) << g.name << ": scaled error " << c.scaled_error;
+  }
 }
 
 }  // namespace weft::test

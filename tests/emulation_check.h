@@ -1,5 +1,5 @@
-// Running generated CUDA in host emulation against the reference interpreter, shared by the CUDA
-// code-generator tests.
+// Running generated code against the reference interpreter, shared by the code-generator tests:
+// CUDA in host emulation, and the CPU backend.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +18,9 @@ namespace weft::test {
 // non-trivial reference outputs.
 std::vector<Comparison> compare_emulation(const Graph& reference, const ProgramPlan& plan,
                                           const Program& prog, uint64_t seed);
+
+// Compiles `g` with the CPU backend, runs it and the interpreter (f64) on the same seeded inputs,
+// and expects every output non-trivial and within f32's tolerance.
+void expect_cpu_backend_matches_interpreter(const Graph& g, uint64_t seed);
 
 }  // namespace weft::test

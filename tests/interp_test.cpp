@@ -422,7 +422,7 @@ struct RecordingDomain {
   auto elementwise(OpKind k, const Attrs& attrs) const {
     return [k, &attrs](Value a, Value b) {
       if (k == OpKind::div && b == 0) throw std::domain_error("zero divisor");
-      return op_info(k).real(a, b, attrs);
+      return real_value(op_info(k), attrs, a, b);
     };
   }
   Value reduce_max(std::span<const Value> g) const {

@@ -7,6 +7,7 @@
 // tier cannot be forgotten.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,11 +71,16 @@ int write_ctest(const std::string& file, const std::vector<std::string>& env) {
   out << "# Written by weft_tests --weft_write_ctest (tests/main.cpp): one process per test,\n"
          "# labelled with the tiers its file declares (tests/tiers.h).\n";
   for (const auto& [t, labels] : tests) {
-    out << "add_test([==[" << t.name << "]==] [==[" << self << "]==] [==[--gtest_filter="
-        << t.name << "]==])\n";
+    out << "add_test([==[" << t.name << "]==] [==[" << self << "]==] [==[--gtest_filter=" << t.name
+        << "]==])\n";
     out << "set_tests_properties([==[" << t.name << "]==] PROPERTIES LABELS [==["
         << join(labels, ";") << "]==] SKIP_REGULAR_EXPRESSION [==[\\[  SKIPPED \\]]==]";
     if (!env.empty()) out << " ENVIRONMENT [==[" << join(env, ";") << "]==]";
+    // Tests of generated code run hundreds of spinning threads in place of GPU threads: two at once
+    // starve each other on a small machine (minutes instead of seconds), so they take turns while
+    // other tests run beside them.
+    if (std::find(labels.begin(), labels.end(), "loads_generated") != labels.end())
+      out << " RESOURCE_LOCK generated_code";
     out << ")\n";
   }
   out.close();
@@ -168,8 +174,10 @@ int main(int argc, char** argv) {
   testing::UnitTest::GetInstance()->listeners().Append(check);  // owned by gtest
   int rc = RUN_ALL_TESTS();
   if (!check->violations.empty()) {
-    std::fprintf(stderr, "weft_tests: %zu test(s) loaded generated libraries without the "
-                 "loads_generated tier (see above)\n", check->violations.size());
+    std::fprintf(stderr,
+                 "weft_tests: %zu test(s) loaded generated libraries without the "
+                 "loads_generated tier (see above)\n",
+                 check->violations.size());
     rc = 1;
   }
   if (own_note) {

@@ -1,7 +1,8 @@
-// Compiling models (driver/partition_module, model/specialize, driver/compile_model, driver/region_cache): golden
-// region listings, tiny_llama compiled at several bindings against the uncompiled VM, kernel
-// counts, the disk cache (hits, a corrupt entry, an entry not equivalent), the fallback at a
-// binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`, `weft bench DIR`).
+// Compiling models (driver/partition_module, model/specialize, driver/compile_model,
+// driver/region_cache): golden region listings, tiny_llama compiled at several bindings against the
+// uncompiled VM, kernel counts, the disk cache (hits, a corrupt entry, an entry not equivalent),
+// the fallback at a binding not compiled, and the CLI (`weft compile MODEL.wmod`, `weft run DIR`,
+// `weft bench DIR`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,17 +15,21 @@
 #include <unistd.h>
 
 #include "driver/compile_model.h"
+#include "exec/npz.h"
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/expand.h"
-#include "exec/npz.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "exec/vm.h"
+#include "tests/golden.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("ModelCompileLlama.*", "heavy");
+WEFT_TEST_TIERS_OF("ModelCompile.TinyLlamaCompiledDirectoryMatchesTheNumpyReference", "heavy");
 
 namespace weft {
 namespace {
@@ -121,9 +126,8 @@ TEST(ModelCompile, RegionListingsMatchTheGoldenFiles) {
     std::string path = std::string(name) == "tiny_llama" ? "examples/models/tiny_llama.wmod"
                                                          : fmt::format("tests/model/{}.wmod", name);
     Module m = expand_composites(load(path, prover), prover);
-    std::string text = regions_str(partition_module(m, {}));
-    std::string golden = test::source_path(fmt::format("tests/golden/model/{}.regions.txt", name));
-    EXPECT_EQ(text, test::read_text(golden)) << name << ":\n" << text;
+    EXPECT_TRUE(test::matches_golden(regions_str(partition_module(m, {})),
+                                     fmt::format("tests/golden/model/{}.regions.txt", name)));
   }
 }
 

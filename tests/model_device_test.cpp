@@ -25,6 +25,9 @@
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 WEFT_TEST_TIERS_OF("DeviceVm.OnAGpu*", "gpu");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("DeviceVm.CompiledTransformersRunDeviceResidentLikeTheCpuPathAtTwoShapes",
+                   "heavy");
 
 namespace weft {
 namespace {

@@ -21,6 +21,9 @@
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("ModelDir.BenchTimesTheDeviceResidentExecutorAgainstThePerOperatorBaseline",
+                   "heavy");
 
 namespace weft {
 namespace {

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "core/dtype_convert.h"
 #include "exec/npz.h"
-#include "model/parser.h"
 #include "exec/run_io.h"
 #include "exec/vm.h"
-#include "core/dtype_convert.h"
+#include "model/parser.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

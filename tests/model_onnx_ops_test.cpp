@@ -8,11 +8,11 @@
 #include <numeric>
 #include <random>
 
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/model_ops.h"
 #include "model/parser.h"
 #include "model/printer.h"
-#include "exec/vm.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

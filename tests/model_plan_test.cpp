@@ -7,11 +7,12 @@
 #include <filesystem>
 #include <random>
 
+#include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/parser.h"
 #include "model/plan.h"
-#include "exec/vm.h"
 #include "sym/interval.h"
+#include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -102,9 +103,7 @@ TEST(ModelPlan, GoldenPlanOfASmallFixture) {
   std::string path = test::source_path("tests/model/plan_reuse.wmod");
   Module m = load_module(path, prover);
   std::string text = plan_str(plan_memory(m, prover), m, SymBinding{{"m", 3}, {"n", 5}});
-  EXPECT_EQ(text, test::read_text(test::source_path("tests/golden/model/plan_reuse.plan.txt")))
-      << "regenerate with: build/weft model plan " << path << " --bind m=3,n=5\n"
-      << text;
+  EXPECT_TRUE(test::matches_golden(text, "tests/golden/model/plan_reuse.plan.txt"));
   // The same through the command.
   auto [code, out] = test::run_weft("model plan '" + path + "' --bind m=3,n=5");
   EXPECT_EQ(code, 0);

@@ -4,20 +4,18 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-
 #include "core/error.h"
 #include "core/target.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "lower/pipeline.h"
-#include "testing/decode_demo.h"
 #include "mpk/decode_layout.h"
 #include "mpk/passes/add_decode_tasks.h"
 #include "mpk/runtime/decode_bodies.h"
-#include "testing/decoder_program.h"
 #include "mpk/runtime/megakernel_program.h"
+#include "testing/decode_demo.h"
+#include "testing/decoder_program.h"
+#include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -32,18 +30,10 @@ const Value* input_named(const Graph& g, const std::string& name) {
   return nullptr;
 }
 
-// WEFT_UPDATE_GOLDEN=1 rewrites the example instead of comparing.
+// The example is this generator's golden file (tests/golden.h).
 TEST(MpkDecoder, GeneratorReproducesTheCheckedInTinyProgram) {
-  const std::string path = test::example_path("qwen3_tiny_decode_step.weft");
-  const std::string text = decoder_program(decoder_config("qwen3-tiny"));
-  if (std::getenv("WEFT_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << text;
-    return;
-  }
-  const std::string want = test::read_text(path);
-  ASSERT_FALSE(want.empty()) << "missing " << path;
-  EXPECT_EQ(text, want) << "regenerate with `weft mpk decoder --config qwen3-tiny -o " << path
-                        << "` if the change is intended";
+  EXPECT_TRUE(test::matches_golden(decoder_program(decoder_config("qwen3-tiny")),
+                                   "examples/qwen3_tiny_decode_step.weft"));
 }
 
 TEST(MpkDecoder, TinyProgramParsesAndRoundTrips) {

@@ -1,24 +1,22 @@
 // Golden tests of every MPK pass, the .tgraph round trip and its located errors, the blob, and
 // the balance of the workers' lists.
-// WEFT_UPDATE_GOLDEN=1 rewrites the golden files in tests/golden/mpk/ instead of comparing.
+// Golden files: tests/golden/mpk/ (tests/golden.h).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <fstream>
 
 #include "core/error.h"
 #include "core/target.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "mpk/passes/pipeline.h"
-#include "testing/decode_demo.h"
-#include "testing/decoder_program.h"
 #include "mpk/encode.h"
 #include "mpk/passes/fuse_events.h"
 #include "mpk/passes/normalize.h"
+#include "mpk/passes/pipeline.h"
 #include "mpk/tgraph_text.h"
 #include "mpk/verify_tgraph.h"
+#include "testing/decode_demo.h"
+#include "testing/decoder_program.h"
+#include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -55,26 +53,16 @@ const std::vector<std::pair<std::string, std::set<std::string>>>& programs() {
 }
 
 TEST(MpkGolden, EveryPassMatchesItsGoldenFile) {
-  const bool update = std::getenv("WEFT_UPDATE_GOLDEN") != nullptr;
   int compared = 0;
   for (const auto& [name, dd] : programs()) {
     ProgramPlan plan = plan_of(name);
     for (const std::string& pass : mpk_passes()) {
-      std::string path = test::source_path("tests/golden/mpk/" + name + "." + pass + ".tgraph");
       std::string got = print_tgraph(compile_task_graph(plan, options(pass, dd)).graph);
-      if (update) {
-        std::ofstream(path) << got;
-        continue;
-      }
-      std::string want = test::read_text(path);
-      ASSERT_FALSE(want.empty()) << "missing " << path << " (run with WEFT_UPDATE_GOLDEN=1)";
-      EXPECT_EQ(got, want) << path;
+      EXPECT_TRUE(test::matches_golden(got, "tests/golden/mpk/" + name + "." + pass + ".tgraph"));
       ++compared;
     }
   }
-  if (!update) {
-    EXPECT_EQ(compared, 4 * 6);
-  }
+  EXPECT_EQ(compared, 4 * 6);
 }
 
 TEST(MpkGolden, DependencyKindsOfTheUnfusedRmsNorm) {

@@ -12,15 +12,15 @@
 #include <random>
 #include <set>
 
+#include "core/dtype_convert.h"
 #include "core/target.h"
 #include "lower/pipeline.h"
-#include "mpk/passes/pipeline.h"
-#include "testing/decode_demo.h"
 #include "mpk/encode.h"
+#include "mpk/passes/pipeline.h"
 #include "mpk/runtime/host_runtime.h"
 #include "mpk/runtime/trace.h"
-#include "core/dtype_convert.h"
 #include "runtime/program.h"
+#include "testing/decode_demo.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -26,14 +26,16 @@
 #include "interp/random_inputs.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "testing/decoder_program.h"
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
+#include "testing/decoder_program.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("MpkTaskBodiesCompile.EveryExampleCompilesForSm80AndSm90a", "heavy");
 
 namespace weft {
 namespace {

@@ -16,10 +16,17 @@
 #include "search/baselines.h"
 #include "testing/random_graph.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0, or wall-clock assertions that its slowness distorts (a 3 s budget
+// spread over three levels reached one level in a CI run): they run in the optimized build
+// (make test-heavy).
+WEFT_TEST_TIERS_OF("OptimizeAnytime.TheTimeBudgetIsSpreadOverEveryKernelGraphSize", "heavy");
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.VerificationNeverRunsPastTheBudget", "heavy");
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.EveryBudgetEndsWithAVerifiedAnswer", "heavy");
+WEFT_TEST_TIERS_OF("OptimizeTimeBudget.VerdictsOfAStoppedVerificationAreReusedOnResume", "heavy");
 
 namespace weft {
 namespace {
@@ -68,7 +75,7 @@ TEST(OptimizeAnytime, RandomProgramsAlwaysGetAVerifiedGraphNoSlowerThanTheInput)
 TEST(OptimizeAnytime, StateBudgetHoldsInsideOneBlockSearch) {
   Graph g = load_data("collapsing_block.weft");
   OptimizeResult r = optimize(g, tiny_budget());
-  EXPECT_EQ(r.stop, SearchStop::state_budget);
+  EXPECT_EQ(r.stop, StopReason::state_budget);
   // Checked every 1024 states of a block search: at most that much past the budget per worker.
   EXPECT_LE(r.states, tiny_budget().state_budget + 2 * 1024);
   ASSERT_FALSE(r.top.empty());
@@ -128,7 +135,7 @@ TEST(OptimizeAnytime, ASearchThatStopsImprovingEndsConvergedAfterReachingEverySi
   config.converge_s = 0.5;
   config.max_kernel_ops = 3;
   OptimizeResult r = optimize(load_data("rms_norm_linear_small.weft"), config);
-  EXPECT_EQ(r.stop, SearchStop::converged);
+  EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_EQ(r.levels_reached, 3);
   EXPECT_GE(r.levels_converged, 1);
   EXPECT_LT(r.search_s, 60);
@@ -145,7 +152,7 @@ TEST(OptimizeAnytime, TheTimeBudgetIsSpreadOverEveryKernelGraphSize) {
   config.top_k = 1;
   OptimizeResult r = optimize(load_data("rms_norm_linear_small.weft"), config);
   EXPECT_EQ(r.levels_reached, 3);
-  EXPECT_EQ(r.stop, SearchStop::time_budget);
+  EXPECT_EQ(r.stop, StopReason::time_budget);
 }
 
 TEST(OptimizeAnytime, AnExhaustedSpaceEndsComplete) {
@@ -154,7 +161,7 @@ TEST(OptimizeAnytime, AnExhaustedSpaceEndsComplete) {
   config.time_budget_s = 600;  // convergence applies, but the space ends first
   config.converge_s = 300;
   OptimizeResult r = optimize(load_data("rms_norm_linear_small.weft"), config);
-  EXPECT_EQ(r.stop, SearchStop::complete);
+  EXPECT_EQ(r.stop, StopReason::complete);
   EXPECT_EQ(r.levels_reached, config.max_kernel_ops);
   EXPECT_EQ(r.levels_cut + r.levels_converged, 0);
 }

@@ -22,8 +22,7 @@ std::string read_file(const std::filesystem::path& p) {
 
 std::vector<std::filesystem::path> example_files() {
   std::vector<std::filesystem::path> files;
-  for (const auto& e :
-       std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
+  for (const auto& e : std::filesystem::directory_iterator(weft::test::source_dir() + "/examples"))
     if (e.path().extension() == ".weft") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;

@@ -9,8 +9,8 @@
 #include "search/baselines.h"
 #include "search/partition.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
 

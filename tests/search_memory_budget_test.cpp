@@ -65,7 +65,7 @@ SearchConfig small_memo_config() {
 }
 
 TEST(SearchMemoryBudget, AccountSharesPublishInStepsAndGiveBackWhatTheyHold) {
-  StopSignal stop(0);
+  StopSignal stop{Budget()};
   MemoryAccount account(10 * kMiB, stop);
   {
     MemoryAccount::Share share(account);
@@ -90,12 +90,12 @@ TEST(SearchMemoryBudget, AccountSharesPublishInStepsAndGiveBackWhatTheyHold) {
   EXPECT_FALSE(stop.stopped());
   account.add(3 * kMiB);
   EXPECT_TRUE(stop.stopped());
-  EXPECT_EQ(stop.reason(), SearchStop::memory_budget);
-  EXPECT_STREQ(search_stop_name(stop.reason()), "memory budget");
+  EXPECT_EQ(stop.reason(), StopReason::memory_budget);
+  EXPECT_STREQ(stop_reason_name(stop.reason()), "memory budget");
 }
 
 TEST(SearchMemoryBudget, UnlimitedAccountNeverStopsOrFillsTheMemo) {
-  StopSignal stop(0);
+  StopSignal stop{Budget()};
   MemoryAccount account(0, stop);
   account.add(int64_t{1} << 40);
   EXPECT_FALSE(account.memo_full());
@@ -107,7 +107,7 @@ struct KernelSearchRun {
   explicit KernelSearchRun(const SearchConfig& config)
       : program(expand_composites(attention())),
         oracle(program),
-        stop(0),
+        stop(config.budget()),
         memory(config.memory_budget_mb * kMiB, stop),
         constants(constants_of(program)),
         classes(analyze_dim_classes(program)) {
@@ -142,7 +142,7 @@ TEST(SearchMemoryBudget, AccountFollowsTheMemoAndOnlyGrowsWithoutABudget) {
   SearchConfig config = two_kernel_ops_config();
   config.threads = 2;  // shares published from two workers
   KernelSearchRun run(config);
-  EXPECT_EQ(run.stop.reason(), SearchStop::complete);
+  EXPECT_EQ(run.stop.reason(), StopReason::complete);
   ASSERT_GT(intermediate_block_graphs(run.memo), 1000) << "the test needs intermediate mode";
   ASSERT_GE(run.held_at_candidates.size(), 2u);
   EXPECT_GT(run.held_at_candidates.front(), 0);
@@ -160,13 +160,13 @@ TEST(SearchMemoryBudget, AccountFollowsTheMemoAndOnlyGrowsWithoutABudget) {
 TEST(SearchMemoryBudget, AFullMemoStopsGrowingAndTheSearchGoesOn) {
   SearchConfig config = two_kernel_ops_config();
   OptimizeResult unlimited = optimize(attention(), config);
-  ASSERT_EQ(unlimited.stop, SearchStop::complete);
+  ASSERT_EQ(unlimited.stop, StopReason::complete);
   ASSERT_GT(unlimited.peak_accounted_bytes, 20 * kMiB);
   EXPECT_EQ(unlimited.memo_truncated, 0);
   config.memory_budget_mb = 12;  // the memo may take 9.6 MB of the ~30 it would
   config.threads = 2;            // which block graphs the memo keeps now depends on timing
   OptimizeResult limited = optimize(attention(), config);
-  EXPECT_EQ(limited.stop, SearchStop::complete);
+  EXPECT_EQ(limited.stop, StopReason::complete);
   EXPECT_GT(limited.memo_truncated, 0);
   EXPECT_LE(limited.peak_accounted_bytes, 12 * kMiB);
   EXPECT_LT(limited.candidates, unlimited.candidates);
@@ -180,7 +180,7 @@ TEST(SearchMemoryBudget, ATinyBudgetStopsTheSearchAndKeepsTheCandidatesFoundSoFa
   SearchConfig config = two_kernel_ops_config();
   config.memory_budget_mb = 2;
   OptimizeResult r = optimize(attention(), config);
-  EXPECT_EQ(r.stop, SearchStop::memory_budget);
+  EXPECT_EQ(r.stop, StopReason::memory_budget);
   EXPECT_GT(r.peak_accounted_bytes, 2 * kMiB);
   EXPECT_GT(r.candidates, 0);
   ASSERT_FALSE(r.top.empty()) << "the one-kernel candidates come before the budget is reached";
@@ -261,7 +261,7 @@ TEST(SearchMemoryBudget, ABudgetLimitedRunResumesUnderALargerBudget) {
   config.memory_budget_mb = 0;
   OptimizeResult resumed = optimize(attention(), config, options);
   EXPECT_TRUE(resumed.resumed) << "the budget is not part of the checkpoint's fingerprint";
-  EXPECT_EQ(resumed.stop, SearchStop::complete);
+  EXPECT_EQ(resumed.stop, StopReason::complete);
   EXPECT_EQ(resumed.memo_truncated, 0);
   EXPECT_EQ(resumed.candidates, straight.candidates);
   ASSERT_EQ(resumed.top.size(), straight.top.size());

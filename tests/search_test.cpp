@@ -134,8 +134,7 @@ TEST(SearchConfig, BadValuesAreUserErrorsNamingTheKeyAndLeaveTheField) {
 }
 
 TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
-  Graph p =
-      expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
+  Graph p = expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   ASSERT_TRUE(dc.usable);
   int8_t rows = dc.input_dims[0][0], k_x = dc.input_dims[0][1];
@@ -150,8 +149,7 @@ TEST(DimClasses, FollowTheAxesOfRmsNormLinear) {
 }
 
 TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
-  Graph p =
-      expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
+  Graph p = expand_composites(load(weft::test::source_dir() + "/examples/rms_norm_linear.weft"));
   DimClasses dc = analyze_dim_classes(p);
   std::vector<TensorType> operands = {p.type(p.inputs[0]), p.type(p.inputs[1])};
   SearchConfig config;
@@ -191,7 +189,7 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
 TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   SearchConfig config = small_config();
   OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
-  EXPECT_EQ(r.stop, SearchStop::complete);
+  EXPECT_EQ(r.stop, StopReason::complete);
   ASSERT_FALSE(r.top.empty());
   const Graph& best = r.top[0].graph;
   ASSERT_EQ(best.ops.size(), 1u);

@@ -12,14 +12,16 @@ void search_candidates(const Graph& program, const SearchConfig& config,
   const Target& target = target_by_name(config.target);
   AbsExprOracle own_oracle(program);
   ExprOracle& oracle = given_oracle ? *given_oracle : own_oracle;
-  StopSignal stop(120);  // a safety net: the candidates come within seconds
+  // The configuration's budget (its state budget, its time as the kernel search's levels' slices);
+  // the candidates come within seconds.
+  StopSignal stop(config.budget());
   SearchConstants constants = constants_of(program);
   DimClasses classes = analyze_dim_classes(program);
   BlockMemo memo;
   KernelSearchContext ctx{program, config, target, constants, classes,
                           oracle,  stats,  stop,   memo,      2};
   search_kernel_graphs(ctx, [&](Graph&& g) {
-    if (take(std::move(g))) stop.stop(SearchStop::state_budget);
+    if (take(std::move(g))) stop.stop(StopReason::state_budget);
   });
 }
 

@@ -14,8 +14,8 @@
 #include "search/kernel_search.h"
 #include "tests/search_test_util.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
 

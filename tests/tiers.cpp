@@ -22,7 +22,9 @@ std::map<std::string, std::vector<Declaration>>& declarations() {
 }
 
 const std::set<std::string> kKinds = {"unit", "golden", "property", "gpu"};
-const std::set<std::string> kTreatments = {"loads_generated", "tsan"};
+// heavy: minutes, or wall-clock assertions, in the sanitized Debug build: `make test` runs it in
+// the optimized build only.
+const std::set<std::string> kTreatments = {"heavy", "loads_generated", "tsan"};
 
 }  // namespace
 
@@ -70,7 +72,7 @@ std::vector<std::string> tiers_of(const std::string& file, const std::string& fu
           treatments.insert(l);
         else {
           error = "unknown tier '" + l + "' declared in " + file +
-                  " (kinds: unit, golden, property, gpu; treatments: loads_generated, tsan)";
+                  " (kinds: unit, golden, property, gpu; treatments: heavy, loads_generated, tsan)";
           return {};
         }
       }

@@ -22,7 +22,8 @@
 namespace weft::test {
 
 // Registers `labels` for the tests defined in `file` (__FILE__) whose full name matches `pattern`.
-bool declare_tiers(const char* file, const char* pattern, std::initializer_list<const char*> labels);
+bool declare_tiers(const char* file, const char* pattern,
+                   std::initializer_list<const char*> labels);
 
 // The labels of a test, kind first; `error` says why there are none (no kind, an unknown label).
 std::vector<std::string> tiers_of(const std::string& file, const std::string& full_name,
@@ -35,9 +36,9 @@ bool matches_pattern(const std::string& pattern, const std::string& name);
 
 #define WEFT_TIERS_JOIN2(a, b) a##b
 #define WEFT_TIERS_JOIN(a, b) WEFT_TIERS_JOIN2(a, b)
-#define WEFT_TEST_TIERS(...)                                                 \
+#define WEFT_TEST_TIERS(...)                                                  \
   [[maybe_unused]] static const bool WEFT_TIERS_JOIN(weft_tiers_, __LINE__) = \
       ::weft::test::declare_tiers(__FILE__, "*", {__VA_ARGS__})
-#define WEFT_TEST_TIERS_OF(pattern, ...)                                     \
+#define WEFT_TEST_TIERS_OF(pattern, ...)                                      \
   [[maybe_unused]] static const bool WEFT_TIERS_JOIN(weft_tiers_, __LINE__) = \
       ::weft::test::declare_tiers(__FILE__, pattern, {__VA_ARGS__})

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "ir/parser.h"
+#include "tests/tiers.h"
 #include "verify/error_bound.h"
 #include "verify/field.h"
-#include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
 

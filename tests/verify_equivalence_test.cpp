@@ -13,13 +13,15 @@
 #include "ir/expand_composites.h"
 #include "ir/parser.h"
 #include "tests/test_util.h"
+#include "tests/tiers.h"
 #include "verify/equivalence.h"
 #include "verify/field_domain.h"
 #include "verify/fingerprint_cache.h"
 #include "verify/float_check.h"
-#include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("Verify.DeeperProgramsReachTheTargetAtFullSize", "heavy");
 
 namespace weft {
 namespace {

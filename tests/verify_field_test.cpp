@@ -4,10 +4,10 @@
 #include <random>
 #include <set>
 
+#include "tests/tiers.h"
 #include "verify/field.h"
 #include "verify/field_domain.h"
 #include "verify/field_matmul.h"
-#include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
 WEFT_TEST_TIERS_OF("FieldMatmul.*", "tsan");

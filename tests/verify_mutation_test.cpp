@@ -10,10 +10,12 @@
 #include "ir/printer.h"
 #include "testing/mutate.h"
 #include "tests/test_util.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("unit");
+// Minutes under ASan at -O0 (runs in the optimized build: make test-heavy).
+WEFT_TEST_TIERS_OF("VerifyMutation.EveryNonEquivalentMutantIsRejected", "heavy");
 
 namespace weft {
 namespace {

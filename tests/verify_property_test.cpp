@@ -9,8 +9,8 @@
 #include <string>
 
 #include "ir/parser.h"
-#include "verify/equivalence.h"
 #include "tests/tiers.h"
+#include "verify/equivalence.h"
 
 WEFT_TEST_TIERS("property");
 

@@ -21,8 +21,9 @@ namespace weft {
 //                                 int64_t bx, int64_t by, int64_t bz, float* arena);
 // for the task-graph runtime (mpk/): block (bx, by, bz) of graph-defined kernel number `kernel`
 // (K_block over `arena`, at least K_smem_bytes), or library kernel `kernel` whole; T is the
-// table of device tensors in plan order, as weft_main builds it. The plan must be fully lowered for a CPU target (every buffer f32,
-// offsets, register tiles and block groups assigned); the code depends on the plan alone.
+// table of device tensors in plan order, as weft_main builds it. The plan must be fully lowered for
+// a CPU target (every buffer f32, offsets, register tiles and block groups assigned); the code
+// depends on the plan alone.
 std::string emit_cpu_source(const ProgramPlan& plan);
 
 }  // namespace weft

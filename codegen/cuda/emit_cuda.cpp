@@ -1,1184 +1,219 @@
-// Emits CUDA from a kernel plan: per-block code over shared buffers (every thread of the block
-// strides over elements; reductions use one warp per result; f16/bf16 matmuls use mma.sync), and
-// grid-stride kernels or cuBLAS for library kernels.
+// CUDA backend, code generation: the entry points, and the emitter's walk over a plan's kernels,
+// the sharing of identical kernel code, operands of tensors and buffers, and kernel parameters.
 #include "codegen/cuda/emit_cuda.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
-#include <limits>
 #include <map>
-#include <optional>
 #include <set>
 
+#include "codegen/cuda/cuda_emitter.h"
 #include "codegen/cuda/emit_task_bodies.h"
 #include "codegen/cuda/prelude.h"
 #include "core/error.h"
-#include "lower/fuse_accumulators.h"
-#include "lower/mma_tiling.h"
 
 namespace weft {
 
-namespace {
+namespace cuda_emit {
 
-const char* ctype(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "float";
-    case DType::f16:
-      return "weft_f16";
-    case DType::bf16:
-      return "weft_bf16";
-  }
-  return "?";
-}
-
-// The dtype code weft_gemm takes (prelude).
-int gemm_code(DType d) {
-  return d == DType::f16 ? 1 : d == DType::bf16 ? 2 : 0;
-}
-
-std::string flit(double v) {
-  std::string s = fmt::format("{:.9g}", v);
-  if (s.find_first_of(".e") == std::string::npos && s.find("inf") == std::string::npos) s += ".0";
-  return s + "f";
-}
-
-// Reductions and accumulators: the identity and the combination of a partial {0} with {1}.
-struct CombineForm {
-  OpKind op;
-  const char* identity;
-  const char* combine;
-};
-constexpr CombineForm kCombineForms[] = {
-    {OpKind::sum, "0.0f", "{0} + {1}"},
-    {OpKind::mean, "0.0f", "{0} + {1}"},
-    {OpKind::max, "-INFINITY", "fmaxf({0}, {1})"},
-    {OpKind::accum_sum, "0.0f", "{0} + {1}"},
-    {OpKind::accum_max, "-INFINITY", "fmaxf({0}, {1})"},
-};
-
-const CombineForm& combine_form(OpKind op) {
-  for (const CombineForm& f : kCombineForms)
-    if (f.op == op) return f;
-  WEFT_CHECK(false, "{} is not a reduction", op_info(op).name);
-  return kCombineForms[0];
-}
-
-std::string combine(OpKind op, const std::string& acc, const std::string& v) {
-  return fmt::format(fmt::runtime(combine_form(op).combine), acc, v);
-}
-
-// An elementwise step's scalar form in f32 registers: the op table's CUDA pattern over the
-// operands and the operator's rational attribute.
-std::string scalar_expr(const Step& s, const std::vector<std::string>& a) {
-  const OpInfo& info = op_info(s.op);
-  WEFT_CHECK(info.code.cuda != nullptr, "{} is not elementwise", info.name);
-  const AttrSpec* c = rational_attr(info);
-  return fmt::format(fmt::runtime(info.code.cuda), a.at(0), a.size() > 1 ? a[1] : "",
-                     c ? flit(s.attrs.get_rational(c->name).to_double()) : "");
-}
-
-bool is_identifier(const std::string& e) {
-  return std::all_of(e.begin(), e.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-std::string paren(const std::string& e) {
-  return is_identifier(e) ? e : "(" + e + ")";
-}
-
-// A tensor in generated code: a typed pointer expression with shape, element strides, swizzle.
-struct Operand {
-  std::string ptr;
-  DType dtype = DType::f32;
-  Shape shape;
-  std::vector<int64_t> strides;
-  int64_t swizzle_row_bytes = 0;  // a swizzled buffer: its rows' bytes (weft_swz); 0: not swizzled
-  bool wide = false;              // device tensor: 64-bit offsets
-};
-
-// Element offset of `o` at per-dim indices of a loop shape of the same rank (size-1 dims of `o`
-// broadcast).
-std::string offset(const Operand& o, const std::vector<std::string>& idx) {
-  std::string e;
-  for (size_t d = 0; d < o.shape.size(); ++d) {
-    if (o.shape[d] == 1 || idx[d] == "0") continue;
-    std::string v = o.wide ? fmt::format("static_cast<int64_t>({})", idx[d]) : paren(idx[d]);
-    std::string term = o.strides[d] == 1 ? v : fmt::format("{} * {}", v, o.strides[d]);
-    e += (e.empty() ? "" : " + ") + term;
-  }
-  if (e.empty()) e = "0";
-  if (o.swizzle_row_bytes > 0)
-    e = fmt::format("weft_swz<{}, {}>({})", dtype_bytes(o.dtype), o.swizzle_row_bytes, e);
-  return e;
-}
-std::string ref(const Operand& o, const std::vector<std::string>& idx) {
-  return fmt::format("{}[{}]", o.ptr, offset(o, idx));
-}
-std::string load(const Operand& o, const std::vector<std::string>& idx) {
-  return fmt::format("weft_ld(&{})", ref(o, idx));
-}
-
-// Who runs an element loop: every thread of a block, or every thread of a grid (library).
-struct Workers {
-  std::string first;  // this thread's first unit
-  std::string step;   // number of threads
-  const char* itype;  // index type
-};
-
-class Emitter {
- public:
-  explicit Emitter(const ProgramPlan& p) : p_(p) {}
-  // Task-body mode (emit_task_bodies.h): block functions synchronizing their own threads only,
-  // library kernels as CTA-level functions, weft_mpk_task instead of kernels and launcher.
-  Emitter(const ProgramPlan& p, const TaskBodyFit& fit) : p_(p), fit_(&fit) {}
-
-  std::string run() {
-    line("// Generated by weft from the kernel plan of '{}' (target {}). Do not edit.", p_.name,
-         p_.target);
-    out_ += cuda_prelude();
-    for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
-    for (const KernelPlan& k : p_.kernels) {
-      line("");
-      const size_t start = out_.size();
-      if (k.library)
-        library_kernel(k);
-      else
-        block_kernel(k);
-      share_identical_code(k, start);
-    }
-    launcher();
-    return std::move(out_);
-  }
-
-  std::string run_task_bodies() {
-    line(
-        "// Task bodies generated by weft from the kernel plan of '{}' (target {}) for a "
-        "persistent",
-        p_.name, p_.target);
-    line(
-        "// kernel; they follow the CUDA prelude (docs/mpk.md, \"Task bodies from kernel "
-        "plans\").");
-    line("// Do not edit.");
-    line("[[maybe_unused]] constexpr int weft_mpk_worker_threads = {};", fit_->worker_threads);
-    line("[[maybe_unused]] constexpr int weft_mpk_body_smem_bytes = {};", fit_->body_smem_bytes);
-    line("[[maybe_unused]] constexpr uint32_t weft_mpk_kernel_count = {};", p_.kernels.size());
-    for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
-    for (const KernelPlan& k : p_.kernels) {
-      line("");
-      const size_t start = out_.size();
-      if (k.library)
-        library_body(k);
-      else
-        block_kernel(k);
-      share_identical_code(k, start);
-    }
-    task_switch();
-    return std::move(out_);
-  }
-
- private:
-  template <class... A>
-  void line(fmt::format_string<A...> f, A&&... a) {
-    std::string text = fmt::format(f, std::forward<A>(a)...);
-    out_ += (text.empty() ? "" : std::string(2 * ind_, ' ')) + text + "\n";
-  }
-  void open(const std::string& text) {
-    line("{}", text);
-    ++ind_;
-  }
-  void close(const char* text = "}") {
-    --ind_;
-    line("{}", text);
-  }
-
-  // Kernels whose code is the same but for their name and their tensors (a model's layers) share
-  // one copy: the code emitted since `start` is dropped when an earlier kernel's is the same up to
-  // names, and `k` runs the earlier kernel's code on its own tensors (code_of_). A 28-layer
-  // decoder then compiles 1/28 of the code (nvcc took minutes per unit) and a persistent kernel
-  // keeps one copy of each body in the instruction cache.
-  void share_identical_code(const KernelPlan& k, size_t start) {
-    code_of_[k.name] = k.name;
-    if (out_.size() == start) return;  // no code of its own (a cuBLAS call in the launcher)
-    auto [it, fresh] = shared_code_.emplace(canonical_code(out_.substr(start), k.name), k.name);
-    code_of_[k.name] = it->second;
-    if (fresh) return;
-    out_.resize(start);
-    line("// kernel {}: the code of kernel {}, on its own tensors", k.name, it->second);
-  }
-  // `code` with comments dropped, the kernel's name (as an identifier or a prefix of one, as in
-  // NAME_block) replaced, and the tensors T<i> renamed in order of first use: equal for two
-  // kernels when one's code runs the other's on the tensors passed in the same order.
-  static std::string canonical_code(const std::string& code, const std::string& name) {
-    std::string out;
-    std::map<std::string, size_t> tensors;
-    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-    for (size_t i = 0; i < code.size();) {
-      if (code.compare(i, 2, "//") == 0) {
-        i = code.find('\n', i);
-        if (i == std::string::npos) break;
-        continue;
-      }
-      if (!ident(code[i]) || (i > 0 && ident(code[i - 1]))) {
-        out += code[i++];
-        continue;
-      }
-      size_t end = i;
-      while (end < code.size() && ident(code[end])) ++end;
-      const std::string id = code.substr(i, end - i);
-      if (id == name || id.rfind(name + "_", 0) == 0) {
-        out += "@K" + id.substr(name.size());
-      } else if (id.size() > 1 && id[0] == 'T' && std::all_of(id.begin() + 1, id.end(), [](char c) {
-                   return std::isdigit(static_cast<unsigned char>(c));
-                 })) {
-        out += fmt::format("@T{}", tensors.emplace(id, tensors.size()).first->second);
-      } else {
-        out += id;
-      }
-      i = end;
-    }
-    return out;
-  }
-
-  std::string tvar(const std::string& name) const {
-    return fmt::format("T{}", tensor_index_.at(name));
-  }
-  Operand device(const std::string& name) const {
-    const PlanBuffer& t = p_.tensors.at(tensor_index_.at(name));
-    return Operand{tvar(name), t.dtype, t.shape, layout_strides(t.shape, t.contiguous_dim),
-                   0,          true};
-  }
-
-  // A shared buffer of kernel k; pipelined buffers address the slot `slot` (default: the
-  // current one).
-  Operand buffer(const KernelPlan& k, const std::string& name, const std::string& slot = "") const {
-    const PlanBuffer* b = k.find_buffer(name);
-    WEFT_CHECK(b != nullptr && b->space == MemSpace::shared && b->offset >= 0,
-               "{} is not a planned shared buffer", name);
-    WEFT_CHECK(b->swizzle == 0 || b->bytes() % 128 == 0, "swizzled buffer {} of {} bytes", name,
-               b->bytes());
-    std::string ptr = buf_var_.at(name);
-    if (is_pipelined(k, name))
-      ptr = fmt::format("reinterpret_cast<{}*>(smem + {} + {} * {})", ctype(b->dtype), b->offset,
-                        paren(slot.empty() ? slot_ : slot), stage_stride(*b));
-    return Operand{ptr,
-                   b->dtype,
-                   b->shape,
-                   layout_strides(b->shape, b->contiguous_dim),
-                   b->swizzle != 0 ? b->row_bytes() : 0,
-                   false};
-  }
-
-  // Opens `for (e = first; e < numel(shape); e += step)` and declares the row-major indices of
-  // e over `shape`; returns their names ("0" for size-1 dims).
-  std::vector<std::string> open_elements(const Shape& shape, const Workers& w,
-                                         const std::string& var = "e") {
-    int64_t total = numel(shape);
-    open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4}) {{", w.itype, var, w.first, total,
-                     w.step));
-    std::vector<std::string> names;
-    int64_t inner = total;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      inner /= shape[d];
-      if (shape[d] == 1) {
-        names.push_back("0");
-        continue;
-      }
-      std::string e = inner == 1 ? var : fmt::format("{} / {}", var, inner);
-      if (inner * shape[d] != total) e = fmt::format("{} % {}", paren(e), shape[d]);
-      std::string n = fmt::format("{}{}", var, d);
-      line("[[maybe_unused]] const {} {} = {};", w.itype, n, e);
-      names.push_back(n);
-    }
-    return names;
-  }
-
-  // ---------------------------------------------------------------- ops shared by both levels
-
-  void elementwise(const Step& s, const std::vector<Operand>& ins, const Operand& out,
-                   const Workers& w) {
-    auto idx = open_elements(out.shape, w);
-    std::vector<std::string> args;
-    for (const Operand& in : ins) args.push_back(load(in, idx));
-    line("weft_st(&{}, {});", ref(out, idx), scalar_expr(s, args));
-    close();
-  }
-
-  // Warp per result when groups are long enough to keep lanes busy, else thread per result;
-  // partials in f32 either way.
-  void reduction(const Step& s, const Operand& in, const Operand& out, const Workers& w) {
-    int64_t dim = s.attrs.get_int("dim");
-    int64_t group = in.shape[dim] / out.shape[dim];
-    const CombineForm& f = combine_form(s.op);
-    std::string finish = s.op == OpKind::mean ? fmt::format(" / {}", flit(double(group))) : "";
-    bool warp = group >= 16;
-    open("{");
-    Workers units = w;
-    if (warp) {
-      line("const {} rlane = {} & 31;", w.itype, paren(w.first));
-      units.first = fmt::format("{} >> 5", paren(w.first));
-      units.step = fmt::format("{} >> 5", paren(w.step));
-    }
-    auto idx = open_elements(out.shape, units, "o");
-    std::vector<std::string> in_idx = idx;
-    in_idx[dim] = idx[dim] == "0" ? "j" : fmt::format("{} * {} + j", idx[dim], group);
-    line("float acc = {};", f.identity);
-    if (warp) {
-      open(fmt::format("for ({0} j = rlane; j < {1}; j += 32) {{", w.itype, group));
-    } else {
-      open(fmt::format("for ({0} j = 0; j < {1}; ++j) {{", w.itype, group));
-    }
-    line("acc = {};", combine(s.op, "acc", load(in, in_idx)));
-    close();
-    if (warp) {
-      line("for (int m = 16; m > 0; m >>= 1) acc = {};",
-           combine(s.op, "acc", "weft_shfl_xor(acc, m)"));
-      line("if (rlane == 0) weft_st(&{}, acc{});", ref(out, idx), finish);
-    } else {
-      line("weft_st(&{}, acc{});", ref(out, idx), finish);
-    }
-    close();
-    close();
-  }
-
-  // Data movement: every result element copied from its source element.
-  void movement(const Step& s, const std::vector<Operand>& ins, const std::vector<Operand>& outs,
-                const Workers& w) {
-    auto copy = [&](const Operand& dst, const std::vector<std::string>& didx, const Operand& src,
-                    const std::vector<std::string>& sidx) {
-      if (dst.dtype == src.dtype)
-        line("{} = {};", ref(dst, didx), ref(src, sidx));
-      else
-        line("weft_st(&{}, {});", ref(dst, didx), load(src, sidx));
-    };
-    switch (s.op) {
-      case OpKind::reshape: {
-        // Same row-major element order on both sides: the flat index maps through.
-        auto idx = open_elements(outs[0].shape, w);
-        std::vector<std::string> sidx;
-        int64_t inner = numel(ins[0].shape);
-        for (size_t d = 0; d < ins[0].shape.size(); ++d) {
-          inner /= ins[0].shape[d];
-          std::string e = inner == 1 ? "e" : fmt::format("e / {}", inner);
-          sidx.push_back(ins[0].shape[d] == 1 ? "0"
-                                              : fmt::format("{} % {}", paren(e), ins[0].shape[d]));
-        }
-        copy(outs[0], idx, ins[0], sidx);
-        close();
-        return;
-      }
-      case OpKind::concat: {
-        int64_t d = s.attrs.get_int("dim"), off = 0;
-        for (const Operand& in : ins) {
-          auto idx = open_elements(in.shape, w);
-          auto didx = idx;
-          if (off) didx[d] = fmt::format("{} + {}", idx[d], off);
-          copy(outs[0], didx, in, idx);
-          close();
-          off += in.shape[d];
-        }
-        return;
-      }
-      case OpKind::split: {
-        int64_t d = s.attrs.get_int("dim"), off = 0;
-        for (const Operand& out : outs) {
-          auto idx = open_elements(out.shape, w);
-          auto sidx = idx;
-          if (off) sidx[d] = fmt::format("{} + {}", idx[d], off);
-          copy(out, idx, ins[0], sidx);
-          close();
-          off += out.shape[d];
-        }
-        return;
-      }
-      case OpKind::repeat: {
-        int64_t d = s.attrs.get_int("dim");
-        auto idx = open_elements(outs[0].shape, w);
-        auto sidx = idx;
-        if (idx[d] != "0") sidx[d] = fmt::format("{} % {}", idx[d], ins[0].shape[d]);
-        copy(outs[0], idx, ins[0], sidx);
-        close();
-        return;
-      }
-        WEFT_CASES_NOT_MOVEMENT
-        break;
-    }
-    WEFT_CHECK(false, "{} is not a movement operator", op_info(s.op).name);
-  }
-
-  // Units of parallel work a library kernel's loops have (threads to launch).
-  static int64_t library_units(const Step& s, const std::vector<Operand>& ins,
-                               const std::vector<Operand>& outs) {
-    if (op_info(s.op).op_class == OpClass::reduction) {
-      int64_t dim = s.attrs.get_int("dim");
-      int64_t group = ins[0].shape[dim] / outs[0].shape[dim];
-      return numel(outs[0].shape) * (group >= 16 ? 32 : 1);
-    }
-    int64_t units = 0;
-    for (const Operand& o : outs) units = std::max(units, numel(o.shape));
-    for (const Operand& o : ins) units = std::max(units, numel(o.shape));
-    return units;
-  }
-
-  // ---------------------------------------------------------------- library kernels
-
-  void library_kernel(const KernelPlan& k) {
-    const Step& s = k.loop_steps.at(0);
-    if (s.op == OpKind::matmul) return;  // cuBLAS, called from the launcher
-    line("// kernel {}: library {}", k.name, op_info(s.op).name);
-    line("WEFT_KERNEL({}) {}({}) {{", kLibraryThreads, k.name, params(k));
-    ++ind_;
-    library_loops(s, Workers{"weft_gtid()", "weft_gthreads()", "int64_t"});
-    close();
-  }
-
-  // A library step's element loops over the workers `w` (a grid's threads, or a worker CTA's).
-  void library_loops(const Step& s, const Workers& w) {
-    std::vector<Operand> ins, outs;
-    for (const std::string& n : s.inputs) ins.push_back(device(n));
-    for (const std::string& n : s.outputs) outs.push_back(device(n));
-    OpClass c = op_info(s.op).op_class;
-    if (c == OpClass::unary || c == OpClass::binary)
-      elementwise(s, ins, outs[0], w);
-    else if (c == OpClass::reduction)
-      reduction(s, ins[0], outs[0], w);
-    else if (c == OpClass::movement)
-      movement(s, ins, outs, w);
-    else
-      WEFT_CHECK(false, "no CUDA library loops for {}", op_info(s.op).name);
-  }
-
-  // Kernel parameters: the device tensors a kernel reads (const) and writes, in plan order.
-  std::string params(const KernelPlan& k) const {
-    std::map<size_t, bool> used;  // tensor index -> written
-    for (const auto* steps : {&k.loop_steps, &k.post_steps})
-      for (const Step& s : *steps) {
-        if (s.kind == StepKind::load || s.kind == StepKind::call)
-          for (const std::string& n : s.inputs) used.emplace(tensor_index_.at(n), false);
-        if (s.kind == StepKind::store || s.kind == StepKind::call)
-          for (const std::string& n : s.outputs) used[tensor_index_.at(n)] = true;
-      }
-    std::string out;
-    for (auto [i, written] : used)
-      out += fmt::format("{}{}{}* {}T{}", out.empty() ? "" : ", ", written ? "" : "const ",
-                         ctype(p_.tensors[i].dtype), restricted(i) ? "__restrict__ " : "", i);
-    return out;
-  }
-  // A kernel launched on its own may take every tensor __restrict__: no other code runs on them
-  // during its launch. A task body may not, unless no task of its persistent launch writes the
-  // tensor: a const __restrict__ pointer lets the compiler load through the non-coherent path
-  // (ld.global.nc), which may return what another task's write has replaced.
-  bool restricted(size_t tensor) const {
-    return fit_ == nullptr || fit_->read_only_tensors.count(p_.tensors[tensor].name) != 0;
-  }
-  // The tensors a kernel's code takes, in params' order.
-  std::vector<size_t> tensor_args(const KernelPlan& k) const {
-    std::set<size_t> used;
-    for (const auto* steps : {&k.loop_steps, &k.post_steps})
-      for (const Step& s : *steps) {
-        if (s.kind == StepKind::load || s.kind == StepKind::call)
-          for (const std::string& n : s.inputs) used.insert(tensor_index_.at(n));
-        if (s.kind == StepKind::store || s.kind == StepKind::call)
-          for (const std::string& n : s.outputs) used.insert(tensor_index_.at(n));
-      }
-    return {used.begin(), used.end()};
-  }
-  std::string args(const KernelPlan& k) const {
-    std::string out;
-    for (size_t i : tensor_args(k)) out += fmt::format("{}T{}", out.empty() ? "" : ", ", i);
-    return out;
-  }
-
-  // ---------------------------------------------------------------- graph-defined kernels
-
-  // Index expressions of batch element `bb` (row-major over C's batch dims), then row, col.
-  static std::vector<std::string> mm_index(const Shape& c_shape, const std::string& row,
-                                           const std::string& col) {
-    std::vector<std::string> idx;
-    int r = static_cast<int>(c_shape.size());
-    int64_t inner = 1;
-    for (int d = 0; d + 2 < r; ++d) inner *= c_shape[d];
-    for (int d = 0; d + 2 < r; ++d) {
-      inner /= c_shape[d];
-      idx.push_back(c_shape[d] == 1 ? "0" : fmt::format("(bb / {}) % {}", inner, c_shape[d]));
-    }
-    idx.push_back(row);
-    idx.push_back(col);
-    return idx;
-  }
-
-  // C (or a register accumulator `racc`) = A x B on tensor cores: ldmatrix fragments,
-  // mma.sync.m16n8k16 with f32 accumulation; rows beyond m read row m-1 and are dropped.
-  void mma_matmul(const KernelPlan& k, const Step& s, const MmaTiling& t, const std::string& racc) {
-    Operand a = buffer(k, s.inputs[0]), b = buffer(k, s.inputs[1]);
-    const char* mma = a.dtype == DType::f16 ? "weft_mma_f16" : "weft_mma_bf16";
-    Shape cs = k.find_buffer(s.outputs[0])->shape;
-    line("// matmul {} on tensor cores: {} x {} warps of {} x {} tiles (16x8x16)", s.outputs[0],
-         t.wm, t.wn, t.pm, t.pn);
-    open(fmt::format("if (warp < {}) {{", t.wm * t.wn));
-    line("const int wm = warp / {}, wn = warp % {};", t.wn, t.wn);
-    open(fmt::format("for (int bb = 0; bb < {}; ++bb) {{", t.nb));
-    std::string acc = racc.empty() ? "acc" : racc + "[bb]";
-    if (racc.empty()) line("float acc[{}][{}][4] = {{}};", t.pm, t.pn);
-    open(fmt::format("for (int kk = 0; kk < {}; kk += 16) {{", t.k));
-    line("uint32_t af[{}][4], bf[{}][2];", t.pm, t.pn);
-    line("WEFT_UNROLL");
-    open(fmt::format("for (int i = 0; i < {}; ++i) {{", t.pm));
-    line("int row = (wm * {} + i) * 16 + (lane & 15);", t.pm);
-    if (t.m % 16 != 0) line("row = row < {} ? row : {};", t.m, t.m - 1);
-    line("weft_ldmatrix_x4(af[i], &{});", ref(a, mm_index(cs, "row", "kk + (lane >> 4) * 8")));
-    close();
-    line("WEFT_UNROLL");
-    open(fmt::format("for (int j = 0; j < {}; ++j) {{", t.pn));
-    line("weft_ldmatrix_x2_trans(bf[j], &{});",
-         ref(b, mm_index(cs, "kk + (lane & 15)", fmt::format("(wn * {} + j) * 8", t.pn))));
-    close();
-    line("WEFT_UNROLL");
-    line("for (int i = 0; i < {}; ++i)", t.pm);
-    line("  WEFT_UNROLL");
-    line("  for (int j = 0; j < {}; ++j) {}({}[i][j], af[i], bf[j]);", t.pn, mma, acc);
-    close();
-    if (racc.empty()) fragments_to(t, buffer(k, s.outputs[0]), cs, "acc");
-    close();
-    close();
-  }
-
-  // Writes accumulator fragments `frag`[i][j][r] (for batch bb) to a shared buffer.
-  void fragments_to(const MmaTiling& t, const Operand& c, const Shape& cs,
-                    const std::string& frag) {
-    line("for (int i = 0; i < {}; ++i)", t.pm);
-    line("  for (int j = 0; j < {}; ++j)", t.pn);
-    open("    for (int r = 0; r < 4; ++r) {");
-    line("const int row = (wm * {} + i) * 16 + (lane >> 2) + 8 * (r >> 1);", t.pm);
-    line("const int col = (wn * {} + j) * 8 + 2 * (lane & 3) + (r & 1);", t.pn);
-    std::string st =
-        fmt::format("weft_st(&{}, {}[i][j][r]);", ref(c, mm_index(cs, "row", "col")), frag);
-    if (t.m % 16 != 0)
-      line("if (row < {}) {}", t.m, st);
-    else
-      line("{}", st);
-    close();
-  }
-
-  // Scalar matmul: one thread per result element, f32 dot product; `accumulate_into` (an f32
-  // accumulator) receives the result added instead of C.
-  void scalar_matmul(const KernelPlan& k, const Step& s, const std::string& accumulate_into) {
-    Operand a = buffer(k, s.inputs[0]), b = buffer(k, s.inputs[1]);
-    Operand c = buffer(k, accumulate_into.empty() ? s.outputs[0] : accumulate_into);
-    int r = static_cast<int>(c.shape.size());
-    int64_t kd = a.shape[r - 1];
-    auto idx = open_elements(c.shape, block_workers_);
-    auto ai = idx, bi = idx;
-    ai[r - 1] = "q";
-    bi[r - 2] = "q";
-    line("float acc = 0.0f;");
-    line("for (int q = 0; q < {}; ++q) acc += {} * {};", kd, load(a, ai), load(b, bi));
-    if (accumulate_into.empty())
-      line("weft_st(&{}, acc);", ref(c, idx));
-    else
-      line("weft_st(&{0}, weft_ld(&{0}) + acc);", ref(c, idx));
-    close();
-  }
-
-  // Device tile -> shared buffer: 16-byte copies (cp.async on sm_80+) when rows allow, else
-  // element copies. `it` is the iteration whose chunk is loaded.
-  void emit_load(const KernelPlan& k, const Step& s, const std::string& it,
-                 const std::string& slot) {
-    Operand src = device(s.inputs[0]), dst = buffer(k, s.outputs[0], slot);
-    const PlanBuffer& t = p_.tensors.at(tensor_index_.at(s.inputs[0]));
-    size_t r = dst.shape.size();
-    auto imap = s.attrs.get_list("imap");
-    int64_t fmap = s.attrs.get_int("fmap");
-    std::vector<std::string> off(r);
-    for (int g = 0; g < 3; ++g)
-      if (imap[g] >= 0)
-        off[imap[g]] = fmt::format("{} * {}", kBid[g], t.shape[imap[g]] / k.grid[g]);
-    if (fmap >= 0)
-      off[fmap] = (off[fmap].empty() ? "" : off[fmap] + " + ") +
-                  fmt::format("{} * {}", paren(it), dst.shape[fmap]);
-    line("// load {} <- {}", s.outputs[0], s.inputs[0]);
-    int esize = dtype_bytes(dst.dtype);
-    bool vector = t.contiguous_dim == static_cast<int>(r) - 1 && dst.strides[r - 1] == 1 &&
-                  (dst.shape[r - 1] * esize) % 16 == 0 && (t.shape[r - 1] * esize) % 16 == 0;
-    auto with_off = [&](std::vector<std::string> idx) {
-      for (size_t d = 0; d < r; ++d)
-        if (!off[d].empty())
-          idx[d] = idx[d] == "0" ? off[d] : fmt::format("{} + {}", idx[d], off[d]);
-      return idx;
-    };
-    if (vector) {
-      int64_t per = 16 / esize;
-      Shape chunks = dst.shape;
-      chunks[r - 1] /= per;
-      auto idx = open_elements(chunks, block_workers_, "c");
-      idx[r - 1] = idx[r - 1] == "0" ? "0" : fmt::format("{} * {}", idx[r - 1], per);
-      line("weft_cp_async16(&{}, &{});", ref(dst, idx), ref(src, with_off(idx)));
-      close();
-    } else {
-      auto idx = open_elements(dst.shape, block_workers_);
-      line("{} = {};", ref(dst, idx), ref(src, with_off(idx)));
-      close();
-    }
-  }
-
-  // Shared buffer -> device tile of the block (omap), converting accumulators to the tensor type.
-  void emit_store(const KernelPlan& k, const Step& s) {
-    Operand src = buffer(k, s.inputs[0]), dst = device(s.outputs[0]);
-    const PlanBuffer& t = p_.tensors.at(tensor_index_.at(s.outputs[0]));
-    size_t r = src.shape.size();
-    auto omap = s.attrs.get_list("omap");
-    std::vector<std::string> off(r);
-    for (int g = 0; g < 3; ++g)
-      if (omap[g] >= 0) off[omap[g]] = fmt::format("{} * {}", kBid[g], src.shape[omap[g]]);
-    auto with_off = [&](std::vector<std::string> idx) {
-      for (size_t d = 0; d < r; ++d)
-        if (!off[d].empty())
-          idx[d] = idx[d] == "0" ? off[d] : fmt::format("{} + {}", idx[d], off[d]);
-      return idx;
-    };
-    line("// store {} -> {}", s.inputs[0], s.outputs[0]);
-    int esize = dtype_bytes(src.dtype);
-    bool vector = src.dtype == dst.dtype && t.contiguous_dim == static_cast<int>(r) - 1 &&
-                  src.strides[r - 1] == 1 && (src.shape[r - 1] * esize) % 16 == 0 &&
-                  (t.shape[r - 1] * esize) % 16 == 0;
-    if (vector) {
-      int64_t per = 16 / esize;
-      Shape chunks = src.shape;
-      chunks[r - 1] /= per;
-      auto idx = open_elements(chunks, block_workers_, "c");
-      idx[r - 1] = idx[r - 1] == "0" ? "0" : fmt::format("{} * {}", idx[r - 1], per);
-      line("weft_copy16(&{}, &{});", ref(dst, with_off(idx)), ref(src, idx));
-      close();
-    } else {
-      auto idx = open_elements(src.shape, block_workers_);
-      if (src.dtype == dst.dtype)
-        line("{} = {};", ref(dst, with_off(idx)), ref(src, idx));
-      else
-        line("weft_st(&{}, {});", ref(dst, with_off(idx)), load(src, idx));
-      close();
-    }
-  }
-
-  void thread_step(const KernelPlan& k, const Step& t) {
-    Shape shape = k.find_buffer(t.outputs[0])->shape;
-    line("// thread {}", t.outputs[0]);
-    auto idx = open_elements(shape, block_workers_);
-    std::map<std::string, std::string> regs;
-    int n = 0;
-    for (const Step& s : t.body) {
-      std::vector<std::string> a;
-      for (const std::string& in : s.inputs)
-        a.push_back(regs.count(in) ? regs.at(in) : load(buffer(k, in), idx));
-      std::string r = fmt::format("r{}", n++);
-      line("const float {} = {};", r, scalar_expr(s, a));
-      regs[s.outputs[0]] = r;
-    }
-    for (const std::string& o : t.outputs) {
-      Operand ob = buffer(k, o);
-      WEFT_CHECK(ob.shape == shape, "thread outputs of different shapes");
-      line("weft_st(&{}, {});", ref(ob, idx), regs.at(o));
-    }
-    close();
-  }
-
-  void block_step(const KernelPlan& k, const Step& s) {
-    switch (s.kind) {
-      case StepKind::barrier:
-        if (loads_in_flight_) {
-          line("weft_cp_async_commit();");
-          line("weft_cp_async_wait<0>();");
-          loads_in_flight_ = false;
-        }
-        sync();
-        return;
-      case StepKind::load:
-        // Issued before the loop: once (hoisted) or ahead by the pipeline.
-        if (in_loop_ && (s.hoisted || k.stages > 1)) return;
-        emit_load(k, s, in_loop_ ? "it" : "0", "");
-        loads_in_flight_ = true;
-        return;
-      case StepKind::store:
-        emit_store(k, s);
-        return;
-      case StepKind::accum: {
-        if (skipped_accums_.count(s.outputs[0])) return;
-        Operand x = buffer(k, s.inputs[0]), acc = buffer(k, s.outputs[0]);
-        line("// {} {} <- {}", op_info(s.op).name, s.outputs[0], s.inputs[0]);
-        auto idx = open_elements(x.shape, block_workers_);
-        if (s.op == OpKind::accum_concat) {
-          int64_t d = s.attrs.get_int("dim");
-          auto aidx = idx;
-          aidx[d] = idx[d] == "0" ? fmt::format("it * {}", x.shape[d])
-                                  : fmt::format("{} + it * {}", idx[d], x.shape[d]);
-          line("weft_st(&{}, {});", ref(acc, aidx), load(x, idx));
-        } else {
-          line("weft_st(&{}, {});", ref(acc, idx), combine(s.op, load(acc, idx), load(x, idx)));
-        }
-        close();
-        return;
-      }
-      case StepKind::compute: {
-        line("// {} {}", op_info(s.op).name, s.outputs[0]);
-        if (s.op == OpKind::matmul) {
-          auto f = fused_.find(s.outputs[0]);
-          std::string into = f == fused_.end() ? "" : f->second;
-          if (!into.empty() && reg_acc_.count(into))
-            mma_matmul(k, s, *mma_tiling(k, s), reg_acc_.at(into));
-          else if (auto t = mma_tiling(k, s); t && into.empty())
-            mma_matmul(k, s, *t, "");
-          else
-            scalar_matmul(k, s, into);
-          return;
-        }
-        std::vector<Operand> ins, outs;
-        for (const std::string& n : s.inputs) ins.push_back(buffer(k, n));
-        for (const std::string& n : s.outputs) outs.push_back(buffer(k, n));
-        OpClass c = op_info(s.op).op_class;
-        if (c == OpClass::unary || c == OpClass::binary)
-          elementwise(s, ins, outs[0], block_workers_);
-        else if (c == OpClass::reduction)
-          reduction(s, ins[0], outs[0], block_workers_);
-        else if (c == OpClass::movement)
-          movement(s, ins, outs, block_workers_);
-        else
-          WEFT_CHECK(false, "no CUDA block code for {}", op_info(s.op).name);
-        return;
-      }
-      case StepKind::thread:
-        thread_step(k, s);
-        return;
-      case StepKind::call:
-        WEFT_CHECK(false, "call step inside a block");
-    }
-  }
-
-  // A block barrier; in a task body, the named barrier of the body's threads only.
-  void sync() {
-    if (fit_)
-      line("weft_bar_sync(1, {});", block_workers_.step);
-    else
-      line("weft_sync();");
-  }
-
-  void block_kernel(const KernelPlan& k) {
-    WEFT_CHECK(k.threads % 32 == 0, "kernel {}: {} threads is not a whole number of warps", k.name,
-               k.threads);
-    block_workers_ = Workers{"tid", std::to_string(k.threads), "int"};
-    // The plan decides (lower/fuse_accumulators.h): a matmul whose result is a reg buffer adds
-    // straight into the accum_sum reading it; an accumulator marked in_registers keeps its sum in
-    // the matmul's mma fragments across iterations and is written to shared memory after the loop.
-    fused_.clear();
-    skipped_accums_.clear();
-    reg_acc_.clear();
-    std::vector<std::pair<std::string, MmaTiling>> reg_accs;  // accumulator, tiling
-    for (const AccumulatorFusion& f : planned_accumulator_fusions(k)) {
-      fused_[f.product] = f.accumulator;
-      skipped_accums_.insert(f.accumulator);
-      if (!f.registers) continue;
-      for (const Step& s : k.loop_steps)
-        if (s.kind == StepKind::compute && s.outputs.at(0) == f.product) {
-          auto t = mma_tiling(k, s);
-          WEFT_CHECK(t.has_value(), "kernel {}: {} in registers but {} has no tensor-core tiling",
-                     k.name, f.accumulator, f.product);
-          reg_acc_[f.accumulator] = fmt::format("racc{}", reg_accs.size());
-          reg_accs.emplace_back(f.accumulator, *t);
-        }
-    }
-    // The fragments are written after the loop into memory the loop's buffers may have used:
-    // the loop's final barrier orders those reads first.
-    WEFT_CHECK(reg_accs.empty() ||
-                   (!k.loop_steps.empty() && k.loop_steps.back().kind == StepKind::barrier),
-               "kernel {}: register accumulators need a barrier ending the loop", k.name);
-
-    line(
-        "// kernel {}: grid [{}, {}, {}], {} threads, loop {}, {} stage{}, {} bytes of shared "
-        "memory",
-        k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.stages,
-        k.stages == 1 ? "" : "s", k.smem_bytes);
-    // What a caller of the block function needs (docs/cuda-backend.md, "Block functions").
-    WEFT_CHECK(k.smem_bytes <= std::numeric_limits<int>::max(),
-               "kernel {}: {} bytes of shared memory", k.name, k.smem_bytes);
-    // Task bodies use some of them only.
-    const char* maybe_unused = fit_ ? "[[maybe_unused]] " : "";
-    line("{}constexpr int {}_threads = {};", maybe_unused, k.name, k.threads);
-    line("{}constexpr int {}_smem_bytes = {};", maybe_unused, k.name, k.smem_bytes);
-    line("{0}constexpr int {1}_grid_x = {2}, {1}_grid_y = {3}, {1}_grid_z = {4};", maybe_unused,
-         k.name, k.grid[0], k.grid[1], k.grid[2]);
-    line(
-        "WEFT_BLOCK_FN void {}_block({}, [[maybe_unused]] const int bx, [[maybe_unused]] const int "
-        "by, [[maybe_unused]] const int bz, [[maybe_unused]] unsigned char* const smem) {{",
-        k.name, params(k));
-    ++ind_;
-    line("const int tid = weft_tid();");
-    line("[[maybe_unused]] const int lane = tid & 31, warp = tid >> 5;");
-    buf_var_.clear();
-    int n = 0;
-    for (const PlanBuffer& b : k.buffers) {
-      if (b.space != MemSpace::shared) continue;
-      std::string v = fmt::format("B{}", n++);
-      buf_var_[b.name] = v;
-      if (is_pipelined(k, b.name)) continue;
-      line("[[maybe_unused]] {0}* const {1} = reinterpret_cast<{0}*>(smem + {2});  // {3} {4}",
-           ctype(b.dtype), v, b.offset, b.name, shape_str(b.shape));
-    }
-    for (size_t i = 0; i < reg_accs.size(); ++i) {
-      const MmaTiling& t = reg_accs[i].second;
-      line("float racc{}[{}][{}][{}][4] = {{}};  // {} in registers", i, t.nb, t.pm, t.pn,
-           reg_accs[i].first);
-    }
-    bool inits = false;
-    for (const Step& s : k.loop_steps) {
-      if (s.kind != StepKind::accum || s.op == OpKind::accum_concat || reg_acc_.count(s.outputs[0]))
-        continue;
-      Operand acc = buffer(k, s.outputs[0]);
-      line("for (int e = tid; e < {}; e += {}) weft_st(&{}[e], {});", numel(acc.shape), k.threads,
-           acc.ptr, combine_form(s.op).identity);
-      inits = true;
-    }
-    // Loop-invariant tiles (lower/hoist_loads.h), in one cp.async group committed before the
-    // pipeline's: groups complete in order, so the wait of iteration 0 (stages > 1: wait_group
-    // S-1; else wait_group 0 at the level-0 barrier) covers it too, and the level-0 barrier
-    // publishes it. Without loop loads there is no such wait: wait here.
-    bool need_sync = inits, loop_loads = false, hoisted = false;
-    for (const Step& s : k.loop_steps) {
-      if (s.kind != StepKind::load) continue;
-      loop_loads = loop_loads || !s.hoisted;
-      if (!s.hoisted) continue;
-      WEFT_CHECK(s.attrs.get_int_or("fmap", -1) < 0, "kernel {}: hoisted load {} has an fmap",
-                 k.name, s.outputs[0]);
-      if (!hoisted) line("// loop-invariant tiles, loaded once");
-      hoisted = true;
-      emit_load(k, s, "0", "");
-    }
-    if (hoisted) {
-      line("weft_cp_async_commit();");
-      if (!loop_loads) {
-        line("weft_cp_async_wait<0>();");
-        need_sync = true;
-      }
-    }
-    if (need_sync) sync();
-
-    in_loop_ = true;
-    loads_in_flight_ = false;
-    if (k.stages > 1) {
-      line("// pipeline: the loads of iteration it + {} are in flight while iteration it computes",
-           k.stages - 1);
-      open(fmt::format("for (int f = 0; f < {}; ++f) {{", k.stages - 1));
-      issue_loads(k, "f");
-      close();
-    }
-    open(fmt::format("for (int it = 0; it < {}; ++it) {{", k.loop));
-    if (k.stages > 1) {
-      slot_ = "slot";
-      line("[[maybe_unused]] const int slot = it % {};", k.stages);
-      open("{");
-      line("const int f = it + {};", k.stages - 1);
-      issue_loads(k, "f");
-      close();
-      line("weft_cp_async_wait<{}>();", k.stages - 1);
-    }
-    for (const Step& s : k.loop_steps) block_step(k, s);
-    close();
-    in_loop_ = false;
-    slot_ = std::to_string((k.loop - 1) % k.stages);
-    if (!reg_accs.empty()) {
-      for (size_t i = 0; i < reg_accs.size(); ++i) {
-        const MmaTiling& t = reg_accs[i].second;
-        line("// {} from registers", reg_accs[i].first);
-        open(fmt::format("if (warp < {}) {{", t.wm * t.wn));
-        line("const int wm = warp / {}, wn = warp % {};", t.wn, t.wn);
-        open(fmt::format("for (int bb = 0; bb < {}; ++bb) {{", t.nb));
-        Operand acc = buffer(k, reg_accs[i].first);
-        fragments_to(t, acc, acc.shape, fmt::format("racc{}[bb]", i));
-        close();
-        close();
-      }
-      sync();
-    }
-    for (const Step& s : k.post_steps) block_step(k, s);
-    if (loads_in_flight_) line("weft_cp_async_wait<0>();");
-    close();
-    if (fit_) return;
-    // The kernel: a thin wrapper passing the block's coordinates and its dynamic shared memory.
-    line("WEFT_KERNEL({0}_threads) {0}({1}) {{", k.name, params(k));
-    line("  {}_block({}, weft_bid_x(), weft_bid_y(), weft_bid_z(), weft_smem_base());", k.name,
-         args(k));
-    line("}}");
-  }
-
-  // One cp.async group with the loop's loads for iteration f (when it exists) into slot f % S.
-  void issue_loads(const KernelPlan& k, const std::string& f) {
-    open(fmt::format("if ({} < {}) {{", f, k.loop));
-    for (const Step& s : k.loop_steps)
-      if (s.kind == StepKind::load && !s.hoisted)
-        emit_load(k, s, f, fmt::format("{} % {}", f, k.stages));
-    close();
-    line("weft_cp_async_commit();");
-  }
-
-  // ---------------------------------------------------------------- host launcher
-
-  // A library matmul C = A B: row-major m x kd times kd x n per element of C's batch dims
-  // (`batch` of them, row-major); size-1 batch dims of an operand broadcast.
-  struct LibraryMatmul {
-    Operand a, b, c;
-    size_t r;
-    int64_t m, n, kd, batch;
-  };
-  LibraryMatmul library_matmul_shape(const KernelPlan& k) const {
-    const Step& s = k.loop_steps.at(0);
-    Operand a = device(s.inputs[0]), b = device(s.inputs[1]), c = device(s.outputs[0]);
-    size_t r = c.shape.size();
-    int64_t batch = 1;
-    for (size_t d = 0; d + 2 < r; ++d) batch *= c.shape[d];
-    return LibraryMatmul{a, b, c, r, c.shape[r - 2], c.shape[r - 1], a.shape[r - 1], batch};
-  }
-  // Element offset of batch element `bb` in operand o of `mm`.
-  static std::string batch_base(const LibraryMatmul& mm, const Operand& o) {
-    std::string e = "0";
-    int64_t inner = mm.batch;
-    for (size_t d = 0; d + 2 < mm.r; ++d) {
-      inner /= mm.c.shape[d];
-      if (o.shape[d] != 1)
-        e += fmt::format(" + (bb / {}) % {} * {}", inner, mm.c.shape[d], o.strides[d]);
-    }
-    return e;
-  }
-
-  void library_matmul(const KernelPlan& k) {
-    const LibraryMatmul mm = library_matmul_shape(k);
-    const Operand &a = mm.a, &b = mm.b, &c = mm.c;
-    const size_t r = mm.r;
-    const int64_t m = mm.m, n = mm.n, kd = mm.kd, batch = mm.batch;
-    // One strided-batched call when each operand has all of C's batch dims or none of them.
-    auto stride_of = [&](const Operand& o) -> std::optional<int64_t> {
-      bool all = true, none = true;
-      for (size_t d = 0; d + 2 < r; ++d) {
-        all = all && o.shape[d] == c.shape[d];
-        none = none && o.shape[d] == 1;
-      }
-      if (all) return o.shape[r - 2] * o.shape[r - 1];
-      if (none) return 0;
-      return std::nullopt;
-    };
-    line("// kernel {}: library matmul (cuBLAS)", k.name);
-    auto sa = stride_of(a), sb = stride_of(b);
-    if (sa && sb) {
-      line("if (int e_ = weft_gemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, stream)) return e_;",
-           gemm_code(c.dtype), m, n, kd, a.ptr, *sa, b.ptr, *sb, c.ptr, m * n, batch);
-      return;
-    }
-    open(fmt::format("for (int64_t bb = 0; bb < {}; ++bb) {{", batch));
-    auto base = [&](const Operand& o) { return batch_base(mm, o); };
-    line(
-        "if (int e_ = weft_gemm({}, {}, {}, {}, {} + {}, 0, {} + {}, 0, {} + {}, 0, 1, stream)) "
-        "return e_;",
-        gemm_code(c.dtype), m, n, kd, a.ptr, base(a), b.ptr, base(b), c.ptr, base(c));
-    close();
-  }
-
-  void launcher() {
+std::string Emitter::run() {
+  line("// Generated by weft from the kernel plan of '{}' (target {}). Do not edit.", p_.name,
+       p_.target);
+  out_ += cuda_prelude();
+  for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
+  for (const KernelPlan& k : p_.kernels) {
     line("");
-    line("extern \"C\" const char* weft_cuda_plan_name(void) {{ return \"{}\"; }}", p_.name);
+    const size_t start = out_.size();
+    if (k.library)
+      library_kernel(k);
+    else
+      block_kernel(k);
+    share_identical_code(k, start);
+  }
+  launcher();
+  return std::move(out_);
+}
+
+std::string Emitter::run_task_bodies() {
+  line(
+      "// Task bodies generated by weft from the kernel plan of '{}' (target {}) for a "
+      "persistent",
+      p_.name, p_.target);
+  line(
+      "// kernel; they follow the CUDA prelude (docs/mpk.md, \"Task bodies from kernel "
+      "plans\").");
+  line("// Do not edit.");
+  line("[[maybe_unused]] constexpr int weft_mpk_worker_threads = {};", fit_->worker_threads);
+  line("[[maybe_unused]] constexpr int weft_mpk_body_smem_bytes = {};", fit_->body_smem_bytes);
+  line("[[maybe_unused]] constexpr uint32_t weft_mpk_kernel_count = {};", p_.kernels.size());
+  for (size_t i = 0; i < p_.tensors.size(); ++i) tensor_index_[p_.tensors[i].name] = i;
+  for (const KernelPlan& k : p_.kernels) {
     line("");
-    line(
-        "extern \"C\" int weft_cuda_launch(void* const* inputs, void* const* outputs, "
-        "void* workspace, void* stream) {{");
-    ++ind_;
-    tensor_pointers(true);
-    for (const KernelPlan& k : p_.kernels) {
-      if (k.library) {
-        const Step& s = k.loop_steps.at(0);
-        if (s.op == OpKind::matmul) {
-          library_matmul(k);
-          continue;
-        }
-        std::vector<Operand> ins, outs;
-        for (const std::string& n : s.inputs) ins.push_back(device(n));
-        for (const std::string& n : s.outputs) outs.push_back(device(n));
-        int64_t units = library_units(s, ins, outs);
-        int64_t grid = std::clamp<int64_t>((units + kLibraryThreads - 1) / kLibraryThreads, 1,
-                                           kMaxLibraryBlocks);
-        line("WEFT_LAUNCH({}, {}, 1, 1, {}, 0, stream, {});", code_of_.at(k.name), grid,
-             kLibraryThreads, args(k));
-      } else {
-        const std::string& code = code_of_.at(k.name);
-        if (k.smem_bytes > kDefaultSmemLimit) line("WEFT_SET_SMEM({0}, {0}_smem_bytes);", code);
-        line(
-            "WEFT_LAUNCH({0}, {0}_grid_x, {0}_grid_y, {0}_grid_z, {0}_threads, {0}_smem_bytes, "
-            "stream, {1});",
-            code, args(k));
-      }
-    }
-    line("return 0;");
-    close();
+    const size_t start = out_.size();
+    if (k.library)
+      library_body(k);
+    else
+      block_kernel(k);
+    share_identical_code(k, start);
   }
+  task_switch();
+  return std::move(out_);
+}
 
-  // ---------------------------------------------------------------- task bodies
+void Emitter::open(const std::string& text) {
+  line("{}", text);
+  ++ind_;
+}
 
-  // A library kernel as a CTA-level body: its element loops over the worker's threads, or the
-  // device GEMM for a matmul.
-  void library_body(const KernelPlan& k) {
-    const TaskBodyFigure& f = fit_->bodies.at(static_cast<size_t>(&k - p_.kernels.data()));
-    const Step& s = k.loop_steps.at(0);
-    line("// kernel {}: library {}, a task body on the worker's {} threads", k.name,
-         op_info(s.op).name, f.threads);
-    line("[[maybe_unused]] constexpr int {}_threads = {};", k.name, f.threads);
-    line("[[maybe_unused]] constexpr int {}_smem_bytes = {};", k.name, f.smem_bytes);
-    line("[[maybe_unused]] constexpr int {0}_grid_x = 1, {0}_grid_y = 1, {0}_grid_z = 1;", k.name);
-    line(
-        "WEFT_BLOCK_FN void {}_block({}, [[maybe_unused]] const int bx, [[maybe_unused]] const int "
-        "by, [[maybe_unused]] const int bz, [[maybe_unused]] unsigned char* const smem) {{",
-        k.name, params(k));
-    ++ind_;
-    line("[[maybe_unused]] const int tid = weft_tid();");
-    if (s.op == OpKind::matmul) {
-      const LibraryMatmul mm = library_matmul_shape(k);
-      CtaGemmTile t = cta_gemm_tile(mm.m, mm.n);
-      WEFT_CHECK(t.smem_bytes() == f.smem_bytes, "kernel {}: GEMM tiles of {} bytes, fit says {}",
-                 k.name, t.smem_bytes(), f.smem_bytes);
-      line("// {} x {} x {} per batch element, {} x {} tiles, {}-deep slices", mm.m, mm.n, mm.kd,
-           t.bm, t.bn, t.bk);
-      open(fmt::format("for (int64_t bb = 0; bb < {}; ++bb) {{", mm.batch));
-      line(
-          "weft_cta_gemm<{}, {}, {}, {}>({}, {}, {}, {} + {}, {} + {}, {} + {}, "
-          "reinterpret_cast<float*>(smem), reinterpret_cast<float*>(smem + {}));",
-          t.bm, t.bn, t.bk, f.threads, mm.m, mm.n, mm.kd, mm.a.ptr, batch_base(mm, mm.a), mm.b.ptr,
-          batch_base(mm, mm.b), mm.c.ptr, batch_base(mm, mm.c), 4 * t.a_floats());
-      close();
+void Emitter::close(const char* text) {
+  --ind_;
+  line("{}", text);
+}
+
+void Emitter::share_identical_code(const KernelPlan& k, size_t start) {
+  code_of_[k.name] = k.name;
+  if (out_.size() == start) return;  // no code of its own (a cuBLAS call in the launcher)
+  auto [it, fresh] = shared_code_.emplace(canonical_code(out_.substr(start), k.name), k.name);
+  code_of_[k.name] = it->second;
+  if (fresh) return;
+  out_.resize(start);
+  line("// kernel {}: the code of kernel {}, on its own tensors", k.name, it->second);
+}
+
+std::string Emitter::canonical_code(const std::string& code, const std::string& name) {
+  std::string out;
+  std::map<std::string, size_t> tensors;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < code.size();) {
+    if (code.compare(i, 2, "//") == 0) {
+      i = code.find('\n', i);
+      if (i == std::string::npos) break;
+      continue;
+    }
+    if (!ident(code[i]) || (i > 0 && ident(code[i - 1]))) {
+      out += code[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < code.size() && ident(code[end])) ++end;
+    const std::string id = code.substr(i, end - i);
+    if (id == name || id.rfind(name + "_", 0) == 0) {
+      out += "@K" + id.substr(name.size());
+    } else if (id.size() > 1 && id[0] == 'T' && std::all_of(id.begin() + 1, id.end(), [](char c) {
+                 return std::isdigit(static_cast<unsigned char>(c));
+               })) {
+      out += fmt::format("@T{}", tensors.emplace(id, tensors.size()).first->second);
     } else {
-      library_loops(s, Workers{"tid", std::to_string(f.threads), "int64_t"});
+      out += id;
     }
-    close();
+    i = end;
   }
+  return out;
+}
 
-  // weft_mpk_task: the tensors from the weft_cuda_launch arguments, then a switch over the
-  // plan's kernels; threads beyond a body's return at once.
-  void task_switch() {
-    line("");
-    const std::string& extra = fit_->extra_task_function;
-    if (!extra.empty())
-      line(
-          "WEFT_DEV void {}(uint32_t kernel, int bx, int by, int bz, unsigned char* smem, void* "
-          "const* inputs, void* const* outputs, unsigned char* workspace);",
-          extra);
-    line(
-        "WEFT_DEV void weft_mpk_task(uint32_t kernel, [[maybe_unused]] int bx, [[maybe_unused]] "
-        "int by, [[maybe_unused]] int bz, [[maybe_unused]] unsigned char* smem, void* const* "
-        "inputs, void* const* outputs, unsigned char* workspace) {{");
-    ++ind_;
-    line("weft_task_body_entry();");
-    tensor_pointers(false);
-    // Two switches: the kernel picks its tensors P and the code it runs (share_identical_code),
-    // then each code is inlined once, on P, however many kernels run it.
-    std::map<std::string, size_t> code_index;  // first kernel of a code -> its case
-    size_t arity = 1;
-    for (const KernelPlan& k : p_.kernels) {
-      code_index.emplace(code_of_.at(k.name), code_index.size());
-      arity = std::max(arity, tensor_args(k).size());
+std::string Emitter::tvar(const std::string& name) const {
+  return fmt::format("T{}", tensor_index_.at(name));
+}
+
+Operand Emitter::device(const std::string& name) const {
+  const PlanBuffer& t = p_.tensors.at(tensor_index_.at(name));
+  return Operand{tvar(name), t.dtype, t.shape, layout_strides(t.shape, t.contiguous_dim), 0, true};
+}
+
+Operand Emitter::buffer(const KernelPlan& k, const std::string& name,
+                        const std::string& slot) const {
+  const PlanBuffer* b = k.find_buffer(name);
+  WEFT_CHECK(b != nullptr && b->space == MemSpace::shared && b->offset >= 0,
+             "{} is not a planned shared buffer", name);
+  WEFT_CHECK(b->swizzle == 0 || b->bytes() % 128 == 0, "swizzled buffer {} of {} bytes", name,
+             b->bytes());
+  std::string ptr = buf_var_.at(name);
+  if (is_pipelined(k, name))
+    ptr = fmt::format("reinterpret_cast<{}*>(smem + {} + {} * {})", ctype(b->dtype), b->offset,
+                      paren(slot.empty() ? slot_ : slot), stage_stride(*b));
+  return Operand{ptr,
+                 b->dtype,
+                 b->shape,
+                 layout_strides(b->shape, b->contiguous_dim),
+                 b->swizzle != 0 ? b->row_bytes() : 0,
+                 false};
+}
+
+std::vector<std::string> Emitter::open_elements(const Shape& shape, const Workers& w,
+                                                const std::string& var) {
+  int64_t total = numel(shape);
+  open(fmt::format("for ({0} {1} = {2}; {1} < {3}; {1} += {4}) {{", w.itype, var, w.first, total,
+                   w.step));
+  std::vector<std::string> names;
+  int64_t inner = total;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    inner /= shape[d];
+    if (shape[d] == 1) {
+      names.push_back("0");
+      continue;
     }
-    line("void* P[{}];", arity);
-    line("uint32_t code = 0;");
-    open("switch (kernel) {");
-    for (size_t i = 0; i < p_.kernels.size(); ++i) {
-      const KernelPlan& k = p_.kernels[i];
-      std::string picks;
-      const std::vector<size_t> tensors = tensor_args(k);
-      for (size_t j = 0; j < tensors.size(); ++j)
-        picks += fmt::format(" P[{}] = T{};", j, tensors[j]);
-      line("case {}: code = {};{} break;  // {}", i, code_index.at(code_of_.at(k.name)), picks,
-           k.name);
-    }
-    if (extra.empty()) {
-      line("default:  // not a kernel of this plan: the task graph's decoder checks indices");
-      line("  return;");
-    } else {
-      line("default:  // a body beyond the plan (TaskBodyOptions::extra_task_function)");
-      line("  {}(kernel - {}u, bx, by, bz, smem, inputs, outputs, workspace);", extra,
-           p_.kernels.size());
-      line("  return;");
-    }
-    close();
-    open("switch (code) {");
-    for (const KernelPlan& k : p_.kernels) {
-      if (code_of_.at(k.name) != k.name) continue;
-      std::string casts;
-      const std::vector<size_t> tensors = tensor_args(k);
-      for (size_t j = 0; j < tensors.size(); ++j)
-        casts += fmt::format("static_cast<decltype(T{})>(P[{}]), ", tensors[j], j);
-      line("case {}:", code_index.at(k.name));
-      line("  if (weft_tid() < {0}_threads) {0}_block({1}bx, by, bz, smem);", k.name, casts);
-      line("  return;");
-    }
-    line("default:");
-    line("  return;");
-    close();
-    close();
+    std::string e = inner == 1 ? var : fmt::format("{} / {}", var, inner);
+    if (inner * shape[d] != total) e = fmt::format("{} % {}", paren(e), shape[d]);
+    std::string n = fmt::format("{}{}", var, d);
+    line("[[maybe_unused]] const {} {} = {};", w.itype, n, e);
+    names.push_back(n);
   }
+  return names;
+}
 
-  // The device tensors T<i> of the plan, from the entry points' inputs / outputs / workspace.
-  void tensor_pointers(bool stream) {
-    line("[[maybe_unused]] unsigned char* const ws = static_cast<unsigned char*>(workspace);");
-    line("(void)inputs;");
-    line("(void)outputs;");
-    if (stream) line("(void)stream;");
-    for (size_t i = 0; i < p_.tensors.size(); ++i) {
-      const PlanBuffer& t = p_.tensors[i];
-      const char* ty = ctype(t.dtype);
-      if (t.role == TensorRole::input) {
-        auto pos = std::find(p_.inputs.begin(), p_.inputs.end(), t.name) - p_.inputs.begin();
-        line("[[maybe_unused]] {0}* const T{1} = static_cast<{0}*>(inputs[{2}]);  // {3}", ty, i,
-             pos, t.name);
-      } else if (t.role == TensorRole::output) {
-        auto pos = std::find(p_.outputs.begin(), p_.outputs.end(), t.name) - p_.outputs.begin();
-        line("[[maybe_unused]] {0}* const T{1} = static_cast<{0}*>(outputs[{2}]);  // {3}", ty, i,
-             pos, t.name);
-      } else {
-        WEFT_CHECK(t.offset >= 0, "temp {} has no workspace offset", t.name);
-        line("[[maybe_unused]] {0}* const T{1} = reinterpret_cast<{0}*>(ws + {2});  // {3}", ty, i,
-             t.offset, t.name);
-      }
+std::string Emitter::params(const KernelPlan& k) const {
+  std::map<size_t, bool> used;  // tensor index -> written
+  for (const auto* steps : {&k.loop_steps, &k.post_steps})
+    for (const Step& s : *steps) {
+      if (s.kind == StepKind::load || s.kind == StepKind::call)
+        for (const std::string& n : s.inputs) used.emplace(tensor_index_.at(n), false);
+      if (s.kind == StepKind::store || s.kind == StepKind::call)
+        for (const std::string& n : s.outputs) used[tensor_index_.at(n)] = true;
     }
-  }
+  std::string out;
+  for (auto [i, written] : used)
+    out += fmt::format("{}{}{}* {}T{}", out.empty() ? "" : ", ", written ? "" : "const ",
+                       ctype(p_.tensors[i].dtype), restricted(i) ? "__restrict__ " : "", i);
+  return out;
+}
 
-  static constexpr int64_t kLibraryThreads = 256;
-  static constexpr int64_t kMaxLibraryBlocks = 4096;
-  static constexpr int64_t kDefaultSmemLimit = 48 * 1024;  // dynamic shared memory without opt-in
-  static constexpr const char* kBid[3] = {"bx", "by", "bz"};
+bool Emitter::restricted(size_t tensor) const {
+  return fit_ == nullptr || fit_->read_only_tensors.count(p_.tensors[tensor].name) != 0;
+}
 
-  const ProgramPlan& p_;
-  const TaskBodyFit* fit_ = nullptr;  // task-body mode
-  std::string out_;
-  int ind_ = 0;
-  std::map<std::string, size_t> tensor_index_;
-  std::map<std::string, std::string> shared_code_;  // canonical_code -> first kernel with it
-  std::map<std::string, std::string> code_of_;      // kernel -> the kernel whose code it runs
-  std::map<std::string, std::string> buf_var_;
-  std::map<std::string, std::string> fused_;    // matmul result -> accumulator it adds into
-  std::set<std::string> skipped_accums_;        // accumulators fed by a fused matmul
-  std::map<std::string, std::string> reg_acc_;  // accumulator -> register array
-  Workers block_workers_;
-  std::string slot_ = "0";
-  bool in_loop_ = false;
-  bool loads_in_flight_ = false;
-};
+std::vector<size_t> Emitter::tensor_args(const KernelPlan& k) const {
+  std::set<size_t> used;
+  for (const auto* steps : {&k.loop_steps, &k.post_steps})
+    for (const Step& s : *steps) {
+      if (s.kind == StepKind::load || s.kind == StepKind::call)
+        for (const std::string& n : s.inputs) used.insert(tensor_index_.at(n));
+      if (s.kind == StepKind::store || s.kind == StepKind::call)
+        for (const std::string& n : s.outputs) used.insert(tensor_index_.at(n));
+    }
+  return {used.begin(), used.end()};
+}
 
-}  // namespace
+std::string Emitter::args(const KernelPlan& k) const {
+  std::string out;
+  for (size_t i : tensor_args(k)) out += fmt::format("{}T{}", out.empty() ? "" : ", ", i);
+  return out;
+}
+
+}  // namespace cuda_emit
 
 const char* cuda_ctype(DType d) {
-  return ctype(d);
+  return cuda_emit::ctype(d);
 }
 
 std::string emit_cuda_source(const ProgramPlan& plan) {
-  return Emitter(plan).run();
+  return cuda_emit::Emitter(plan).run();
 }
 
 std::string emit_cuda_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& options) {
   const TaskBodyFit fit = fit_task_bodies(plan, options);
-  return Emitter(plan, fit).run_task_bodies();
+  return cuda_emit::Emitter(plan, fit).run_task_bodies();
 }
 
 }  // namespace weft

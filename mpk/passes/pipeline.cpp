@@ -39,14 +39,10 @@ const CompileStep kSteps[] = {
      }},
     {"fuse-events",
      [](const ProgramPlan&, const MpkOptions&, MpkCompiled& r) { r.graph = fuse_events(r.graph); }},
-    {"normalize",
-     [](const ProgramPlan&, const MpkOptions&, MpkCompiled& r) {
-       r.graph = normalize_events(r.graph, &r.empty_tasks);
-     }},
-    {"linearize",
-     [](const ProgramPlan&, const MpkOptions&, MpkCompiled& r) {
-       r.graph = linearize_tasks(r.graph);
-     }},
+    {"normalize", [](const ProgramPlan&, const MpkOptions&,
+                     MpkCompiled& r) { r.graph = normalize_events(r.graph, &r.empty_tasks); }},
+    {"linearize", [](const ProgramPlan&, const MpkOptions&,
+                     MpkCompiled& r) { r.graph = linearize_tasks(r.graph); }},
     {"assign",
      [](const ProgramPlan&, const MpkOptions& o, MpkCompiled& r) {
        r.graph = assign_workers(r.graph, o.assign);

@@ -45,7 +45,8 @@ std::string emit_decode_task_bodies(const ProgramPlan& plan) {
     return fmt::format("static_cast<const {}*>(outputs[{}])", type(n), slot);
   };
   std::string s = fmt::format(
-      "\n// The decode loop's task bodies for '{}' (mpk/runtime/decode_bodies.h); the decode state is at\n"
+      "\n// The decode loop's task bodies for '{}' (mpk/runtime/decode_bodies.h); the decode state "
+      "is at\n"
       "// workspace byte {}.\n",
       plan.name, layout.state_offset);
   s += expand_embedded("mpk/device/decode_bodies.cuh");

@@ -5,14 +5,14 @@
 
 #include <cstring>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
-#include "mpk/runtime/cuda_error.h"
 #include "mpk/decode_layout.h"
-#include "mpk/runtime/decode_bodies.h"
 #include "mpk/device/megakernel_abi.cuh"
 #include "mpk/encode.h"
+#include "mpk/runtime/cuda_error.h"
+#include "mpk/runtime/decode_bodies.h"
 #include "mpk/runtime/placed_decode.h"
-#include "core/dtype_convert.h"
 
 namespace weft {
 

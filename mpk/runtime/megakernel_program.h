@@ -1,7 +1,8 @@
-// A lowered plan run as one persistent kernel: its task graph (mpk/passes/pipeline.h), its task bodies
-// (codegen/cuda/emit_task_bodies.h) and the unit around them (mpk/runtime/megakernel.h), built and run in
-// host emulation or on a GPU. Inputs and outputs are f32 host vectors in plan order, stored in
-// the plan's dtypes as the per-kernel backends store them, so results compare bit for bit.
+// A lowered plan run as one persistent kernel: its task graph (mpk/passes/pipeline.h), its task
+// bodies (codegen/cuda/emit_task_bodies.h) and the unit around them (mpk/runtime/megakernel.h),
+// built and run in host emulation or on a GPU. Inputs and outputs are f32 host vectors in plan
+// order, stored in the plan's dtypes as the per-kernel backends store them, so results compare bit
+// for bit.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "mpk/runtime/cuda_error.h"
 #include "mpk/device/megakernel_abi.cuh"
+#include "mpk/runtime/cuda_error.h"
 #include "runtime/build_cache.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/generated_library.h"

@@ -1,7 +1,7 @@
-// Loading and running a persistent-kernel unit (mpk/runtime/megakernel.h): built for host emulation (every
-// CTA a group of threads, host buffers) or with nvcc for a GPU (device buffers, a cooperative
-// launch after the co-residency check). A refused launch is a UserError; a watchdog trip comes
-// back as the run's report.
+// Loading and running a persistent-kernel unit (mpk/runtime/megakernel.h): built for host emulation
+// (every CTA a group of threads, host buffers) or with nvcc for a GPU (device buffers, a
+// cooperative launch after the co-residency check). A refused launch is a UserError; a watchdog
+// trip comes back as the run's report.
 #pragma once
 
 #include <cstdint>

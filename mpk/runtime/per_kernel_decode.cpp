@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "core/error.h"
-#include "mpk/runtime/cuda_error.h"
 #include "mpk/decode_layout.h"
+#include "mpk/runtime/cuda_error.h"
 #include "mpk/runtime/decode_bodies.h"
 #include "mpk/runtime/placed_decode.h"
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/dtype_convert.h"
 #include "core/error.h"
 #include "mpk/runtime/cuda_error.h"
-#include "core/dtype_convert.h"
 
 namespace weft {
 

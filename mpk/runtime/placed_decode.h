@@ -1,8 +1,9 @@
 // A decode-step program's buffers placed once for a decode loop on the device: the inputs in the
 // plan's dtypes, the outputs and workspace as NaN bytes, the decode state (mpk/decode_layout.h) in
 // the workspace, on the host (emulation) or copied to the GPU. The persistent kernel's resident
-// decode (mpk/runtime/megakernel_program.h) and the per-kernel decode loop (mpk/runtime/per_kernel_decode.h) both
-// start from it, so the two paths decode from the same bytes.
+// decode (mpk/runtime/megakernel_program.h) and the per-kernel decode loop
+// (mpk/runtime/per_kernel_decode.h) both start from it, so the two paths decode from the same
+// bytes.
 #pragma once
 
 #include <cstdint>

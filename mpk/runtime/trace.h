@@ -18,9 +18,9 @@ namespace weft {
 std::string chrome_trace_json(const DeviceGraph& graph, const std::vector<TaskSpan>& spans,
                               const std::string& name);
 
-// One launch of a decode loop on the device (mpk/runtime/megakernel_program.h): its spans as recorded
-// (index (iteration - 1) * tasks + task) and the decode step its first iteration ran, counted
-// from 0 over the whole decode: span i belongs to step first_step + i / tasks.
+// One launch of a decode loop on the device (mpk/runtime/megakernel_program.h): its spans as
+// recorded (index (iteration - 1) * tasks + task) and the decode step its first iteration ran,
+// counted from 0 over the whole decode: span i belongs to step first_step + i / tasks.
 struct LaunchTrace {
   int64_t first_step = 0;
   std::vector<TaskSpan> spans;

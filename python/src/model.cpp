@@ -14,10 +14,10 @@
 #include <mutex>
 
 #include "driver/model_file.h"
-#include "model/deduce.h"
-#include "model/printer.h"
 #include "exec/run_io.h"
 #include "exec/vm.h"
+#include "model/deduce.h"
+#include "model/printer.h"
 #include "python/src/bindings.h"
 #include "python/src/model_arrays.h"
 

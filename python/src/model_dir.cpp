@@ -118,6 +118,17 @@ void bind_model_dir(nb::module_& m) {
       nb::arg("target"), nb::arg("time_budget_s"), nb::arg("state_budget"), nb::arg("cache_dir"),
       nb::arg("no_cache"), nb::arg("no_build"), nb::arg("max_region_ops"),
       nb::arg("progress").none());
+  // The defaults of `weft compile` as driver/compile_to_dir.h declares them, so the Python API
+  // reads them rather than writing them again.
+  m.def("compile_defaults", [] {
+    const ModelDirOptions o;
+    nb::dict d;
+    d["target"] = o.target;
+    d["time_budget_s"] = o.time_budget_s;
+    d["state_budget"] = o.state_budget;
+    d["max_region_ops"] = o.max_region_ops;
+    return d;
+  });
   m.def("is_compiled_model_dir", &is_compiled_model_dir, nb::arg("path"));
   nb::class_<CompiledDirCore>(m, "CompiledDirCore")
       .def(nb::init<std::string>(), nb::arg("dir"))

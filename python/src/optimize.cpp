@@ -175,7 +175,7 @@ void bind_optimize(nb::module_& m) {
       .def_prop_ro("input_predicted_us",
                    [](const OptimizeResult& r) { return r.program_predicted_s * 1e6; })
       .def_prop_ro("stop_reason",
-                   [](const OptimizeResult& r) { return std::string(search_stop_name(r.stop)); })
+                   [](const OptimizeResult& r) { return std::string(stop_reason_name(r.stop)); })
       .def("summary_json",
            [](const OptimizeResult& r, const std::string& input_file) {
              return json_to_python(optimize_summary_json(r, input_file));

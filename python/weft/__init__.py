@@ -24,6 +24,11 @@ from .errors import InternalError, UserError, user_error as _user_error
 
 __version__ = _weft.__version__
 
+# Defaults as the C++ side declares them (the search configuration's fields; `weft compile`'s
+# options), read here rather than written a second time.
+_SEARCH_DEFAULTS = {f["key"]: f["default"] for f in _weft.config_fields()}
+_COMPILE_DEFAULTS = _weft.compile_defaults()
+
 __all__ = [
     "Builder", "CompiledModel", "CompiledModelDir", "CompiledProgram", "InternalError", "Model",
     "OptimizeResult", "Param", "Program", "TensorSpec",
@@ -84,7 +89,7 @@ class Program:
             return NotImplemented
         return self._graph == other._graph
 
-    def check(self, target="h100"):
+    def check(self, target=_SEARCH_DEFAULTS["target"]):
         """Checks the validity rules on ``target`` (see ``weft.targets()``). Returns a one-line
         summary; raises UserError at the first violation (its message lists every one)."""
         return _weft.check(self._graph, target, self._file)
@@ -331,8 +336,9 @@ def _run_optimize(program, values, flag_texts, config_path, checkpoint, progress
     return OptimizeResult(core, program.file, interrupted)
 
 
-def optimize(program, time_budget=60, target="h100", top_k=5, progress=True, *, config=None,
-             checkpoint=None, **options):
+def optimize(program, time_budget=_SEARCH_DEFAULTS["time_budget_s"],
+             target=_SEARCH_DEFAULTS["target"], top_k=_SEARCH_DEFAULTS["top_k"], progress=True, *,
+             config=None, checkpoint=None, **options):
     """Searches for the fastest verified µGraph equivalent to ``program``.
 
     ``time_budget`` (seconds, 0: unlimited), ``target`` and ``top_k`` are the common settings;
@@ -512,7 +518,7 @@ class CompiledProgram:
                 f"({self.backend})>")
 
 
-def compile(program, target="cpu", backend=None, cache_dir=None):
+def compile(program, target=_COMPILE_DEFAULTS["target"], backend=None, cache_dir=None):
     """Lowers ``program`` for ``target`` ('cpu', or a GPU such as 'h100'), generates its code,
     builds it (cached) and loads it: a CompiledProgram. The backend is the target's own (cpu, or
     cuda, which needs a GPU); ``backend='cuda-emulation'`` runs a GPU target's CUDA on the host.
@@ -715,8 +721,10 @@ def _progress_lines(progress):
     return None
 
 
-def compile_model(path, out_dir, bindings, target="cpu", time_budget=60, cache=None,
-                  progress=True, *, bounds=None, state_budget=0, max_region_ops=8, build=True):
+def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
+                  time_budget=_COMPILE_DEFAULTS["time_budget_s"], cache=None, progress=True, *,
+                  bounds=None, state_budget=_COMPILE_DEFAULTS["state_budget"],
+                  max_region_ops=_COMPILE_DEFAULTS["max_region_ops"], build=True):
     """Compiles the model file at ``path`` (.wmod, or .onnx imported with ``bounds`` as
     ``load_model`` does) for the shapes in ``bindings`` (a dict of the model's symbolic
     variables, e.g. ``{"b": 1, "n": 5, "p": 0}``, or a list of them) and writes the directory

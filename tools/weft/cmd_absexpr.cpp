@@ -55,7 +55,7 @@ static weft::cli::Register reg(
             "# e-graph of {}: {} nodes, {} classes ({} subexpression classes), "
             "{} rules, {} after {} iterations in {:.3f} s\n",
             g.value(g.outputs[which]).name, st.nodes, st.classes, oracle.viable_classes(), st.rules,
-            weft::stop_reason_name(st.stop), st.iterations, st.seconds);
+            weft::saturation_stop_name(st.stop), st.iterations, st.seconds);
         std::cout << store.str(t) << ": " << weft::prune_verdict_name(oracle.classify(t)) << "\n";
         return 0;
       };

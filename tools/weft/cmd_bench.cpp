@@ -9,8 +9,9 @@
 
 #include <iostream>
 
-#include "driver/measure.h"
+#include "core/target.h"
 #include "driver/compiled_dir.h"
+#include "driver/measure.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {
@@ -103,8 +104,9 @@ static Register reg(
           ->check(CLI::IsMember({"cpu", "cuda", "cuda-emulation"}))
           ->capture_default_str();
       sub.add_option("--target", *target,
-                     "GPU target to lower for with --backend cuda (default: the device's) or "
-                     "cuda-emulation (default: h100)");
+                     fmt::format("GPU target to lower for with --backend cuda (default: the "
+                                 "device's) or cuda-emulation (default: {})",
+                                 weft::kDefaultTargetName));
       sub.add_option("--compare", *compare,
                      "Another program with the same inputs and outputs (e.g. the unfused input "
                      "program): timed by the same backend, outputs checked to agree");

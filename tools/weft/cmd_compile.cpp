@@ -3,6 +3,7 @@
 // C++ with c++, a GPU's CUDA with nvcc; both cached). The work is driver/compile.h's. A model
 // file (.wmod, or .onnx through the importer) is compiled whole instead: `--bind`, `--bound`,
 // `--time-budget`, `--cache`; the work is driver/compile_to_dir.h's (docs/model-compile.md).
+// `--print-after STEP` prints the IR after a lowering pass or a model compile step and stops.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "core/target.h"
 #include "driver/compile.h"
 #include "driver/compile_to_dir.h"
+#include "lower/pipeline.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 
@@ -42,6 +44,10 @@ int compile_model_file(const std::string& file, const std::string& out_dir, cons
     throw UserError("give the shapes to compile for with --bind NAME=VALUE,... (one per binding)");
   options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   ModelDirReport report = compile_model_to_dir(model, prover, out_dir, options);
+  if (!options.stop_after.empty()) {
+    fmt::print("{}", report.result.step_text);
+    return 0;
+  }
 
   const ModelCompileResult& r = report.result;
   const auto& t = report.summary["totals"];
@@ -63,20 +69,67 @@ int compile_model_file(const std::string& file, const std::string& out_dir, cons
   return 0;
 }
 
+int compile_graph_file(const std::string& file, const std::string& out_dir,
+                       const std::string& target_name, const std::string& stop_after,
+                       bool no_build) {
+  Graph g = load_graph(file);
+  const Target& t = target_by_name(target_name);
+  CompiledCode code = compile_graph(g, t, {.stop_after = stop_after});
+  const ProgramPlan& plan = code.plan;
+  std::filesystem::path dir(out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  std::string stem = g.name.empty() ? std::filesystem::path(file).stem().string() : g.name;
+  write(dir / (stem + ".plan"), code.plan_text);
+  fmt::print("{}: {} kernel{} for {}, device workspace {} bytes\n", stem, plan.kernels.size(),
+             plan.kernels.size() == 1 ? "" : "s", t.name, plan.workspace_bytes);
+  for (const KernelPlan& k : plan.kernels) {
+    if (k.library)
+      fmt::print("  {}: library {}\n", k.name, op_info(k.loop_steps.at(0).op).name);
+    else
+      fmt::print(
+          "  {}: grid [{}, {}, {}], {} threads, loop {}, {} stage{}, shared memory peak {} "
+          "bytes\n",
+          k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.stages,
+          k.stages == 1 ? "" : "s", k.smem_bytes);
+  }
+  fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
+  if (!code.has_code) return 0;
+  std::filesystem::path source = dir / (stem + code.source_extension);
+  write(source, code.source);
+  fmt::print("wrote {}\n", source.string());
+  if (no_build) return 0;
+  BuildReport built = build_code(code);
+  bool nvcc = code.backend == Backend::cuda;
+  if (!built.built)
+    fmt::print("(not built with nvcc: {})\n", built.skipped);
+  else
+    fmt::print("compiled {}{}{}\n", built.artifact, nvcc ? " with nvcc" : "",
+               built.from_cache ? " (cached)" : "");
+  return 0;
+}
+
+std::string print_after_help() {
+  return fmt::format(
+      "Print the IR after this step on stdout and stop, writing nothing: a lowering pass for a "
+      "µGraph ({}), a compile step for a model ({})",
+      fmt::join(lowering_passes(), ", "), fmt::join(model_compile_steps(), ", "));
+}
+
 }  // namespace
 
 static Register reg(
     "compile", "Lower a µGraph to a kernel plan and generate code for a target", [](CLI::App& sub) {
       auto file = std::make_shared<std::string>();
-      auto target = std::make_shared<std::string>("cpu");
+      auto target = std::make_shared<std::string>(kDefaultCompileTargetName);
       auto out_dir = std::make_shared<std::string>();
       auto stop = std::make_shared<std::string>();
+      auto print_after = std::make_shared<std::string>();
       auto no_build = std::make_shared<bool>(false);
       auto model = std::make_shared<ModelArgs>();
       sub.add_option("FILE", *file, "µGraph file, or a model (.wmod, .onnx)")->required();
-      sub.add_option("--bound", model->bounds,
-                     "ONNX models: upper bound of a dim_param's variable, NAME=N (repeatable; "
-                     "default 4096)");
+      sub.add_option("--bound", model->bounds, bound_help());
       sub.add_option("--bind", model->binds,
                      "Models: shapes to specialize for, NAME=VALUE,... (repeat for more)");
       sub.add_option("--time-budget", model->options.time_budget_s,
@@ -93,57 +146,36 @@ static Register reg(
           ->capture_default_str();
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
       sub.add_option("-o,--output", *out_dir,
-                     "Directory for NAME.plan and NAME.cpp (CPU) or NAME.cu (GPU)")
-          ->required();
-      sub.add_option("--stop-after", *stop, "Stop the lowering pipeline after this pass");
+                     "Directory for NAME.plan and NAME.cpp (CPU) or NAME.cu (GPU), or the "
+                     "compiled model (required unless --print-after)");
+      sub.add_option("--print-after", *print_after, print_after_help());
+      sub.add_option("--stop-after", *stop,
+                     "µGraphs: stop the lowering pipeline after this pass and write its plan");
       sub.add_flag("--no-build", *no_build,
                    "Write the code without compiling it (CPU: c++, GPU: nvcc)");
       return [=]() -> int {
+        if (out_dir->empty() && print_after->empty())
+          throw UserError(
+              "give the output directory with -o DIR (or print a step with "
+              "--print-after STEP)");
         if (is_model_file(*file)) {
-          if (!stop->empty()) throw UserError("--stop-after applies to µGraph files only");
+          if (!stop->empty())
+            throw UserError("--stop-after applies to µGraph files only (models: --print-after)");
           ModelArgs args = *model;
           args.options.target = *target;
           args.options.no_build = *no_build;
+          args.options.stop_after = *print_after;
           return compile_model_file(*file, *out_dir, args);
         }
         if (!model->binds.empty())
           throw UserError("--bind applies to model files (.wmod, .onnx) only");
-        Graph g = load_graph(*file);
-        const Target& t = target_by_name(*target);
-        CompiledCode code = compile_graph(g, t, {.stop_after = *stop});
-        const ProgramPlan& plan = code.plan;
-        std::filesystem::path dir(*out_dir);
-        std::error_code ec;
-        std::filesystem::create_directories(dir, ec);
-        if (ec) throw UserError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
-        std::string stem = g.name.empty() ? std::filesystem::path(*file).stem().string() : g.name;
-        write(dir / (stem + ".plan"), code.plan_text);
-        fmt::print("{}: {} kernel{} for {}, device workspace {} bytes\n", stem, plan.kernels.size(),
-                   plan.kernels.size() == 1 ? "" : "s", t.name, plan.workspace_bytes);
-        for (const KernelPlan& k : plan.kernels) {
-          if (k.library)
-            fmt::print("  {}: library {}\n", k.name, op_info(k.loop_steps.at(0).op).name);
-          else
-            fmt::print(
-                "  {}: grid [{}, {}, {}], {} threads, loop {}, {} stage{}, shared memory peak {} "
-                "bytes\n",
-                k.name, k.grid[0], k.grid[1], k.grid[2], k.threads, k.loop, k.stages,
-                k.stages == 1 ? "" : "s", k.smem_bytes);
+        if (!print_after->empty()) {
+          CompiledCode code = compile_graph(load_graph(*file), target_by_name(*target),
+                                            {.stop_after = *print_after});
+          fmt::print("{}", code.plan_text);
+          return 0;
         }
-        fmt::print("wrote {}\n", (dir / (stem + ".plan")).string());
-        if (!code.has_code) return 0;
-        std::filesystem::path source = dir / (stem + code.source_extension);
-        write(source, code.source);
-        fmt::print("wrote {}\n", source.string());
-        if (*no_build) return 0;
-        BuildReport built = build_code(code);
-        bool nvcc = code.backend == Backend::cuda;
-        if (!built.built)
-          fmt::print("(not built with nvcc: {})\n", built.skipped);
-        else
-          fmt::print("compiled {}{}{}\n", built.artifact, nvcc ? " with nvcc" : "",
-                     built.from_cache ? " (cached)" : "");
-        return 0;
+        return compile_graph_file(*file, *out_dir, *target, *stop, *no_build);
       };
     });
 

@@ -2,23 +2,42 @@
 // (docs/model-format.md); FILE may be an ONNX model (.onnx), imported first (docs/onnx.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
 
+#include "driver/compile_model.h"
 #include "driver/model_file.h"
-#include "model/expand.h"
+#include "driver/onnx_run.h"
 #include "driver/partition_module.h"
+#include "exec/run_io.h"
+#include "model/expand.h"
 #include "model/plan.h"
 #include "model/printer.h"
-#include "exec/run_io.h"
 #include "onnx/import.h"
-#include "driver/onnx_run.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 
 namespace {
+
+// `weft model print --print-after STEP`: the model compile run through one of its steps before the
+// search.
+std::string compiled_step_text(const weft::Module& m, weft::SymProver& prover,
+                               const std::string& step, const std::vector<std::string>& binds) {
+  const auto& steps = weft::model_compile_steps();
+  const auto search = std::find(steps.begin(), steps.end(), "superoptimize");
+  if (std::find(search, steps.end(), step) != steps.end())
+    throw weft::UserError(
+        fmt::format("model print --print-after {}: the search runs by then; use weft compile MODEL "
+                    "--print-after {}",
+                    step, step));
+  weft::ModelCompileOptions options;
+  options.stop_after = step;
+  for (const std::string& b : binds) options.bindings.push_back(weft::cli::parse_binding(b, m));
+  return weft::compile_model(m, prover, options).step_text;
+}
 
 weft::cli::Register reg(
     "model", "Model files: check, print, plan, partition, run, import", [](CLI::App& sub) {
@@ -32,6 +51,15 @@ weft::cli::Register reg(
       print->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
       print->add_flag("--no-types", *no_types, "omit the deduced type comments");
       print->add_flag("--vm", *show_vm, "print each function's VM register program instead");
+      auto print_after = std::make_shared<std::string>();
+      auto print_binds = std::make_shared<std::vector<std::string>>();
+      print->add_option("--print-after", *print_after,
+                        "print the module after this step of the model compile instead: expand, "
+                        "specialize or partition (the search's steps: weft compile MODEL "
+                        "--print-after STEP)");
+      print->add_option(
+          "--bind", *print_binds,
+          "with --print-after: shapes to specialize for, NAME=VALUE,... (repeatable)");
       auto bind = std::make_shared<std::string>();
       auto element_bytes = std::make_shared<int>(0);
       CLI::App* plan = sub.add_subcommand("plan", "Print each function's memory plan");
@@ -41,7 +69,7 @@ weft::cli::Register reg(
       plan->add_option("--element-bytes", *element_bytes,
                        "bytes per element for every tensor (default: the declared dtype's size)")
           ->check(CLI::Range(0, 64));
-      auto max_region_ops = std::make_shared<int>(8);
+      auto max_region_ops = std::make_shared<int>(weft::kDefaultMaxRegionOps);
       CLI::App* partition = sub.add_subcommand(
           "partition", "List each function's regions for the superoptimizer (composites expanded)");
       partition->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
@@ -91,9 +119,7 @@ weft::cli::Register reg(
                          "the .wmod to write (its weights go to the same path with .npz); default: "
                          "print the module, write no weights");
       for (CLI::App* c : {check, print, plan, partition, run, import})
-        c->add_option("--bound", *bounds,
-                      ".onnx: upper bound of the variable of a dim_param (NAME=N, repeatable; "
-                      "default 4096)");
+        c->add_option("--bound", *bounds, weft::cli::bound_help());
       return [=]() -> int {
         weft::SymProver prover;
         weft::OnnxImportOptions import_options;
@@ -125,6 +151,10 @@ weft::cli::Register reg(
           weft::Vm vm(m);
           for (const weft::Function& f : m.functions)
             std::cout << "fn " << f.name << ":\n" << vm.disassemble(f.name);
+          return 0;
+        }
+        if (print->parsed() && !print_after->empty()) {
+          std::cout << compiled_step_text(m, prover, *print_after, *print_binds);
           return 0;
         }
         if (print->parsed()) {

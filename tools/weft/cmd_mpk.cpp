@@ -2,6 +2,7 @@
 // live in mpk_*.cpp; this file registers them and holds what they share.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -30,8 +31,7 @@ MpkProgram prepare_mpk_file(const MpkArgs& a, MpkProgramOptions o) {
   o.dispatch = dispatch_by_name(a.dispatch);
   o.data_dependent.insert(a.data_dependent.begin(), a.data_dependent.end());
   o.data_dependent_reads = a.data_dependent_reads;
-  return prepare_megakernel(load_graph(a.file), o,
-                            std::filesystem::path(a.file).stem().string());
+  return prepare_megakernel(load_graph(a.file), o, std::filesystem::path(a.file).stem().string());
 }
 
 void print_mpk_summary(const std::string& name, const MpkCompiled& c) {
@@ -76,7 +76,7 @@ Register reg("mpk", "Compile a program into an MPK task graph, or run it on the 
              [](CLI::App& sub) {
                sub.require_subcommand(1);
                const std::vector<MpkSubcommand> subcommands = {
-                   add_mpk_compile(sub), add_mpk_run(sub),  add_mpk_decoder(sub),
+                   add_mpk_compile(sub), add_mpk_run(sub), add_mpk_decoder(sub),
                    add_mpk_bench(sub),   add_mpk_hop(sub), add_mpk_unit(sub)};
                return [=]() -> int {
                  for (const MpkSubcommand& s : subcommands)

@@ -109,7 +109,7 @@ int run_optimize(const std::string& file, const std::string& out_dir, const Sear
   OptimizeResult r = optimize(program, config, options);
   write_optimize_report(out_dir, r, file);
   std::cout << optimize_summary_text(r, program.name.empty() ? file : program.name, out_dir);
-  return r.stop == SearchStop::interrupted ? kInterruptedExit : 0;
+  return r.stop == StopReason::interrupted ? kInterruptedExit : 0;
 }
 
 Register reg("optimize", "Search for the fastest verified µGraph equivalent to a program",

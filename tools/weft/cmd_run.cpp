@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "core/target.h"
 #include "driver/compiled_dir.h"
 #include "driver/run.h"
 #include "interp/random_inputs.h"
@@ -63,8 +64,9 @@ static Register reg(
               ->check(CLI::IsMember({"interp", "cpu", "cuda", "cuda-emulation"}))
               ->capture_default_str();
       sub.add_option("--target", *target,
-                     "GPU target to lower for with --backend cuda (default: the device's) or "
-                     "cuda-emulation (default: h100)");
+                     fmt::format("GPU target to lower for with --backend cuda (default: the "
+                                 "device's) or cuda-emulation (default: {})",
+                                 weft::kDefaultTargetName));
       sub.add_option("--compare", *compare,
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");

@@ -7,6 +7,12 @@
 
 namespace weft::cli {
 
+std::string bound_help() {
+  return fmt::format(
+      "ONNX models: upper bound of the variable of a dim_param, NAME=N (repeatable; default {})",
+      OnnxImportOptions{}.default_bound);
+}
+
 SymBinding parse_binding(const std::string& text, const Module& m) {
   SymBinding out;
   size_t start = 0;

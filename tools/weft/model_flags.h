@@ -14,5 +14,7 @@ SymBinding parse_binding(const std::string& text, const Module& m);
 
 // "--bound n=512": an upper bound for the symbolic variable of an ONNX dim_param.
 void parse_bound(const std::string& text, OnnxImportOptions& options);
+// The --bound flag's help, its default read from OnnxImportOptions.
+std::string bound_help();
 
 }  // namespace weft::cli

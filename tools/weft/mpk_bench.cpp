@@ -31,9 +31,9 @@ void print_floor(const MpkBenchReport& r) {
   if (r.per_kernel_decode)
     fmt::print("  per-kernel device loop:  {:.0f}% of the floor (launches){}\n",
                100 * floor / r.per_kernel_decode->median_s,
-               r.per_kernel_graph
-                   ? fmt::format(", {:.0f}% (CUDA graph)", 100 * floor / r.per_kernel_graph->median_s)
-                   : std::string());
+               r.per_kernel_graph ? fmt::format(", {:.0f}% (CUDA graph)",
+                                                100 * floor / r.per_kernel_graph->median_s)
+                                  : std::string());
 }
 
 int bench(const MpkArgs& a, const std::string& on, uint32_t schedulers,

@@ -40,8 +40,8 @@ struct MpkSubcommand {
 };
 MpkSubcommand add_mpk_compile(CLI::App& mpk);  // mpk_compile.cpp: compile, unit
 MpkSubcommand add_mpk_unit(CLI::App& mpk);
-MpkSubcommand add_mpk_run(CLI::App& mpk);      // mpk_run.cpp
-MpkSubcommand add_mpk_bench(CLI::App& mpk);    // mpk_bench.cpp: bench, hop
+MpkSubcommand add_mpk_run(CLI::App& mpk);    // mpk_run.cpp
+MpkSubcommand add_mpk_bench(CLI::App& mpk);  // mpk_bench.cpp: bench, hop
 MpkSubcommand add_mpk_hop(CLI::App& mpk);
 MpkSubcommand add_mpk_decoder(CLI::App& mpk);  // mpk_decoder.cpp
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/target.h"
 #include "driver/mpk_program.h"
 #include "mpk/tgraph_dot.h"
 #include "mpk/tgraph_text.h"
@@ -31,8 +32,8 @@ MpkSubcommand add_mpk_compile(CLI::App& mpk) {
   return {sub, [a]() -> int {
             if (!a->print_after.empty()) check_mpk_step(a->print_after);
             const MpkProgram p = prepare_mpk_file(a->mpk, {});
-            const MpkCompiled c =
-                compile_megakernel(p, a->stop_after, [&](const std::string& step, const TaskGraph& g) {
+            const MpkCompiled c = compile_megakernel(
+                p, a->stop_after, [&](const std::string& step, const TaskGraph& g) {
                   if (step == a->print_after) fmt::print("{}", print_tgraph(g));
                 });
             const std::filesystem::path dir(a->out_dir);
@@ -54,7 +55,8 @@ MpkSubcommand add_mpk_compile(CLI::App& mpk) {
 MpkSubcommand add_mpk_unit(CLI::App& mpk) {
   struct Args {
     MpkArgs mpk;
-    std::string out, target = "h100";
+    std::string out;
+    std::string target = default_target().name;
     bool decode_loop = false;
     uint32_t schedulers = 1;
   };
@@ -64,8 +66,9 @@ MpkSubcommand add_mpk_unit(CLI::App& mpk) {
   add_mpk_flags(sub, a->mpk);
   sub->add_option("-o,--output", a->out, "The .cu file")->required();
   sub->add_option("--target", a->target, "A GPU target (weft targets)")->capture_default_str();
-  sub->add_flag("--decode-loop", a->decode_loop,
-                "With the decode loop's tasks (a decode-step program, as `weft mpk run` builds it)");
+  sub->add_flag(
+      "--decode-loop", a->decode_loop,
+      "With the decode loop's tasks (a decode-step program, as `weft mpk run` builds it)");
   sub->add_option("--schedulers", a->schedulers, "Scheduler warps")->capture_default_str();
   return {sub, [a]() -> int {
             const Target& target = target_by_name(a->target);

@@ -1,5 +1,5 @@
-// `weft mpk decoder -o FILE`: writes a Qwen3-shaped decode-step program (testing/decoder_program.h),
-// its decode interface declared.
+// `weft mpk decoder -o FILE`: writes a Qwen3-shaped decode-step program
+// (testing/decoder_program.h), its decode interface declared.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -34,26 +34,25 @@ MpkSubcommand add_mpk_decoder(CLI::App& mpk) {
   d->add_option("--cache-chunk", a->cache_chunk,
                 "Cache positions per attention loop iteration (default: the preset's)");
   d->add_option("-o,--output", a->output, "Output .weft file")->required();
-  return {d, [a]() -> int {
-            DecoderConfig c = decoder_config(a->config);
-            if (a->cache != 0) c.cache = a->cache;
-            for (auto [value, field] :
-                 {std::pair{a->tile, &c.tile}, std::pair{a->k_chunk, &c.k_chunk},
-                  std::pair{a->kv_splits, &c.kv_splits},
-                  std::pair{a->cache_chunk, &c.cache_chunk}}) {
-              if (value < 0)
-                throw UserError(
-                    fmt::format("a kernel shape of {}: expected a positive number", value));
-              if (value != 0) *field = value;
-            }
-            if (a->dtype != "bf16" && a->dtype != "f32")
-              throw UserError(fmt::format("--dtype {}: expected bf16 or f32", a->dtype));
-            c.dtype = a->dtype == "bf16" ? DType::bf16 : DType::f32;
-            write_file(a->output, decoder_program(c));
-            fmt::print("{}: {} layers, {} weight bytes per step ({})\n", a->output, c.layers,
-                       decoder_weight_bytes(c), dtype_name(c.dtype));
-            return 0;
-          }};
+  return {
+      d, [a]() -> int {
+        DecoderConfig c = decoder_config(a->config);
+        if (a->cache != 0) c.cache = a->cache;
+        for (auto [value, field] :
+             {std::pair{a->tile, &c.tile}, std::pair{a->k_chunk, &c.k_chunk},
+              std::pair{a->kv_splits, &c.kv_splits}, std::pair{a->cache_chunk, &c.cache_chunk}}) {
+          if (value < 0)
+            throw UserError(fmt::format("a kernel shape of {}: expected a positive number", value));
+          if (value != 0) *field = value;
+        }
+        if (a->dtype != "bf16" && a->dtype != "f32")
+          throw UserError(fmt::format("--dtype {}: expected bf16 or f32", a->dtype));
+        c.dtype = a->dtype == "bf16" ? DType::bf16 : DType::f32;
+        write_file(a->output, decoder_program(c));
+        fmt::print("{}: {} layers, {} weight bytes per step ({})\n", a->output, c.layers,
+                   decoder_weight_bytes(c), dtype_name(c.dtype));
+        return 0;
+      }};
 }
 
 }  // namespace weft::cli

@@ -88,7 +88,9 @@ int decode_resident(const RunArgs& a, const MegakernelRunner& runner, bool gpu) 
     fmt::print("  tokens (per-kernel path, host loop):                   {}\n",
                fmt::join(host->tokens, " "));
   const bool same = r.same.value_or(true);
-  fmt::print("  {}\n", !same ? "MISMATCH" : a.logits ? "identical tokens and logits" : "identical tokens");
+  fmt::print("  {}\n", !same      ? "MISMATCH"
+                       : a.logits ? "identical tokens and logits"
+                                  : "identical tokens");
   const int per_launch = a.tokens_per_launch;
   fmt::print(
       "  {} launch{} of up to {} token{}: {:.3f} ms per token{}; placed once: {} bytes; per "

@@ -20,16 +20,30 @@ typedef __half weft_f16;
 typedef __nv_bfloat16 weft_bf16;
 
 extern __shared__ __align__(128) unsigned char weft_smem[];
-WEFT_DEV unsigned char* weft_smem_base() { return weft_smem; }
-WEFT_DEV int weft_tid() { return static_cast<int>(threadIdx.x); }
-WEFT_DEV int weft_bid_x() { return static_cast<int>(blockIdx.x); }
-WEFT_DEV int weft_bid_y() { return static_cast<int>(blockIdx.y); }
-WEFT_DEV int weft_bid_z() { return static_cast<int>(blockIdx.z); }
+WEFT_DEV unsigned char* weft_smem_base() {
+  return weft_smem;
+}
+WEFT_DEV int weft_tid() {
+  return static_cast<int>(threadIdx.x);
+}
+WEFT_DEV int weft_bid_x() {
+  return static_cast<int>(blockIdx.x);
+}
+WEFT_DEV int weft_bid_y() {
+  return static_cast<int>(blockIdx.y);
+}
+WEFT_DEV int weft_bid_z() {
+  return static_cast<int>(blockIdx.z);
+}
 WEFT_DEV int64_t weft_gtid() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-WEFT_DEV int64_t weft_gthreads() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
-WEFT_DEV void weft_sync() { __syncthreads(); }
+WEFT_DEV int64_t weft_gthreads() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+WEFT_DEV void weft_sync() {
+  __syncthreads();
+}
 // Host emulation checks here that no thread of a persistent kernel's protocol enters a task body.
 WEFT_DEV void weft_task_body_entry() {}
 // Barrier `id` of the CTA's first `threads` threads (a multiple of 32): a task body of a persistent
@@ -39,14 +53,28 @@ WEFT_DEV void weft_bar_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-WEFT_DEV float weft_ld(const float* p) { return *p; }
-WEFT_DEV float weft_ld(const weft_f16* p) { return __half2float(*p); }
-WEFT_DEV float weft_ld(const weft_bf16* p) { return __bfloat162float(*p); }
-WEFT_DEV void weft_st(float* p, float v) { *p = v; }
-WEFT_DEV void weft_st(weft_f16* p, float v) { *p = __float2half_rn(v); }
-WEFT_DEV void weft_st(weft_bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+WEFT_DEV float weft_ld(const float* p) {
+  return *p;
+}
+WEFT_DEV float weft_ld(const weft_f16* p) {
+  return __half2float(*p);
+}
+WEFT_DEV float weft_ld(const weft_bf16* p) {
+  return __bfloat162float(*p);
+}
+WEFT_DEV void weft_st(float* p, float v) {
+  *p = v;
+}
+WEFT_DEV void weft_st(weft_f16* p, float v) {
+  *p = __float2half_rn(v);
+}
+WEFT_DEV void weft_st(weft_bf16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
 
-WEFT_DEV float weft_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+WEFT_DEV float weft_shfl_xor(float v, int mask) {
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+}
 
 WEFT_DEV void weft_copy16(void* dst, const void* src) {
   *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src);
@@ -106,9 +134,10 @@ WEFT_DEV void weft_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
   if (handle == nullptr && cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) handle = nullptr;
   return handle;
 }
-[[maybe_unused]] static inline int weft_gemm(int dtype, int64_t m, int64_t n, int64_t k, const void* a,
-                            int64_t stride_a, const void* b, int64_t stride_b, void* c,
-                            int64_t stride_c, int64_t batch, void* stream) {
+[[maybe_unused]] static inline int weft_gemm(int dtype, int64_t m, int64_t n, int64_t k,
+                                             const void* a, int64_t stride_a, const void* b,
+                                             int64_t stride_b, void* c, int64_t stride_c,
+                                             int64_t batch, void* stream) {
   cublasHandle_t h = weft_cublas();
   if (h == nullptr) return static_cast<int>(cudaErrorUnknown);
   if (cublasSetStream(h, static_cast<cudaStream_t>(stream)) != CUBLAS_STATUS_SUCCESS)
@@ -129,10 +158,10 @@ static inline int weft_raise_smem_limit(K kernel, int bytes) {
   return static_cast<int>(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
-#define WEFT_LAUNCH(kernel, gx, gy, gz, threads, smem, stream, ...)                    \
-  do {                                                                                 \
-    kernel<<<dim3((gx), (gy), (gz)), dim3((threads)), (smem),                          \
-             static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__);                        \
-    cudaError_t e_ = cudaGetLastError();                                               \
-    if (e_ != cudaSuccess) return static_cast<int>(e_);                                \
+#define WEFT_LAUNCH(kernel, gx, gy, gz, threads, smem, stream, ...) \
+  do {                                                              \
+    kernel<<<dim3((gx), (gy), (gz)), dim3((threads)), (smem),       \
+             static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__);     \
+    cudaError_t e_ = cudaGetLastError();                            \
+    if (e_ != cudaSuccess) return static_cast<int>(e_);             \
   } while (0)

@@ -41,10 +41,18 @@ static inline float weft_bf16_bits_to_float(uint16_t b) {
   memcpy(&f, &u, 4);
   return f;
 }
-static inline float weft_ld(const float* p) { return *p; }
-static inline float weft_ld(const weft_f16* p) { return weft_f16_bits_to_float(p->bits); }
-static inline float weft_ld(const weft_bf16* p) { return weft_bf16_bits_to_float(p->bits); }
-static inline void weft_st(float* p, float v) { *p = v; }
+static inline float weft_ld(const float* p) {
+  return *p;
+}
+static inline float weft_ld(const weft_f16* p) {
+  return weft_f16_bits_to_float(p->bits);
+}
+static inline float weft_ld(const weft_bf16* p) {
+  return weft_bf16_bits_to_float(p->bits);
+}
+static inline void weft_st(float* p, float v) {
+  *p = v;
+}
 static inline void weft_st(weft_f16* p, float v) {
   _Float16 h = static_cast<_Float16>(v);
   memcpy(&p->bits, &h, 2);
@@ -62,10 +70,13 @@ static inline void weft_st(weft_bf16* p, float v) {  // round to nearest even, N
 
 struct weft_emu_block {
   weft_emu_block(int threads, size_t smem_bytes)
-      : bar(threads), smem(smem_bytes + 128, 0xff), scratch(static_cast<size_t>(threads) * 8),
+      : bar(threads),
+        smem(smem_bytes + 128, 0xff),
+        scratch(static_cast<size_t>(threads) * 8),
         ptrs(static_cast<size_t>(threads)) {
     for (int w = 0; w < (threads + 31) / 32; ++w)
-      warp_bars.push_back(std::make_unique<std::barrier<>>(threads - 32 * w < 32 ? threads - 32 * w : 32));
+      warp_bars.push_back(
+          std::make_unique<std::barrier<>>(threads - 32 * w < 32 ? threads - 32 * w : 32));
   }
   std::barrier<> bar;
   std::vector<std::unique_ptr<std::barrier<>>> warp_bars;
@@ -95,14 +106,30 @@ struct weft_emu_thread {
 };
 static thread_local weft_emu_thread weft_emu;
 
-static inline unsigned char* weft_smem_base() { return weft_emu.smem; }
-static inline int weft_tid() { return weft_emu.tid; }
-static inline int weft_bid_x() { return weft_emu.bx; }
-static inline int weft_bid_y() { return weft_emu.by; }
-static inline int weft_bid_z() { return weft_emu.bz; }
-static inline int64_t weft_gtid() { return weft_emu.gtid; }
-static inline int64_t weft_gthreads() { return weft_emu.gthreads; }
-static inline void weft_sync() { weft_emu.block->bar.arrive_and_wait(); }
+static inline unsigned char* weft_smem_base() {
+  return weft_emu.smem;
+}
+static inline int weft_tid() {
+  return weft_emu.tid;
+}
+static inline int weft_bid_x() {
+  return weft_emu.bx;
+}
+static inline int weft_bid_y() {
+  return weft_emu.by;
+}
+static inline int weft_bid_z() {
+  return weft_emu.bz;
+}
+static inline int64_t weft_gtid() {
+  return weft_emu.gtid;
+}
+static inline int64_t weft_gthreads() {
+  return weft_emu.gthreads;
+}
+static inline void weft_sync() {
+  weft_emu.block->bar.arrive_and_wait();
+}
 // Called by weft_mpk_task on entry. On a GPU a protocol thread entering a body would run its
 // .aligned instructions in a divergent warp (undefined in PTX), which emulation cannot show, so
 // the role is checked instead and a violation aborts with a message.
@@ -132,7 +159,9 @@ static inline void weft_bar_sync(int id, int threads) {
   }
   bar->arrive_and_wait();
 }
-static inline void weft_warp_sync() { weft_emu.block->warp_bars[weft_emu.tid >> 5]->arrive_and_wait(); }
+static inline void weft_warp_sync() {
+  weft_emu.block->warp_bars[weft_emu.tid >> 5]->arrive_and_wait();
+}
 
 static inline float weft_shfl_xor(float v, int mask) {
   uint32_t* s = weft_emu.block->scratch.data();
@@ -143,7 +172,9 @@ static inline float weft_shfl_xor(float v, int mask) {
   weft_warp_sync();
   return r;
 }
-static inline void weft_copy16(void* dst, const void* src) { memcpy(dst, src, 16); }
+static inline void weft_copy16(void* dst, const void* src) {
+  memcpy(dst, src, 16);
+}
 // cp.async lands only at the wait_group that retires its commit group, so a wrong group count
 // or a read before the wait reads stale shared memory, as it may on a GPU.
 static inline void weft_cp_async16(void* smem_dst, const void* gmem_src) {
@@ -176,14 +207,19 @@ static inline void weft_ldmatrix(uint32_t* r, const void* p, int matrices, bool 
       memcpy(&r[i], b.ptrs[base + 8 * i + lane / 4] + 4 * (lane % 4), 4);
     } else {
       uint16_t h[2];
-      for (int j = 0; j < 2; ++j) memcpy(&h[j], b.ptrs[base + 8 * i + 2 * (lane % 4) + j] + 2 * (lane / 4), 2);
+      for (int j = 0; j < 2; ++j)
+        memcpy(&h[j], b.ptrs[base + 8 * i + 2 * (lane % 4) + j] + 2 * (lane / 4), 2);
       r[i] = static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
     }
   }
   weft_warp_sync();
 }
-static inline void weft_ldmatrix_x4(uint32_t* r, const void* p) { weft_ldmatrix(r, p, 4, false); }
-static inline void weft_ldmatrix_x2_trans(uint32_t* r, const void* p) { weft_ldmatrix(r, p, 2, true); }
+static inline void weft_ldmatrix_x4(uint32_t* r, const void* p) {
+  weft_ldmatrix(r, p, 4, false);
+}
+static inline void weft_ldmatrix_x2_trans(uint32_t* r, const void* p) {
+  weft_ldmatrix(r, p, 2, true);
+}
 
 // mma.sync m16n8k16, A row-major 16x16, B column-major 16x8, f32 accumulators. Lane l,
 // g = l/4, t = l%4: A regs {(g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)}; B regs
@@ -226,20 +262,27 @@ static void weft_gemm_loop(int64_t m, int64_t n, int64_t k, const T* a, int64_t 
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float acc = 0.0f;
-        for (int64_t q = 0; q < k; ++q) acc += weft_ld(&a[p * sa + i * k + q]) * weft_ld(&b[p * sb + q * n + j]);
+        for (int64_t q = 0; q < k; ++q)
+          acc += weft_ld(&a[p * sa + i * k + q]) * weft_ld(&b[p * sb + q * n + j]);
         weft_st(&c[p * sc + i * n + j], acc);
       }
 }
 // The emulated cuBLAS call: the same arguments, a plain loop with f32 accumulation.
-[[maybe_unused]] static inline int weft_gemm(int dtype, int64_t m, int64_t n, int64_t k, const void* a,
-                            int64_t stride_a, const void* b, int64_t stride_b, void* c,
-                            int64_t stride_c, int64_t batch, void*) {
+[[maybe_unused]] static inline int weft_gemm(int dtype, int64_t m, int64_t n, int64_t k,
+                                             const void* a, int64_t stride_a, const void* b,
+                                             int64_t stride_b, void* c, int64_t stride_c,
+                                             int64_t batch, void*) {
   if (dtype == 1)
-    weft_gemm_loop(m, n, k, static_cast<const weft_f16*>(a), stride_a, static_cast<const weft_f16*>(b), stride_b, static_cast<weft_f16*>(c), stride_c, batch);
+    weft_gemm_loop(m, n, k, static_cast<const weft_f16*>(a), stride_a,
+                   static_cast<const weft_f16*>(b), stride_b, static_cast<weft_f16*>(c), stride_c,
+                   batch);
   else if (dtype == 2)
-    weft_gemm_loop(m, n, k, static_cast<const weft_bf16*>(a), stride_a, static_cast<const weft_bf16*>(b), stride_b, static_cast<weft_bf16*>(c), stride_c, batch);
+    weft_gemm_loop(m, n, k, static_cast<const weft_bf16*>(a), stride_a,
+                   static_cast<const weft_bf16*>(b), stride_b, static_cast<weft_bf16*>(c), stride_c,
+                   batch);
   else
-    weft_gemm_loop(m, n, k, static_cast<const float*>(a), stride_a, static_cast<const float*>(b), stride_b, static_cast<float*>(c), stride_c, batch);
+    weft_gemm_loop(m, n, k, static_cast<const float*>(a), stride_a, static_cast<const float*>(b),
+                   stride_b, static_cast<float*>(c), stride_c, batch);
   return 0;
 }
 

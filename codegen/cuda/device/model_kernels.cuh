@@ -20,18 +20,19 @@
 // The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constants k, k2.
 WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k, float k2);
 
-// ONNX Cast's rounding to a target of `kind` (0 a float type: the store rounds; 1 bool; 2 signed,
-// 3 unsigned integers of `bits`): toward zero, then wrapped modulo 2^bits; NaN gives 0.
+// ONNX Cast's rounding to a target of `kind` (ir/cast.h's CastTarget::Kind: 0-3 a float type,
+// whose store rounds; 4 signed, 5 unsigned integers of `bits`; 6 bool): toward zero, then wrapped
+// modulo 2^bits; NaN gives 0.
 WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
-  if (kind == 0.0f) return v;
-  if (kind == 1.0f) return v != 0.0f ? 1.0f : 0.0f;
+  if (kind < 4.0f) return v;
+  if (kind == 6.0f) return v != 0.0f ? 1.0f : 0.0f;
   if (v != v) return 0.0f;
   const double t =
       fmin(fmax(trunc(static_cast<double>(v)), -9223372036854775808.0), 9223372036854774784.0);
   uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t));
   const int b = static_cast<int>(bits);
   if (b < 64) u &= (uint64_t{1} << b) - 1;
-  if (kind == 3.0f) return static_cast<float>(u);
+  if (kind == 5.0f) return static_cast<float>(u);
   if (b < 64 && (u >> (b - 1)) != 0) u |= ~uint64_t{0} << b;
   return static_cast<float>(static_cast<int64_t>(u));
 }

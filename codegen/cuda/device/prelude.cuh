@@ -28,8 +28,12 @@
   } while (0)
 
 // Scalar functions of the operators and the swizzle, on the device and in emulation alike.
-WEFT_DEV float weft_silu(float x) { return x / (1.0f + expf(-x)); }
-WEFT_DEV float weft_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+WEFT_DEV float weft_silu(float x) {
+  return x / (1.0f + expf(-x));
+}
+WEFT_DEV float weft_gelu(float x) {
+  return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
 // Byte-level XOR swizzle of a shared buffer with rows (its contiguous dim) of ROW_BYTES (plan.h):
 // the element at byte b is stored with the 16-byte chunk index within its 128-byte segment XORed
 // with a key, the row index modulo 8 for rows of a multiple of 128 bytes, else the segment index

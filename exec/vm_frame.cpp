@@ -1,0 +1,270 @@
+// The host VM's call frames: the register program's instructions on host values (tensors in
+// f64 stored in their dtypes, slots of the frame's planned storage) with the VM's memory
+// accounting; the loop itself is exec/register_program.h.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "core/dtype_convert.h"
+#include "exec/register_program.h"
+#include "exec/vm.h"
+
+namespace weft {
+
+void Vm::account(const VmValue& v, int sign) {
+  if (const Tensor<double>* t = v.tensor()) {
+    live_bytes_ += sign * t->numel() * 4;
+    outside_bytes_ += sign * t->numel() * 4;
+  } else if (const VmSlot* s = v.slot()) {
+    live_bytes_ += sign * numel(s->shape) * 4;
+  } else if (const VmTuple* tu = v.tuple()) {
+    for (const VmValue& x : *tu) account(x, sign);
+  }
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, live_bytes_);
+  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
+}
+
+void Vm::account_storage(int64_t elements) {
+  storage_bytes_ += elements * 4;
+  stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
+}
+
+namespace {
+
+// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
+// (shared, not copied, where no element changes). Values that do not match the type are left for
+// vm_match to report.
+VmValue stored(const VmValue& v, const MType& type) {
+  if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
+    auto changes = [&](double x) { return !std::isnan(x) && stored_value(x, type.dtype) != x; };
+    if (std::none_of(t->data.begin(), t->data.end(), changes)) return v;
+    auto copy = std::make_shared<Tensor<double>>(*t);
+    for (double& x : copy->data) x = stored_value(x, type.dtype);
+    return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
+  }
+  const VmTuple* tu = v.tuple();
+  if (!tu || type.kind != MTypeKind::tuple || tu->size() != type.fields.size()) return v;
+  auto out = std::make_shared<VmTuple>();
+  for (size_t i = 0; i < tu->size(); ++i) out->push_back(stored((*tu)[i], type.fields[i]));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+}
+
+}  // namespace
+
+VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
+  // The arguments as the parameters' dtypes store them (the callee's own values are stored at
+  // each call's result).
+  const VmFunction& f = compiled(name);
+  std::vector<VmValue> typed;
+  for (size_t i = 0; i < args.size(); ++i)
+    typed.push_back(i < f.fn->params.size() ? stored(args[i], f.fn->params[i].type) : args[i]);
+  return call_function(f, typed, 0);
+}
+
+namespace {
+
+int64_t tensor_bytes(const VmValue& v) {
+  if (const Tensor<double>* t = v.tensor()) return t->numel() * 4;
+  if (const VmSlot* s = v.slot()) return numel(s->shape) * 4;
+  int64_t sum = 0;
+  if (const VmTuple* tu = v.tuple())
+    for (const VmValue& x : *tu) sum += tensor_bytes(x);
+  return sum;
+}
+
+bool holds_slot(const VmValue& v) {
+  if (v.slot()) return true;
+  if (const VmTuple* tu = v.tuple())
+    return std::any_of(tu->begin(), tu->end(), [](const VmValue& x) { return holds_slot(x); });
+  return false;
+}
+
+// `v` with every tensor in planned storage copied out: what operators, callees and callers see.
+VmValue resolve(const VmValue& v) {
+  if (const VmSlot* s = v.slot()) {
+    auto first = s->buffer->begin() + s->offset;
+    return VmValue{std::make_shared<const Tensor<double>>(
+        s->shape, std::vector<double>(first, first + numel(s->shape)))};
+  }
+  if (!holds_slot(v)) return v;
+  auto tu = std::make_shared<VmTuple>();
+  for (const VmValue& x : *v.tuple()) tu->push_back(resolve(x));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(tu))};
+}
+
+// `v` with the tensor at `path` replaced by place(tensor).
+template <class Place>
+VmValue replace_leaf(const VmValue& v, const std::vector<int>& path, size_t depth, Place&& place) {
+  if (depth == path.size()) {
+    WEFT_CHECK(v.tensor(), "a planned allocation is not a tensor at run time");
+    return place(*v.tensor());
+  }
+  const VmTuple* tu = v.tuple();
+  WEFT_CHECK(tu && static_cast<size_t>(path[depth]) < tu->size(), "bad planned path");
+  auto copy = std::make_shared<VmTuple>(*tu);
+  (*copy)[static_cast<size_t>(path[depth])] =
+      replace_leaf((*tu)[static_cast<size_t>(path[depth])], path, depth + 1, place);
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(copy))};
+}
+
+// A frame's planned storage; returns its bytes to the VM's count when the frame ends.
+struct FrameStorage {
+  std::vector<std::shared_ptr<std::vector<double>>> buffers;  // per storage of the plan
+  std::vector<int64_t> base, capacity;                        // elements
+  std::vector<int64_t> written;                               // per allocation: its elements
+  int64_t elements = 0;
+  int64_t produced = 0;                             // f32 bytes of the tensors the frame produced
+  std::function<void(int64_t, int64_t)> give_back;  // (elements, produced) at the frame's end
+  std::vector<std::shared_ptr<std::vector<double>>>* arena_pool = nullptr;  // static plans
+  ~FrameStorage() {
+    if (give_back) give_back(elements, produced);
+    if (arena_pool && !buffers.empty() && buffers[0]) arena_pool->push_back(buffers[0]);
+  }
+};
+
+}  // namespace
+
+// A call's frame: registers hold host tensors, tuples, integers or slots of the frame's planned
+// storage; each call's result is stored in its dtype and placed where the plan puts it.
+class Vm::Frame {
+ public:
+  using Value = VmValue;
+
+  Frame(Vm& vm, const VmFunction& f, int depth) : vm_(vm), f_(f), depth_(depth) {
+    storage_.give_back = [&vm](int64_t elements, int64_t produced) {
+      vm.account_storage(-elements);
+      vm.naive_bytes_ -= produced;
+    };
+    if (f.plan) {
+      storage_.buffers.resize(f.plan->storages.size());
+      storage_.base.assign(f.plan->storages.size(), 0);
+      storage_.capacity.assign(f.plan->storages.size(), 0);
+      storage_.written.assign(f.plan->allocs.size(), 0);
+    }
+  }
+
+  void match(const MType& type, const VmValue& v, SymBinding& heap, const std::string& what,
+             const SourceLoc& loc) {
+    vm_match(type, v, heap, what, loc);
+  }
+  void step() { ++vm_.stats_.instructions; }
+  void alloc(const VmInstr& in, const SymBinding& heap);
+  void release(const VmInstr& in);
+  VmValue call(const VmInstr& in, const std::vector<VmValue>& regs, const SymBinding& heap);
+  void hold(int reg, const VmValue& v) {
+    if (fresh(reg)) vm_.account(v, 1);
+  }
+  void drop(int reg, const VmValue& v, bool live) {
+    ++vm_.stats_.frees;
+    if (fresh(reg) && live) vm_.account(v, -1);
+  }
+  // The arm may yield a value of the enclosing frame's storage: the if's result is owned.
+  VmValue moved(const VmValue& v) { return resolve(v); }
+  VmValue returned(int reg, const VmValue& v) {
+    VmValue result = resolve(v);
+    if (fresh(reg)) vm_.account(v, -1);
+    return result;
+  }
+
+ private:
+  bool fresh(int reg) const { return f_.fresh[static_cast<size_t>(reg)]; }
+  double fill() const {
+    return vm_.options_.poison ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  }
+  std::shared_ptr<std::vector<double>> new_buffer(int64_t elements) {
+    storage_.elements += elements;
+    vm_.account_storage(elements);
+    return std::make_shared<std::vector<double>>(static_cast<size_t>(elements), fill());
+  }
+
+  Vm& vm_;
+  const VmFunction& f_;
+  const int depth_;
+  FrameStorage storage_;
+};
+
+void Vm::Frame::alloc(const VmInstr& in, const SymBinding& heap) {
+  const FunctionPlan& plan = *f_.plan;
+  if (in.index < 0) {  // the static arena: every storage at its offset
+    std::shared_ptr<std::vector<double>> arena;
+    auto& pool = vm_.arenas_[&f_];
+    if (pool.empty()) {
+      arena = new_buffer(plan.arena_bytes / 8);
+    } else {
+      arena = std::move(pool.back());
+      pool.pop_back();
+      storage_.elements += plan.arena_bytes / 8;
+      vm_.account_storage(plan.arena_bytes / 8);
+      if (vm_.options_.poison) std::fill(arena->begin(), arena->end(), fill());
+    }
+    storage_.arena_pool = &pool;
+    for (size_t s = 0; s < plan.storages.size(); ++s) {
+      storage_.buffers[s] = arena;
+      storage_.base[s] = plan.storages[s].offset / 8;
+      storage_.capacity[s] = *plan.storages[s].upper / 8;
+    }
+  } else {
+    auto s = static_cast<size_t>(in.index);
+    int64_t elements = evaluate(plan.storages[s].bytes, heap) / 8;
+    storage_.buffers[s] = new_buffer(elements);
+    storage_.capacity[s] = elements;
+  }
+}
+
+void Vm::Frame::release(const VmInstr& in) {
+  if (!vm_.options_.poison) return;
+  const PlannedAlloc& a = f_.plan->allocs[static_cast<size_t>(in.index)];
+  auto s = static_cast<size_t>(a.storage);
+  auto first = storage_.buffers[s]->begin() + storage_.base[s];
+  std::fill(first, first + storage_.written[static_cast<size_t>(in.index)], fill());
+}
+
+VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
+                        const SymBinding& heap) {
+  // Tuples and items alias their operands (slots included); everything else reads copies.
+  bool aliasing =
+      in.binding->call.kind == CallKind::tuple || in.binding->call.kind == CallKind::item;
+  std::vector<VmValue> resolved;
+  std::vector<const VmValue*> operands;
+  for (int a : in.args)
+    resolved.push_back(aliasing ? regs[static_cast<size_t>(a)]
+                                : resolve(regs[static_cast<size_t>(a)]));
+  for (const VmValue& v : resolved) operands.push_back(&v);
+  ++vm_.stats_.calls;
+  // Each operator computes in f32 or wider and stores its result in the result's dtype
+  // (a function's result is stored by the callee's own calls).
+  VmValue out = vm_.execute(*in.binding, operands, heap, depth_);
+  if (fresh(in.reg) && in.binding->call.kind != CallKind::func) out = stored(out, in.binding->type);
+  if (fresh(in.reg)) {
+    int64_t bytes = tensor_bytes(out);
+    vm_.stats_.total_alloc_bytes += bytes;
+    storage_.produced += bytes;
+    vm_.naive_bytes_ += bytes;
+    vm_.stats_.peak_naive_bytes = std::max(vm_.stats_.peak_naive_bytes, vm_.naive_bytes_);
+  }
+  if (f_.plan && in.index >= 0)
+    for (int k : f_.binding_allocs[static_cast<size_t>(in.index)]) {
+      const PlannedAlloc& a = f_.plan->allocs[static_cast<size_t>(k)];
+      if (a.placement != AllocPlacement::storage) continue;
+      auto s = static_cast<size_t>(a.storage);
+      out = replace_leaf(out, a.path, 0, [&](const Tensor<double>& t) {
+        WEFT_CHECK(t.numel() <= storage_.capacity[s],
+                   "{}: {} elements planned into storage s{} of {}", a.var, t.numel(), s,
+                   storage_.capacity[s]);
+        std::copy(t.data.begin(), t.data.end(), storage_.buffers[s]->begin() + storage_.base[s]);
+        storage_.written[static_cast<size_t>(k)] = t.numel();
+        return VmValue{VmSlot{storage_.buffers[s], storage_.base[s], t.shape}};
+      });
+    }
+  return out;
+}
+
+VmValue Vm::call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth) {
+  Frame frame(*this, f, depth);
+  return run_register_program(f, args, depth, frame);
+}
+
+}  // namespace weft
