@@ -4,9 +4,10 @@
 // is written. A test without a kind is an error when the tests are listed.
 //
 // Kinds (exactly one per test): unit, golden, property, gpu (skips cleanly without a GPU).
-// Treatments (any): loads_generated (loads libraries weft generated: the ASan run turns leak
-// detection off for it, since LeakSanitizer's tracer can crash at exit once they are loaded;
-// a test that loads one without the label fails), tsan (runs under ThreadSanitizer).
+// Treatments (any): loads_generated (loads libraries weft generated, code ASan does not
+// instrument, so `make test` runs it in the optimized build; a test that loads one without the
+// label fails), heavy (minutes under ASan, or wall-clock assertions its slowness distorts: also
+// the optimized build), tsan (runs under ThreadSanitizer as well).
 //
 //   WEFT_TEST_TIERS("unit", "loads_generated");          // every test of this file
 //   WEFT_TEST_TIERS_OF("MpkMegakernelGpu.*", "gpu");     // the file's tests matching a pattern

@@ -127,6 +127,9 @@ def test_keyboard_interrupt_from_the_callback_returns_what_was_found(data):
 
 def test_sigint_stops_the_search_and_returns_what_was_found(data):
     program = weft.load(data("silu_linear_tiny.weft"))
+    # Python leaves SIGINT ignored when it starts with it ignored (as a background job `cmd &` of
+    # a non-interactive shell does): give it Python's handler, as in a terminal.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
     start = time.monotonic()
     timer.start()
@@ -134,6 +137,7 @@ def test_sigint_stops_the_search_and_returns_what_was_found(data):
         r = weft.optimize(program, time_budget=120, threads=2, progress=False)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 60
     assert r.stop_reason == "interrupted"
     assert r.stats["states"] > 0
