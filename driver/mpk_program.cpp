@@ -60,10 +60,15 @@ MpkProgram resolve(MpkProgram p, const MpkProgramOptions& o) {
                        : o.workers,
                    o.dispatch};
   mk.mpk.data_dependent = o.data_dependent;
-  if (!o.data_dependent_reads.empty()) {
-    std::set<std::string> more = kernels_reading(p.plan, o.data_dependent_reads);
-    mk.mpk.data_dependent.insert(more.begin(), more.end());
-  }
+  // A declared decode step is checked here, before any compiling, and its attention kernels (the
+  // readers of its KV caches) are data-dependent unless the caller names a prefix instead.
+  const bool decoder = declares_decode_interface(p.plan);
+  if (o.decode_loop && !decoder) decode_interface(p.plan);  // throws, saying how to declare it
+  std::set<std::string> more = !o.data_dependent_reads.empty()
+                                   ? kernels_reading(p.plan, o.data_dependent_reads)
+                               : decoder ? kernels_reading_any(p.plan, decode_cache_tensors(p.plan))
+                                         : std::set<std::string>{};
+  mk.mpk.data_dependent.insert(more.begin(), more.end());
   mk.mpk.decode_on_device = o.decode_loop;
   mk.kernel.schedulers = o.schedulers;
   mk.emulated = p.platform != MpkPlatform::gpu;

@@ -34,9 +34,11 @@ struct MpkProgramOptions {
   const Target* target = nullptr;
   int workers = 4;  // emulation, gpu: 0 is default_megakernel_workers
   Dispatch dispatch = Dispatch::hybrid;
-  std::set<std::string> data_dependent;     // plan kernels (k0, k1, ...) dispatched JIT (hybrid)
-  std::string data_dependent_reads = "Kc";  // also the kernels loading a tensor of this prefix
-  uint32_t schedulers = 1;                  // scheduler threads or warps
+  std::set<std::string> data_dependent;  // plan kernels (k0, k1, ...) dispatched JIT (hybrid)
+  // Also the kernels loading a tensor of this prefix; empty: a declared decode step's attention
+  // kernels (those loading a k_cache or v_cache of its interface), none otherwise.
+  std::string data_dependent_reads;
+  uint32_t schedulers = 1;  // scheduler threads or warps
   // emulation, gpu: the decode loop's tasks on the device (a decode-step program).
   bool decode_loop = false;
   // The decode interface (mpk/decode_interface.h) when the caller passes it rather than the

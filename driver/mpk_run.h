@@ -55,7 +55,7 @@ struct MpkDecodeOptions {
   // The per-kernel path's decode with the host hooks (testing/decode_demo.h), when the caller
   // has one: the reference the others are compared with.
   const DecodeResult* host_reference = nullptr;
-  std::function<void(int64_t decoded)> after_launch;  // progress: steps decoded so far
+  std::function<void(int64_t decoded)> after_launch = nullptr;  // progress: steps decoded so far
 };
 
 struct MpkDecodeReport {

@@ -153,6 +153,16 @@ DecodeInterface decode_interface(const ProgramPlan& plan) {
   return Resolver(plan, *decl).resolve();
 }
 
+std::set<std::string> decode_cache_tensors(const ProgramPlan& plan) {
+  const DecodeInterface d = decode_interface(plan);
+  std::set<std::string> caches;
+  for (const DecodeLayer& l : d.layers) {
+    caches.insert(plan.inputs[l.kc]);
+    caches.insert(plan.inputs[l.vc]);
+  }
+  return caches;
+}
+
 ProgramPlan with_decode_interface(ProgramPlan plan, const ProgramInterface& decode) {
   ProgramInterface d = decode;
   d.name = kDecodeInterface;

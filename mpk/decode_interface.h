@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,10 @@ bool declares_decode_interface(const ProgramPlan& plan);
 // UserError when the program declares no decode interface (saying how to declare one), or when
 // the declaration does not fit the plan (naming the role and the tensor).
 DecodeInterface decode_interface(const ProgramPlan& plan);
+
+// The KV caches the declared interface names (k_cache and v_cache): a decode step's attention
+// kernels, the ones that read them, are its data-dependent kernels. UserError as decode_interface.
+std::set<std::string> decode_cache_tensors(const ProgramPlan& plan);
 
 // `plan` with `decode` as its decode interface (replacing a declared one): an interface the
 // caller passes rather than the program declares. UserError as for decode_interface.

@@ -51,10 +51,12 @@ Timing bench_resident_decode(const MegakernelProgram& resident, int tokens, int 
              tokens, per_launch, reps);
   DecodeOptions d;
   d.tokens = tokens;
-  resident.decode(d, {per_launch, false});
+  ResidentDecodeOptions launch;
+  launch.tokens_per_launch = per_launch;
+  resident.decode(d, launch);
   std::vector<double> per_token;
   for (int i = 0; i < reps; ++i)
-    per_token.push_back(resident.decode(d, {per_launch, false}).decode.run.seconds / tokens);
+    per_token.push_back(resident.decode(d, launch).decode.run.seconds / tokens);
   return summarize_times(std::move(per_token));
 }
 

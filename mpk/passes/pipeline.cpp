@@ -86,13 +86,27 @@ MpkCompiled compile_task_graph(const ProgramPlan& plan, const MpkOptions& option
   return r;
 }
 
-std::set<std::string> kernels_reading(const ProgramPlan& plan, const std::string& prefix) {
+namespace {
+
+template <typename Loads>
+std::set<std::string> kernels_loading(const ProgramPlan& plan, const Loads& loads) {
   std::set<std::string> out;
   for (const KernelPlan& k : plan.kernels)
     if (!k.library)
       for (const Step& s : k.loop_steps)
-        if (s.kind == StepKind::load && s.inputs[0].rfind(prefix, 0) == 0) out.insert(k.name);
+        if (s.kind == StepKind::load && loads(s.inputs[0])) out.insert(k.name);
   return out;
+}
+
+}  // namespace
+
+std::set<std::string> kernels_reading(const ProgramPlan& plan, const std::string& prefix) {
+  return kernels_loading(plan, [&](const std::string& t) { return t.rfind(prefix, 0) == 0; });
+}
+
+std::set<std::string> kernels_reading_any(const ProgramPlan& plan,
+                                          const std::set<std::string>& tensors) {
+  return kernels_loading(plan, [&](const std::string& t) { return tensors.count(t) > 0; });
 }
 
 }  // namespace weft

@@ -53,5 +53,8 @@ void check_mpk_step(const std::string& step);
 // MpkOptions::data_dependent: `--data-dependent-reads Kc` marks a decode step's attention kernels,
 // which read the KV caches).
 std::set<std::string> kernels_reading(const ProgramPlan& plan, const std::string& prefix);
+// Names of the graph-defined kernels that load any of `tensors`.
+std::set<std::string> kernels_reading_any(const ProgramPlan& plan,
+                                          const std::set<std::string>& tensors);
 
 }  // namespace weft

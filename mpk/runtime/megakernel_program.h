@@ -34,7 +34,7 @@ struct ResidentDecodeOptions {
   int tokens_per_launch = 1;  // decode steps per launch (iterations of the step's task graph)
   bool logits = false;        // copy LOGITS back after each launch (its last step's)
   bool trace = false;         // record every task of every launch (ResidentDecode::traces)
-  std::function<void(int64_t decoded)> after_launch;  // progress: steps decoded so far
+  std::function<void(int64_t decoded)> after_launch = nullptr;  // progress: steps decoded so far
 };
 struct ResidentDecode {
   // The tokens (as decode_with's); with ResidentDecodeOptions::logits one logits vector per

@@ -22,8 +22,8 @@ void add_mpk_flags(CLI::App* sub, MpkArgs& a) {
   sub->add_option("--data-dependent", a.data_dependent,
                   "Plan kernels (k0, k1, ...) that are data-dependent (hybrid: dispatched JIT)");
   sub->add_option("--data-dependent-reads", a.data_dependent_reads,
-                  "Also mark the kernels loading a tensor named with this prefix")
-      ->capture_default_str();
+                  "Also mark the kernels loading a tensor named with this prefix (default: a "
+                  "declared decode step's attention kernels, the readers of its KV caches)");
 }
 
 MpkProgram prepare_mpk_file(const MpkArgs& a, MpkProgramOptions o) {

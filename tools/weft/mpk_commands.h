@@ -19,7 +19,7 @@ struct MpkArgs {
   int workers = 4;
   std::string dispatch = "hybrid";
   std::vector<std::string> data_dependent;
-  std::string data_dependent_reads = "Kc";
+  std::string data_dependent_reads;
 };
 
 // FILE, --workers, --dispatch, --data-dependent, --data-dependent-reads.
