@@ -47,6 +47,7 @@ class Expander {
     for (ValueId v : g_.outputs) b_.add_output(map_[v], g_.value(v).loc);
     Graph out = std::move(b_).finish();
     out.loc = g_.loc;
+    out.interfaces = g_.interfaces;  // inputs and outputs keep their names
     return out;
   }
 

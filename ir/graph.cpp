@@ -47,7 +47,8 @@ bool operator==(const Op& a, const Op& b) {
 
 bool operator==(const Graph& a, const Graph& b) {
   if (a.level != b.level || a.name != b.name || a.inputs != b.inputs || a.outputs != b.outputs ||
-      a.values.size() != b.values.size() || a.ops.size() != b.ops.size())
+      a.values.size() != b.values.size() || a.ops.size() != b.ops.size() ||
+      a.interfaces != b.interfaces)
     return false;
   if (a.level == Level::block && (a.grid != b.grid || a.threads != b.threads || a.loop != b.loop))
     return false;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ir/interface.h"
 #include "ir/ops.h"
 
 namespace weft {
@@ -58,6 +59,8 @@ struct Graph {
   std::vector<ValueId> inputs;   // kernel: program inputs; block/thread: the op's operands
   std::vector<Op> ops;           // definition order (a topological order)
   std::vector<ValueId> outputs;  // kernel/thread: listed outputs; block: save results, in order
+  // Kernel level: the interfaces the program declares over its inputs and outputs.
+  std::vector<ProgramInterface> interfaces;
   SourceLoc loc;
 
   const Value& value(ValueId id) const { return values.at(static_cast<size_t>(id)); }
@@ -72,7 +75,7 @@ struct Graph {
   int64_t num_blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 
-// Structural equality: names, types, ops, attributes, block parameters, nested bodies.
+// Structural equality: names, types, ops, attributes, block parameters, nested bodies, interfaces.
 // Source locations are ignored.
 bool operator==(const Graph& a, const Graph& b);
 bool operator==(const Op& a, const Op& b);

@@ -15,6 +15,9 @@
 namespace weft {
 namespace {
 
+// Values one interface role may name (one per layer of a model, say).
+constexpr size_t kMaxInterfaceValues = 4096;
+
 bool is_keyword(std::string_view s) {
   return s == "program" || s == "input" || s == "output" || s == "after";
 }
@@ -62,6 +65,8 @@ class Parser {
     Graph g = std::move(top.builder).finish();
     // Whole-program errors (no outputs) are reported where the program ends.
     g.loc = loc(cur_);
+    check_interface_values(g);
+    g.interfaces = std::move(interfaces_);
     return g;
   }
 
@@ -274,6 +279,14 @@ class Parser {
       return;
     }
     scope.seen_statement = true;
+    if (first.text == "interface" && next_.kind == Tok::name) {
+      if (level != Level::kernel || scope.parent)
+        WEFT_USER_ERROR(loc(first),
+                        "'interface' declares the program's interface, at the top level of the "
+                        "file");
+      parse_interface();
+      return;
+    }
     if (first.text == "output" && next_.kind != Tok::equals && next_.kind != Tok::comma) {
       if (level == Level::block)
         WEFT_USER_ERROR(loc(first),
@@ -302,6 +315,69 @@ class Parser {
       return;
     }
     parse_assignment(scope);
+  }
+
+  // `interface NAME(role=V, role=[V, W], ...)`. Its values are checked once the file is read:
+  // outputs may be listed after it.
+  void parse_interface() {
+    Token keyword = cur_;
+    advance();
+    Token name = expect(Tok::name, "the interface name after 'interface'");
+    if (find_interface(interfaces_, name.text))
+      WEFT_USER_ERROR(loc(name), "interface '{}' is declared twice", name.text);
+    ProgramInterface declared{std::string(name.text), {}, loc(keyword)};
+    expect(Tok::lparen, fmt::format("'(' and the roles of interface '{}'", name.text));
+    while (!at(Tok::rparen)) {
+      Token role = expect(Tok::name, "a role (role=VALUE or role=[VALUE, ...])");
+      if (declared.find(role.text))
+        WEFT_USER_ERROR(loc(role), "role '{}' appears twice in interface '{}'", role.text,
+                        name.text);
+      expect(Tok::equals, fmt::format("'=' after role '{}'", role.text));
+      const bool list = at(Tok::lbrack);
+      if (list) advance();
+      std::vector<std::string> values;
+      for (;;) {
+        if (values.size() >= kMaxInterfaceValues)
+          WEFT_USER_ERROR(loc(cur_), "role '{}' names more than {} values", role.text,
+                          kMaxInterfaceValues);
+        Token value =
+            expect(Tok::name, fmt::format("a program input or output for role '{}'", role.text));
+        values.emplace_back(value.text);
+        interface_values_.push_back(value);
+        if (!list || !at(Tok::comma)) break;
+        advance();
+      }
+      if (list)
+        expect(Tok::rbrack, fmt::format("',' or ']' in the values of role '{}'", role.text));
+      declared.roles.emplace_back(std::string(role.text), std::move(values));
+      if (at(Tok::comma)) {
+        advance();
+        continue;
+      }
+      if (!at(Tok::rparen))
+        WEFT_USER_ERROR(loc(cur_), "expected ',' or ')' after role '{}', found {}", role.text,
+                        describe(cur_));
+    }
+    advance();  // ')'
+    if (declared.roles.empty())
+      WEFT_USER_ERROR(loc(name), "interface '{}' declares no roles", name.text);
+    interfaces_.push_back(std::move(declared));
+    expect_end_of_statement();
+  }
+
+  void check_interface_values(const Graph& g) {
+    for (const Token& t : interface_values_) {
+      const ValueId id = g.find(t.text);
+      if (id < 0) WEFT_USER_ERROR(loc(t), "'{}' is not defined", t.text);
+      auto listed = [&](const std::vector<ValueId>& ids) {
+        return std::find(ids.begin(), ids.end(), id) != ids.end();
+      };
+      if (!listed(g.inputs) && !listed(g.outputs))
+        WEFT_USER_ERROR(loc(t),
+                        "'{}' is neither a program input nor an output; an interface names only "
+                        "those",
+                        t.text);
+    }
   }
 
   void parse_assignment(Scope& scope) {
@@ -675,6 +751,8 @@ class Parser {
                       g.outputs.size(), lhs.size());
   }
 
+  std::vector<ProgramInterface> interfaces_;
+  std::vector<Token> interface_values_;  // every value an interface names, checked at the end
   Lexer lex_;
   const std::string& file_;
   Token cur_, next_;

@@ -66,6 +66,7 @@ class Printer {
     if (g.level == Level::block && !after) line(indent - 1, "after:", "");
     if (g.level != Level::block)
       for (ValueId o : g.outputs) line(indent, fmt::format("output {}", g.value(o).name), "");
+    for (const ProgramInterface& i : g.interfaces) line(indent, interface_text(i), "");
   }
 
  private:

@@ -35,6 +35,7 @@ class Builder {
     }
     for (ValueId id : g_.inputs) plan_.inputs.push_back(g_.value(id).name);
     for (ValueId id : g_.outputs) plan_.outputs.push_back(g_.value(id).name);
+    plan_.interfaces = g_.interfaces;
     for (const Op& op : g_.ops) lower_op(op);
     return std::move(plan_);
   }

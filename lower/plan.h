@@ -19,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/shape.h"
 #include "ir/attrs.h"
+#include "ir/interface.h"
 #include "ir/ops.h"
 
 namespace weft {
@@ -116,8 +117,9 @@ struct ProgramPlan {
   std::vector<PlanBuffer> tensors;  // device tensors, role input/output/temp
   std::vector<std::string> inputs;  // program inputs and outputs, in order
   std::vector<std::string> outputs;
-  std::vector<KernelPlan> kernels;  // launch order
-  int64_t workspace_bytes = 0;      // device memory for temp tensors (after memory planning)
+  std::vector<ProgramInterface> interfaces;  // the program's, unread by lowering and the backends
+  std::vector<KernelPlan> kernels;           // launch order
+  int64_t workspace_bytes = 0;  // device memory for temp tensors (after memory planning)
 
   const PlanBuffer* find_tensor(const std::string& name) const;
   PlanBuffer* find_tensor(const std::string& name);

@@ -73,6 +73,11 @@ std::string print_plan(const ProgramPlan& p) {
   std::string out = fmt::format("plan {} target={} workspace={}\n", p.name.empty() ? "-" : p.name,
                                 p.target, p.workspace_bytes);
   out += fmt::format("inputs {}\noutputs {}\n", join(p.inputs), join(p.outputs));
+  for (const ProgramInterface& i : p.interfaces) {
+    out += fmt::format("interface {}", i.name);
+    for (const auto& [role, values] : i.roles) out += fmt::format(" {}={}", role, join(values));
+    out += "\n";
+  }
   for (const PlanBuffer& t : p.tensors) out += fmt::format("tensor {}\n", buffer_str(t));
   for (const KernelPlan& k : p.kernels) {
     if (k.library) {
@@ -118,7 +123,9 @@ class Parser {
     expect(t.size() == 2 && t[0] == "outputs", "expected 'outputs NAMES'");
     p.outputs = names(t[1]);
     while (!(t = next_tokens()).empty()) {
-      if (t[0] == "tensor") {
+      if (t[0] == "interface") {
+        p.interfaces.push_back(interface(t));
+      } else if (t[0] == "tensor") {
         p.tensors.push_back(buffer(t));
       } else if (t[0] == "kernel") {
         p.kernels.push_back(kernel(t));
@@ -171,6 +178,18 @@ class Parser {
     std::string item;
     while (std::getline(in, item, ',')) v.push_back(to_int(item));
     return v;
+  }
+
+  ProgramInterface interface(const std::vector<std::string>& t) {
+    expect(t.size() >= 3, "expected 'interface NAME ROLE=VALUES ...'");
+    ProgramInterface i{t[1], {}, {}};
+    for (size_t k = 2; k < t.size(); ++k) {
+      const size_t eq = t[k].find('=');
+      expect(eq != std::string::npos && eq > 0 && eq + 1 < t[k].size(),
+             fmt::format("expected ROLE=VALUES, got '{}'", t[k]));
+      i.roles.emplace_back(t[k].substr(0, eq), names(t[k].substr(eq + 1)));
+    }
+    return i;
   }
 
   std::vector<std::string> names(const std::string& s) {

@@ -36,8 +36,8 @@ struct DeviceGraph {
 // fit 16 bits (UserError otherwise).
 std::vector<uint8_t> encode_task_graph(const TaskGraph& g);
 // The blob of decoded arrays (encode_task_graph's last step; also for graphs built directly,
-// such as the empty-task chain of mpk/hop_chain.h). InternalError when the list offsets do not
-// match the worker count.
+// such as the empty-task chain of mpk/bench/hop_chain.h). InternalError when the list offsets do
+// not match the worker count.
 std::vector<uint8_t> encode_device_graph(const DeviceGraph& graph);
 // Throws UserError (naming `what`) for a blob with a wrong magic, size, hash or index.
 DeviceGraph decode_task_graph(const std::vector<uint8_t>& blob, const std::string& what = "<blob>");

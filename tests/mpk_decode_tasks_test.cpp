@@ -1,9 +1,9 @@
-// The decode loop on the device (mpk/decode_tasks.h, mpk/device/decode_bodies.cuh): each
-// hand-written body against a host reference computed here, in host emulation on bf16 data with
-// non-trivial values; the decode tasks' place in the task graph (what they must follow and
-// precede, and that hybrid dispatch keeps its JIT region); and whole decodes with the state
-// resident (MegakernelProgram::decode) giving the tokens and logits of the per-kernel path run step
-// by step with host hooks.
+// The decode loop on the device (mpk/decode_layout.h, mpk/runtime/decode_bodies.h,
+// mpk/device/decode_bodies.cuh): each hand-written body against a host reference computed here, in
+// host emulation on bf16 data with non-trivial values; the decode tasks' place in the task graph
+// (what they must follow and precede, and that hybrid dispatch keeps its JIT region); and whole
+// decodes with the state resident (MegakernelProgram::decode) giving the tokens and logits of the
+// per-kernel path run step by step with host hooks.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -21,20 +21,22 @@
 #include "core/target.h"
 #include "ir/parser.h"
 #include "lower/pipeline.h"
-#include "mpk/compile.h"
-#include "mpk/decode_demo.h"
-#include "mpk/decode_tasks.h"
-#include "mpk/decoder_program.h"
+#include "mpk/bench/megakernel_bench.h"
+#include "mpk/decode_layout.h"
 #include "mpk/encode.h"
-#include "mpk/host_runtime.h"
-#include "mpk/megakernel_bench.h"
-#include "mpk/megakernel_program.h"
+#include "mpk/passes/add_decode_tasks.h"
+#include "mpk/passes/pipeline.h"
+#include "mpk/runtime/decode_bodies.h"
+#include "mpk/runtime/host_runtime.h"
+#include "mpk/runtime/megakernel_program.h"
+#include "mpk/runtime/trace.h"
 #include "mpk/tgraph_text.h"
-#include "mpk/trace.h"
 #include "runtime/cpu_program.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/emulated_program.h"
 #include "runtime/program.h"
+#include "testing/decode_demo.h"
+#include "testing/decoder_program.h"
 #include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

@@ -1,4 +1,4 @@
-// The Qwen3-shaped decode-step generator (mpk/decoder_program.h): it reproduces the checked-in
+// The Qwen3-shaped decode-step generator (testing/decoder_program.h): it reproduces the checked-in
 // tiny program, its output parses and round-trips, the 0.6B shapes come out as the model has
 // them, and configurations that do not divide are refused with a message.
 #include <fmt/format.h>
@@ -9,10 +9,12 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "lower/pipeline.h"
-#include "mpk/decode_demo.h"
-#include "mpk/decode_tasks.h"
-#include "mpk/decoder_program.h"
-#include "mpk/megakernel_program.h"
+#include "mpk/decode_layout.h"
+#include "mpk/passes/add_decode_tasks.h"
+#include "mpk/runtime/decode_bodies.h"
+#include "mpk/runtime/megakernel_program.h"
+#include "testing/decode_demo.h"
+#include "testing/decoder_program.h"
 #include "tests/golden.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"

@@ -1,7 +1,7 @@
-// Whole programs as one persistent kernel (mpk/megakernel_program.h): the task graph, the task
-// bodies from the plan and the persistent kernel together, in host emulation (every CTA's threads
-// at once). The outputs must equal the per-kernel CUDA emulation's bit for bit (each block runs
-// the same code on the same data whatever the schedule), for 1-4 workers, AOT, JIT and hybrid
+// Whole programs as one persistent kernel (mpk/runtime/megakernel_program.h): the task graph, the
+// task bodies from the plan and the persistent kernel together, in host emulation (every CTA's
+// threads at once). The outputs must equal the per-kernel CUDA emulation's bit for bit (each block
+// runs the same code on the same data whatever the schedule), for 1-4 workers, AOT, JIT and hybrid
 // dispatch and repeated iterations; every output element is written; decode loops of one launch
 // per token give the per-kernel path's tokens and logits. On a GPU the same runs happen on the
 // device (MpkMegakernelGpu, skipped here).
@@ -23,12 +23,12 @@
 #include "core/target.h"
 #include "interp/random_inputs.h"
 #include "lower/pipeline.h"
-#include "mpk/decode_demo.h"
-#include "mpk/megakernel_program.h"
-#include "mpk/per_kernel_decode.h"
+#include "mpk/runtime/megakernel_program.h"
+#include "mpk/runtime/per_kernel_decode.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/host_tensors.h"
 #include "runtime/program.h"
+#include "testing/decode_demo.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -247,7 +247,8 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
     GTEST_SKIP() << "nvcc not found";
   }
   // The Qwen3-tiny step also with its decode loop on the device (the decode tasks' bodies), and
-  // its per-kernel decode step (the same bodies launched one by one, mpk/per_kernel_decode.h).
+  // its per-kernel decode step (the same bodies launched one by one,
+  // mpk/runtime/per_kernel_decode.h).
   std::vector<std::pair<std::string, std::string>> units;
   for (auto [path, decode_on_device] : {std::pair{"examples/tiny_decoder_step.weft", false},
                                         std::pair{"examples/qwen3_tiny_decode_step.weft", false},

@@ -1,5 +1,5 @@
-// The persistent kernel (mpk/megakernel.h) without a GPU: hand-written task bodies that follow
-// the task-body contract check, from inside every task, that each task it depends on (its
+// The persistent kernel (mpk/runtime/megakernel.h) without a GPU: hand-written task bodies that
+// follow the task-body contract check, from inside every task, that each task it depends on (its
 // ancestors through events) has finished this iteration, on every one of its worker's threads,
 // that only compute threads enter them, from their command loop, and count their runs; the unit
 // runs in host emulation (every CTA's threads at once) and compiles with nvcc for sm_80 and
@@ -18,12 +18,12 @@
 
 #include "core/target.h"
 #include "lower/pipeline.h"
-#include "mpk/compile.h"
-#include "mpk/decode_demo.h"
 #include "mpk/device/launch_check.cuh"
-#include "mpk/megakernel.h"
-#include "mpk/megakernel_run.h"
+#include "mpk/passes/pipeline.h"
+#include "mpk/runtime/megakernel.h"
+#include "mpk/runtime/megakernel_run.h"
 #include "runtime/cuda_runtime.h"
+#include "testing/decode_demo.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

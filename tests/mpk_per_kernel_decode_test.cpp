@@ -1,5 +1,5 @@
-// The per-kernel decode loop on the device (mpk/per_kernel_decode.h): the same bodies as the
-// persistent kernel launched one by one, the decode loop's bodies as one-CTA kernels around the
+// The per-kernel decode loop on the device (mpk/runtime/per_kernel_decode.h): the same bodies as
+// the persistent kernel launched one by one, the decode loop's bodies as one-CTA kernels around the
 // plan's grids, decode the persistent kernel's tokens with bit-identical logits, and the host-hook
 // path's; the unit launches the decode bodies as kernels in the loop's order and adds no barrier
 // of its own. In host emulation; the CUDA graph only on a GPU (skipped here).
@@ -14,13 +14,15 @@
 #include "core/error.h"
 #include "core/target.h"
 #include "lower/pipeline.h"
-#include "mpk/decode_demo.h"
-#include "mpk/decode_tasks.h"
-#include "mpk/megakernel_bench.h"
-#include "mpk/megakernel_program.h"
-#include "mpk/per_kernel_decode.h"
+#include "mpk/bench/megakernel_bench.h"
+#include "mpk/decode_layout.h"
+#include "mpk/passes/add_decode_tasks.h"
+#include "mpk/runtime/decode_bodies.h"
+#include "mpk/runtime/megakernel_program.h"
+#include "mpk/runtime/per_kernel_decode.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/program.h"
+#include "testing/decode_demo.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 

@@ -115,7 +115,8 @@ struct CheckUnitExtras {
 // calling weft_mpk_task, the entry points) that runs the bodies without the mega-kernel's
 // runtime: the outputs of the plan's program, from the task bodies alone. Tests run it in host
 // emulation against emit_cuda_source's unit. With `extras` one call of weft_cuda_launch also runs
-// those bodies before and after the plan's (the per-kernel decode step, mpk/per_kernel_decode.h).
+// those bodies before and after the plan's (the per-kernel decode step,
+// mpk/runtime/per_kernel_decode.h).
 std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyOptions& options,
                                         TaskBodyLaunch launch, const CheckUnitExtras& extras = {});
 

@@ -1,5 +1,5 @@
 // The persistent kernel: one launch runs a whole task graph for `iterations` iterations. Pasted
-// by emit_megakernel_unit (mpk/megakernel.h) after the CUDA prelude, the task bodies (which
+// by emit_megakernel_unit (mpk/runtime/megakernel.h) after the CUDA prelude, the task bodies (which
 // define weft_mpk_worker_threads, weft_mpk_body_smem_bytes and weft_mpk_task) and the graph's
 // constants (weft_mpk_workers, _schedulers, _events, _worker_cap, _sched_cap, _watchdog_ns).
 // Roles by blockIdx.x: CTAs [0, workers) are workers, the trailing CTAs hold the schedulers, one

@@ -1,5 +1,5 @@
 // The persistent kernel's arguments and entry points, shared by the generated unit
-// (mpk/device/megakernel.cuh) and the host code that loads it (mpk/megakernel_run.cpp): one
+// (mpk/device/megakernel.cuh) and the host code that loads it (mpk/runtime/megakernel_run.cpp): one
 // definition of the by-value kernel parameter, plain C types only.
 #pragma once
 

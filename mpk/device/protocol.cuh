@@ -1,8 +1,8 @@
 // The task-graph runtime protocol, written once for every platform: workers run their
 // ahead-of-time lists and the just-in-time tasks schedulers send them; schedulers dispatch the
 // JIT tasks of fired events and start iterations. Self-contained C++17 over <stdint.h> with
-// WEFT_HD qualifiers, so the same code runs on host threads (mpk/host_runtime.cpp) and in the
-// persistent GPU kernel (mpk/device/megakernel.cuh); all state is flat words in memory the
+// WEFT_HD qualifiers, so the same code runs on host threads (mpk/runtime/host_runtime.cpp) and in
+// the persistent GPU kernel (mpk/device/megakernel.cuh); all state is flat words in memory the
 // platform provides. docs/mpk.md argues deadlock freedom.
 //
 // The platform P provides (all on uint64_t words of the shared state):

@@ -11,4 +11,5 @@ NB_MODULE(_weft, m) {
   weft::python::bind_execute(m);
   weft::python::bind_model(m);
   weft::python::bind_model_dir(m);
+  weft::python::bind_megakernel(m);
 }

@@ -21,6 +21,7 @@ import numpy as _np
 from . import _weft
 from ._progress import progress_display as _progress_display
 from .errors import InternalError, UserError, user_error as _user_error
+from . import megakernel  # noqa: E402  (weft.megakernel: the persistent kernel)
 
 __version__ = _weft.__version__
 
@@ -33,7 +34,7 @@ __all__ = [
     "Builder", "CompiledModel", "CompiledModelDir", "CompiledProgram", "InternalError", "Model",
     "OptimizeResult", "Param", "Program", "TensorSpec",
     "UserError", "Value", "VerifyResult", "compile", "compile_model", "config_fields", "load",
-    "load_compiled", "load_model", "optimize", "ops", "parse", "run", "targets", "verify",
+    "load_compiled", "load_model", "megakernel", "optimize", "ops", "parse", "run", "targets", "verify",
 ]
 
 TensorSpec = _namedtuple("TensorSpec", ["name", "dtype", "shape"])

@@ -2,7 +2,8 @@
 with a KV cache, SwiGLU, tied LM head) checked against `weft mpk run
 examples/qwen3_tiny_decode_step.weft --dump DIR`: the same seeded weights, per-step logits within
 f32 tolerance, the same greedy tokens. The reference shares nothing with weft but the weights and
-the interface's conventions (mpk/decode_demo.h): it reads the model's shape from the weights."""
+the decode interface's conventions (mpk/decode_interface.h): it reads the model's shape from the
+weights."""
 
 import subprocess
 
