@@ -11,11 +11,13 @@
 #include <numeric>
 
 #include "driver/onnx_run.h"
+#include "exec/vm.h"
 #include "model/model_ops.h"
 #include "model/parser.h"
 #include "model/printer.h"
 #include "onnx/import.h"
 #include "tests/onnx_model_builder.h"
+#include "tests/test_util.h"
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
@@ -118,26 +120,29 @@ TEST(MaskOps, GathersByHandAndOutOfRangeIndicesAreErrors) {
   EXPECT_THROW(eval("gather_nd", {&d, &bad_nd}, {}), UserError);
 }
 
-// Bad shapes are in ModelOnnxOps.BadShapesAndAttributesAreLocatedErrors.
-TEST(MaskOps, GatherAndComparisonShapeRules) {
-  const char* text = R"(sym 1 <= n <= 8
-fn main(x: f32[n, 6, 4], i: f32[n, 3, 4], j: f32[n, 5, 2]) -> tuple(f32[ndim=3], f32[ndim=2], f32[ndim=3]) {
-  dataflow {
-    e = gather_elements(x, i, axis=1)
-    d = gather_nd(x, j, batch_dims=1)
-    m = equal(x, x)
-    r = tuple(e, d, m)
-  }
-  return r
-}
-)";
+// tests/model/mask_ops.wmod: every new row in a model at a symbolic batch deduces, round-trips
+// and runs; bad shapes are in ModelOnnxOps.BadShapesAndAttributesAreLocatedErrors.
+TEST(MaskOps, AModelOfEveryNewOperatorDeducesRoundTripsAndRuns) {
   SymProver prover;
-  Module m = parse_module(text, "g.wmod", prover);
+  Module m = load_module(test::source_path("tests/model/mask_ops.wmod"), prover);
   const auto& b = m.functions[0].blocks[0].bindings;
   EXPECT_EQ(b[0].type.str(), "f32[n, 3, 4]");
   EXPECT_EQ(b[1].type.str(), "f32[n, 5]");
   EXPECT_EQ(b[2].type.str(), "f32[n, 6, 4]");
   EXPECT_TRUE(parse_module(print_module(m), "again", prover) == m);
+  Tensor<double> x({2, 6, 4}, 0.0), i({2, 3, 4}, 1.0), j({2, 5, 2}, 0.0), y({1, 6, 1}, 0.5);
+  std::iota(x.data.begin(), x.data.end(), -20.0);
+  x.data[3] = kNaN;
+  j.data[1] = 3;  // row 0 of batch 0 picks x[0, 0, 3] (NaN), the rest x[b, 0, 0]
+  auto value = [](const Tensor<double>& t) {
+    return VmValue{std::make_shared<const Tensor<double>>(t)};
+  };
+  VmValue out = Vm(m).run("main", {value(x), value(i), value(j), value(y)});
+  const VmTuple& parts = *out.tuple();
+  EXPECT_EQ(parts[0].tensor()->data[0], x.data[4]);  // gather_elements: x[0, 1, 0]
+  EXPECT_TRUE(std::isnan(parts[1].tensor()->data[0]));
+  EXPECT_EQ(parts[1].tensor()->data[1], -20);
+  EXPECT_EQ(parts[2].tensor()->shape, (Shape{2, 6, 4}));
 }
 
 // The mask PyTorch's attention export builds: a causal comparison of positions, And with the
