@@ -3,15 +3,18 @@
 #include "driver/compile_to_dir.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "driver/compile.h"
 #include "exec/npz.h"
 #include "ir/printer.h"
 #include "model/printer.h"
+#include "model/specialize.h"
 #include "runtime/build_cache.h"
 
 namespace weft {
@@ -110,6 +113,26 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
   return j;
 }
 
+// The symbolic variables of the module's entry functions (those no function calls), in order.
+std::vector<std::string> entry_variables(const Module& m) {
+  std::set<std::string> called, vars;
+  for (const Function& f : m.functions)
+    for (const Block& blk : f.blocks)
+      for (const Binding& b : blk.bindings)
+        if (b.call.kind == CallKind::func) called.insert(b.call.callee);
+  for (const Function& f : m.functions)
+    if (!called.count(f.name))
+      for (const std::string& v : function_variables(f)) vars.insert(v);
+  return {vars.begin(), vars.end()};
+}
+
+// "batch=N,seq=N (one --bind per shape)": the flag's form for these variables.
+std::string example_binding(const std::vector<std::string>& vars) {
+  std::vector<std::string> items;
+  for (const std::string& v : vars) items.push_back(fmt::format("{}=N", v));
+  return fmt::format("{} (one --bind per shape)", fmt::join(items, ","));
+}
+
 // An imported model's ONNX input and output names with the parameter names they became.
 nlohmann::ordered_json onnx_names_json(const ImportedModel& imported) {
   nlohmann::ordered_json names;
@@ -126,13 +149,22 @@ nlohmann::ordered_json onnx_names_json(const ImportedModel& imported) {
 
 ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                                     const std::string& out_dir, const ModelDirOptions& options) {
-  if (options.bindings.empty())
-    throw UserError("give at least one binding of the model's variables to compile for");
   for (const SymBinding& b : options.bindings) check_binding(b, model.module);
   const Target& target = target_by_name(options.target);
 
   ModelCompileOptions mco;
   mco.bindings = options.bindings;
+  ModelDirReport report;
+  if (mco.bindings.empty()) {
+    const std::vector<std::string> vars = entry_variables(model.module);
+    if (vars.empty())
+      mco.bindings.push_back({});  // fixed shapes: the one binding there is
+    else
+      report.unspecialized_note = fmt::format(
+          "not specialized: {} has symbolic dims ({}), so {} runs every shape on the per-operator "
+          "path; add superoptimized shapes with --bind {}",
+          model.path, fmt::join(vars, ", "), out_dir, example_binding(vars));
+  }
   mco.search.target = options.target;
   mco.search.time_budget_s = options.time_budget_s;
   mco.search.state_budget = options.state_budget;
@@ -143,7 +175,6 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                         : options.cache_dir;
   mco.progress = options.progress;
   mco.stop_after = options.stop_after;
-  ModelDirReport report;
   report.result = compile_model(model.module, prover, mco);
   const ModelCompileResult& r = report.result;
   if (!options.stop_after.empty()) return report;
@@ -175,7 +206,7 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
     write_text((dir / model_dir::kOnnxNames).string(),
                onnx_names_json(*model.imported).dump(1) + "\n");
   }
-  report.summary = summary_json(model.path, options.target, r, options.bindings);
+  report.summary = summary_json(model.path, options.target, r, mco.bindings);
   write_text((dir / model_dir::kSummary).string(), report.summary.dump(1) + "\n");
   return report;
 }

@@ -32,7 +32,9 @@ void write_text(const std::string& path, const std::string& text);
 
 struct ModelDirOptions {
   std::string target{kDefaultCompileTargetName};
-  std::vector<SymBinding> bindings;                 // the shapes to specialize for (at least one)
+  // The shapes to specialize for; none: a model without symbolic dims at its one shape, a
+  // dynamic one not specialized (its directory runs every shape on the per-operator path).
+  std::vector<SymBinding> bindings;
   double time_budget_s = kModelCompileTimeBudgetS;  // search over all regions (0: unlimited)
   int64_t state_budget = 0;                         // each region's search (0: unlimited)
   // The region cache's folder; empty: the build cache's folder + /regions. `no_cache`: none.
@@ -50,11 +52,15 @@ struct ModelDirReport {
   int ugraphs = 0;                 // µGraphs of the compiled module
   int built = 0;                   // of them, built (no_build: 0)
   std::string not_built;           // why the last one not built was not
+  // Set when a dynamic model was compiled without bindings: what runs and how to add them.
+  std::string unspecialized_note;
 };
 
 // Compiles `model` (loaded by load_model_file with `prover`) at the options' bindings and writes
 // the directory `out_dir` (created; files in it are replaced). With stop_after, the compile stops
 // after that step and nothing is written (report.result.step_text holds the module's text).
+// No bindings: a model whose entry functions have no symbolic variables compiles at its one shape
+// (the empty binding); a dynamic one is written unspecialized, with report.unspecialized_note.
 // UserError for a binding that is not of the model's variables, an unknown target or step, or a
 // file that cannot be written.
 ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,

@@ -211,11 +211,82 @@ std::vector<OpInfo> onnx_rows() {
   // clang-format on
 }
 
+// A truth value as the VM holds it: 1 or 0 in the tensor's float type (bool tensors run as
+// floats; docs/onnx.md).
+double truth(bool b) {
+  return b ? 1.0 : 0.0;
+}
+
+// NaN in either operand gives NaN, as numpy's maximum and onnxruntime's Max do (std::max and
+// fmaxf would drop it).
+double nan_or(double x, double y, double v) {
+  return std::isnan(x) || std::isnan(y) ? x + y : v;
+}
+
+// IsInf's constants: which signs count.
+ScalarConstants is_inf_constants(const Attrs& attrs) {
+  return {static_cast<double>(attrs.get_int("detect_positive")),
+          static_cast<double>(attrs.get_int("detect_negative"))};
+}
+
+// The operators exporters emit for attention masks, NaN guards, rotary tables and index lookups
+// (issue 29). Comparisons and logical operators give 1 or 0 (a NaN operand compares false);
+// logical operands are true when nonzero.
+std::vector<OpInfo> mask_rows() {
+  using A = const ScalarArgs&;
+  // clang-format off
+  return {
+    scalar(K::equal, 2, {}, [](A s) { return truth(s.x == s.y); },
+           "({0} == {1} ? 1.0f : 0.0f)", "x == y as 1 or 0 (ONNX Equal)"),
+    scalar(K::less, 2, {}, [](A s) { return truth(s.x < s.y); },
+           "({0} < {1} ? 1.0f : 0.0f)", "x < y as 1 or 0 (ONNX Less)"),
+    scalar(K::less_equal, 2, {}, [](A s) { return truth(s.x <= s.y); },
+           "({0} <= {1} ? 1.0f : 0.0f)", "x <= y as 1 or 0 (ONNX LessOrEqual)"),
+    scalar(K::greater, 2, {}, [](A s) { return truth(s.x > s.y); },
+           "({0} > {1} ? 1.0f : 0.0f)", "x > y as 1 or 0 (ONNX Greater)"),
+    scalar(K::greater_equal, 2, {}, [](A s) { return truth(s.x >= s.y); },
+           "({0} >= {1} ? 1.0f : 0.0f)", "x >= y as 1 or 0 (ONNX GreaterOrEqual)"),
+    scalar(K::logical_and, 2, {}, [](A s) { return truth(s.x != 0 && s.y != 0); },
+           "({0} != 0.0f && {1} != 0.0f ? 1.0f : 0.0f)", "x and y (nonzero is true) as 1 or 0"),
+    scalar(K::logical_or, 2, {}, [](A s) { return truth(s.x != 0 || s.y != 0); },
+           "({0} != 0.0f || {1} != 0.0f ? 1.0f : 0.0f)", "x or y (nonzero is true) as 1 or 0"),
+    scalar(K::logical_xor, 2, {}, [](A s) { return truth((s.x != 0) != (s.y != 0)); },
+           "(({0} != 0.0f) != ({1} != 0.0f) ? 1.0f : 0.0f)", "x xor y (nonzero is true) as 1 or 0"),
+    scalar(K::logical_not, 1, {}, [](A s) { return truth(s.x == 0); },
+           "({0} == 0.0f ? 1.0f : 0.0f)", "not x (nonzero is true) as 1 or 0"),
+    scalar(K::is_nan, 1, {}, [](A s) { return truth(std::isnan(s.x)); },
+           "({0} != {0} ? 1.0f : 0.0f)", "1 where x is NaN, else 0 (ONNX IsNaN)"),
+    scalar(K::is_inf, 1,
+           {{"detect_positive", AttrKind::integer, false, int64_t{1}},
+            {"detect_negative", AttrKind::integer, false, int64_t{1}}},
+           [](A s) { return truth(std::isinf(s.x) && (s.x > 0 ? s.k != 0 : s.k2 != 0)); },
+           "(fabsf({0}) > 3.40282347e38f && ({0} > 0.0f ? {2} != 0.0f : {3} != 0.0f) ? 1.0f : 0.0f)",
+           "1 where x is +inf (detect_positive) or -inf (detect_negative), else 0 (ONNX IsInf)",
+           {}, is_inf_constants),
+    scalar(K::maximum, 2, {}, [](A s) { return nan_or(s.x, s.y, std::max(s.x, s.y)); },
+           "({0} != {0} || {1} != {1} ? {0} + {1} : fmaxf({0}, {1}))",
+           "the larger of x and y, NaN if either is (ONNX Max of two)"),
+    scalar(K::minimum, 2, {}, [](A s) { return nan_or(s.x, s.y, std::min(s.x, s.y)); },
+           "({0} != {0} || {1} != {1} ? {0} + {1} : fminf({0}, {1}))",
+           "the smaller of x and y, NaN if either is (ONNX Min of two)"),
+    scalar(K::cos, 1, {}, [](A s) { return std::cos(s.x); }, "cosf({0})", "cosine (radians)"),
+    scalar(K::sin, 1, {}, [](A s) { return std::sin(s.x); }, "sinf({0})", "sine (radians)"),
+    row(K::gather_elements, 2, {{"axis", AttrKind::integer, false, int64_t{0}}}, kMoves, D::none,
+        "ONNX GatherElements: out[i] = x[i with dim axis replaced by idx[i]]; idx has x's rank "
+        "and no larger dims, the result its shape (negative indices count from the end)"),
+    row(K::gather_nd, 2, {{"batch_dims", AttrKind::integer, false, int64_t{0}}}, kMoves, D::none,
+        "ONNX GatherND: idx[..., m] picks slices x[b..., i0, .., im-1, ...] (m constant, the "
+        "first batch_dims dims shared); result idx.shape[:-1] + x.shape[batch_dims + m:]"),
+  };
+  // clang-format on
+}
+
 }  // namespace
 
 std::vector<OpInfo> model_op_rows() {
   std::vector<OpInfo> rows = transformer_rows();
   for (OpInfo& row : onnx_rows()) rows.push_back(std::move(row));
+  for (OpInfo& row : mask_rows()) rows.push_back(std::move(row));
   return rows;
 }
 

@@ -32,6 +32,18 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+// An index read from an index tensor: integral and within -extent..extent-1 (negative ones
+// count from the end), else a UserError naming the operator, the element and the dim.
+int64_t checked_index(double v, int64_t extent, int64_t element, size_t dim, const char* op) {
+  if (!(v >= static_cast<double>(-extent) && v < static_cast<double>(extent)) || v != std::floor(v))
+    throw UserError(fmt::format(
+        "{} index {} (element {} of the indices) is out of range for dim {} of extent {} "
+        "(valid: {}..{})",
+        op, v, element, dim, extent, -extent, extent - 1));
+  auto i = static_cast<int64_t>(v);
+  return i < 0 ? i + extent : i;
+}
+
 MType infer_gather(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
   const MType &x = in[0], &idx = in[1];
   if (x.rank < 1) ctx.fail("gather needs a tensor of rank >= 1");
@@ -59,23 +71,106 @@ Tensor<double> eval_gather(const In& in, const Attrs& attrs) {
   shape.insert(shape.end(), ids.shape.begin(), ids.shape.end());
   shape.insert(shape.end(), x.shape.begin() + axis + 1, x.shape.end());
   std::vector<int64_t> rows;
-  for (int64_t i = 0; i < ids.numel(); ++i) {
-    double v = ids.data[static_cast<size_t>(i)];
-    if (!(v >= static_cast<double>(-extent) && v < static_cast<double>(extent)) ||
-        v != std::floor(v))
-      throw UserError(
-          fmt::format("gather index {} (element {} of the indices) is out of range "
-                      "for dim {} of extent {} (valid: {}..{})",
-                      v, i, axis, extent, -extent, extent - 1));
-    auto row = static_cast<int64_t>(v);
-    rows.push_back(row < 0 ? row + extent : row);
-  }
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    rows.push_back(checked_index(ids.data[static_cast<size_t>(i)], extent, i, a, "gather"));
   Tensor<double> out(shape, 0.0);
   auto n = static_cast<int64_t>(rows.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < n; ++i)
       std::copy_n(x.data.begin() + (o * extent + rows[static_cast<size_t>(i)]) * inner, inner,
                   out.data.begin() + (o * n + i) * inner);
+  return out;
+}
+
+MType infer_gather_elements(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType &x = in[0], &idx = in[1];
+  if (x.rank < 1) ctx.fail("gather_elements needs a tensor of rank >= 1");
+  if (idx.rank != x.rank)
+    ctx.fail(fmt::format("gather_elements' indices have rank {}, the data rank {} (must be equal)",
+                         idx.rank, x.rank));
+  auto axis = normalize_dim(ctx, sym_int(attrs, "axis"), x.rank, "axis");
+  if (!x.dims || !idx.dims) return MType::tensor_of_rank(x.dtype, x.rank);
+  for (int i = 0; i < x.rank; ++i)
+    if (i != axis)
+      ctx.require_le((*idx.dims)[static_cast<size_t>(i)], (*x.dims)[static_cast<size_t>(i)],
+                     fmt::format("gather_elements' indices dim {} within the data's", i));
+  return MType::tensor(x.dtype, *idx.dims);
+}
+
+// ONNX GatherElements: out[i] is x at i with dim `axis` replaced by idx[i].
+Tensor<double> eval_gather_elements(const In& in, const Attrs& attrs) {
+  const Tensor<double>&x = *in[0], &ids = *in[1];
+  auto r = static_cast<int64_t>(x.shape.size());
+  int64_t axis = attrs.get_int("axis");
+  auto a = static_cast<size_t>(axis < 0 ? axis + r : axis);
+  std::vector<int64_t> stride(x.shape.size(), 1);
+  for (size_t i = x.shape.size() - 1; i-- > 0;) stride[i] = stride[i + 1] * x.shape[i + 1];
+  Tensor<double> out(ids.shape, 0.0);
+  for_each_index(ids.shape, [&](int64_t o, const std::vector<int64_t>& idx) {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t i = d == a ? checked_index(ids.data[static_cast<size_t>(o)], x.shape[a], o, a,
+                                         "gather_elements")
+                         : idx[d];
+      src += i * stride[d];
+    }
+    out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(src)];
+  });
+  return out;
+}
+
+MType infer_gather_nd(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType &x = in[0], &idx = in[1];
+  int64_t b = const_int(ctx, sym_int(attrs, "batch_dims"), "gather_nd's batch_dims", 0);
+  if (idx.rank < 1 || b >= std::min(x.rank, idx.rank))
+    ctx.fail(
+        fmt::format("gather_nd needs batch_dims ({}) below the ranks of data ({}) and "
+                    "indices ({})",
+                    b, x.rank, idx.rank));
+  if (!x.dims || !idx.dims) ctx.fail("gather_nd needs the dims of its operands");
+  int64_t m = const_int(ctx, idx.dims->back(), "gather_nd's index length (last dim)", 1);
+  if (b + m > x.rank)
+    ctx.fail(
+        fmt::format("gather_nd's index length {} plus batch_dims {} exceeds the data's "
+                    "rank {}",
+                    m, b, x.rank));
+  std::vector<SymExpr> out;
+  for (int64_t i = 0; i < b; ++i) {
+    auto u = static_cast<size_t>(i);
+    ctx.require_eq((*idx.dims)[u], (*x.dims)[u], fmt::format("gather_nd's batch dim {}", i));
+    out.push_back((*x.dims)[u]);
+  }
+  out.insert(out.end(), idx.dims->begin() + b, idx.dims->end() - 1);
+  out.insert(out.end(), x.dims->begin() + b + m, x.dims->end());
+  if (out.empty() || static_cast<int>(out.size()) > kMaxModelRank)
+    ctx.fail("gather_nd's result must have a rank between 1 and the model limit");
+  return MType::tensor(x.dtype, out);
+}
+
+// ONNX GatherND: each index tuple of m values picks a slice of x (within its batch).
+Tensor<double> eval_gather_nd(const In& in, const Attrs& attrs) {
+  const Tensor<double>&x = *in[0], &ids = *in[1];
+  auto b = static_cast<size_t>(attrs.get_int("batch_dims"));
+  auto m = static_cast<size_t>(ids.shape.back());
+  int64_t batches = 1, inner = 1;
+  for (size_t i = 0; i < b; ++i) batches *= x.shape[i];
+  for (size_t i = b + m; i < x.shape.size(); ++i) inner *= x.shape[i];
+  int64_t per_batch = numel(x.shape) / batches;
+  int64_t tuples = numel(ids.shape) / static_cast<int64_t>(m) / batches;
+  Shape shape(x.shape.begin(), x.shape.begin() + static_cast<ptrdiff_t>(b));
+  shape.insert(shape.end(), ids.shape.begin() + static_cast<ptrdiff_t>(b), ids.shape.end() - 1);
+  shape.insert(shape.end(), x.shape.begin() + static_cast<ptrdiff_t>(b + m), x.shape.end());
+  Tensor<double> out(shape, 0.0);
+  for (int64_t t = 0; t < batches * tuples; ++t) {
+    int64_t src = 0;
+    for (size_t j = 0; j < m; ++j) {
+      auto e = t * static_cast<int64_t>(m) + static_cast<int64_t>(j);
+      src = src * x.shape[b + j] +
+            checked_index(ids.data[static_cast<size_t>(e)], x.shape[b + j], e, b + j, "gather_nd");
+    }
+    auto from = x.data.begin() + (t / tuples) * per_batch + src * inner;
+    std::copy_n(from, inner, out.data.begin() + t * inner);
+  }
   return out;
 }
 
@@ -362,6 +457,8 @@ std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
   using K = OpKind;
   return {
       {K::gather, {infer_gather, eval_gather}},
+      {K::gather_elements, {infer_gather_elements, eval_gather_elements}},
+      {K::gather_nd, {infer_gather_nd, eval_gather_nd}},
       {K::slice_steps, {infer_slice_steps, eval_slice_steps}},
       {K::expand, {infer_expand, eval_expand}},
       {K::fill, {infer_fill, eval_fill}},

@@ -133,9 +133,12 @@ void unary(I& imp, const char* op) {
   imp.out(0, imp.op(op, {imp.rt(0)}));
 }
 
-// Numpy broadcasting aligns ranks by prepending size-1 dims: done on a constant's data, since
-// the table's reshape (to_rank) cannot take a 0-d operand.
+// Numpy broadcasting aligns ranks by prepending size-1 dims: done on a constant's data (and a
+// 0-d shape value's), since the table's reshape (to_rank) cannot take a 0-d operand.
 Value with_rank(Value v, int r) {
+  // A 0-d shape value (a dim read with Shape -> Gather) becomes a 1-element vector, which
+  // to_rank can reshape once it is a run-time tensor.
+  if (v.kind == VKind::dims && v.scalar && r >= 1) v.scalar = false;
   if (v.kind != VKind::constant || static_cast<int>(v.data.shape.size()) >= r) return v;
   v.data.shape.insert(v.data.shape.begin(), static_cast<size_t>(r) - v.data.shape.size(), 1);
   return v;

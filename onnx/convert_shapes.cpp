@@ -370,14 +370,6 @@ void convert_cast(I& imp) {
   imp.out(0, imp.op("cast", {v.name}, {{"to", SymExpr(to)}}));
 }
 
-void convert_where(I& imp) {
-  int r = broadcast_rank(imp, {&imp.in(0), &imp.in(1), &imp.in(2)});
-  std::string c = imp.runtime(with_rank(imp.in(0), r)).first,
-              a = imp.runtime(with_rank(imp.in(1), r)).first,
-              b = imp.runtime(with_rank(imp.in(2), r)).first;
-  imp.out(0, imp.op("where", {imp.to_rank(c, r), imp.to_rank(a, r), imp.to_rank(b, r)}));
-}
-
 void convert_expand(I& imp) {
   auto shape = imp.ints_input(1, "shape");
   std::string x = imp.rt(0);
@@ -572,7 +564,6 @@ void add_shape_converters(std::vector<Converter>& table) {
       {"Unsqueeze", 1, kMaxOpset, convert_unsqueeze},
       {"Squeeze", 1, kMaxOpset, convert_squeeze},
       {"Cast", 6, kMaxOpset, convert_cast},
-      {"Where", 9, kMaxOpset, convert_where},
       {"Expand", 8, kMaxOpset, convert_expand},
       {"Shape", 1, kMaxOpset, convert_shape},
       {"ConstantOfShape", 9, kMaxOpset, convert_constant_of_shape},

@@ -12,6 +12,7 @@ const std::vector<Converter>& converters() {
     add_math_converters(rows);
     add_shape_converters(rows);
     add_conv_converters(rows);
+    add_logic_converters(rows);
     return rows;
   }();
   return table;

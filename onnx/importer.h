@@ -199,6 +199,8 @@ class Importer {
     return emit(CallKind::op, callee, args, std::move(attrs));
   }
   const MType& type_of(const std::string& name) const { return types_.at(name); }
+  // Decides conditions on symbolic dims while folding (Equal of a shape vector and -1).
+  SymProver& prover() { return prover_; }
   std::vector<SymExpr> dims(const std::string& name) const {
     const MType& t = type_of(name);
     if (!t.dims) fail(fmt::format("needs the dims of '{}', but only its rank is known", name));

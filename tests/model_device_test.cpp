@@ -150,6 +150,27 @@ fn positions(x: DT[2, 6, 8]) -> tuple(DT[2, 6, 8], DT[2, 3, 8], DT[2, 6, 8], DT[
   }
   return r
 }
+fn masks(x: DT[3, 4], y: DT[1, 4]) -> tuple(DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4]) {
+  dataflow {
+    a = equal(x, x)
+    b = less(x, y)
+    c = less_equal(y, x)
+    d = greater(x, y)
+    e = greater_equal(x, y)
+    f = logical_and(b, d)
+    g = logical_or(b, e)
+    h = logical_xor(c, b)
+    i = logical_not(f)
+    j = is_nan(x)
+    k = is_inf(x, detect_negative=0)
+    l = maximum(x, y)
+    m = minimum(x, y)
+    n = cos(x)
+    o = sin(x)
+    t = tuple(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o)
+  }
+  return t
+}
 fn generated(x: DT[2, 3]) -> tuple(f32[2, 3], f32[4], f32[3], f16[2, 3], f32[2, 3]) {
   dataflow {
     f = fill(shape=[2, 3], value=-2.5)

@@ -50,7 +50,7 @@ TEST(ModelOps, EveryModelOnlyRowHasAnImplementationAndNoOtherRowHasOne) {
     EXPECT_NE(impl->infer, nullptr) << info.name;
     EXPECT_NE(impl->eval == nullptr, impl->expand == nullptr) << info.name;
   }
-  EXPECT_EQ(with, 31);
+  EXPECT_EQ(with, 48);
   EXPECT_NE(model_impl(OpKind::attention)->expand, nullptr);
   EXPECT_EQ(model_impl(OpKind::matmul), nullptr);
 }
@@ -205,6 +205,10 @@ TEST(ModelOnnxOps, SymbolicShapesAgreeWithTheCpuSemanticsAtRandomBindings) {
       {"slice_steps", {{n, m}}, {{"starts", L{SymExpr(0) + n - 1}}, {"ends", L{big}}}},
       {"expand", {{1, m, 1}}, {{"shape", L{n, 1, 1, 3}}}},
       {"gather", {{n, m, 3}, {2, n}}, {{"axis", SymExpr(1)}}},
+      {"gather_elements", {{n, m + 2, 3}, {n, m, 2}}, {{"axis", SymExpr(-1)}}},
+      {"gather_nd", {{n, m, 3}, {n, 2, 1}}, {{"batch_dims", SymExpr(1)}}},
+      {"gather_nd", {{n, 4, m}, {m, 2}}, {}},
+      {"equal", {{n, 1}, {1, m}}, {}},
       {"pow", {{n, 1}, {1, m}}, {}},
       {"fill", {}, {{"shape", L{n, m}}}},
       {"dims_tensor", {}, {{"values", L{n, m, 3}}}},
@@ -309,6 +313,12 @@ TEST(ModelOnnxOps, BadShapesAndAttributesAreLocatedErrors) {
       {"slice_steps(x, starts=[0, 0], ends=[1, 1], axes=[1, -3])", "axes must be distinct"},
       {"expand(x, shape=[3, 1, 1])", "dim 1 of the operands to agree (or one to be 1)"},
       {"cast(x, to=8)", "cast to=8 is not a dtype code weft casts to"},
+      {"gather_elements(x, w2, axis=0)", "gather_elements' indices have rank 2, the data rank 4"},
+      {"gather_elements(w, x, axis=0)", "gather_elements' indices dim 1 within the data's"},
+      {"gather_nd(w2, x)",
+       "gather_nd's index length 6 plus batch_dims 0 exceeds the data's rank 2"},
+      {"gather_nd(x, w2, batch_dims=2)", "gather_nd needs batch_dims (2) below the ranks"},
+      {"equal(x, w2)", "rank"},
   };
   for (const Case& c : cases) {
     std::string text = std::string(

@@ -730,6 +730,8 @@ def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
     ``load_model`` does) for the shapes in ``bindings`` (a dict of the model's symbolic
     variables, e.g. ``{"b": 1, "n": 5, "p": 0}``, or a list of them) and writes the directory
     ``out_dir``, as ``weft compile MODEL -o DIR --bind ...`` does (docs/model-compile.md).
+    No bindings (``[]``): a model without symbolic dims compiles at its one shape, a dynamic one
+    is written unspecialized (it runs every shape on the per-operator path).
     Returns it loaded: a CompiledModelDir.
 
     ``target``: 'cpu' or a GPU (``weft.targets()``); the µGraphs' code is built for it
@@ -744,8 +746,6 @@ def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
     if isinstance(bindings, dict):
         bindings = [bindings]
     bindings = [_int_dict(b, "compile_model's binding") for b in bindings]
-    if not bindings:
-        raise _user_error("compile_model: give at least one binding of the model's variables")
     if bounds and not path.lower().endswith(".onnx"):
         raise _user_error("weft.compile_model: bounds apply to ONNX models (.onnx) only", path)
     if cache is False:

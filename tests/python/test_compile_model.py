@@ -180,8 +180,6 @@ def test_compile_model_errors(tiny_mlp, tmp_path):
         weft.compile_model(tiny_mlp, out, {"b": 65, "n": 1}, cache=cache, progress=False)
     with pytest.raises(weft.UserError, match="is not a name and an integer"):
         weft.compile_model(tiny_mlp, out, {"b": "one"}, cache=cache, progress=False)
-    with pytest.raises(weft.UserError, match="at least one binding"):
-        weft.compile_model(tiny_mlp, out, [], cache=cache, progress=False)
     with pytest.raises(weft.UserError, match="target"):
         weft.compile_model(tiny_mlp, out, {"b": 1, "n": 2}, target="nope", cache=cache,
                            progress=False)

@@ -26,9 +26,9 @@ def bad_models(root):
     unknown = graph_model([helper.make_node("FrobnicateX", ["x"], ["y"], name="mystery_node")], [X], [Y])
     shapes = graph_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [X], [Y], [W45])
     missing = graph_model([helper.make_node("MatMul", ["x", "w_absent"], ["y"], name="mm")], [X], [Y])
-    many = graph_model([helper.make_node("IsNaN", ["x"], ["n"], name="nan_guard"),
-                        helper.make_node("Cos", ["x"], ["c"], name="rope_cos"),
-                        helper.make_node("IsNaN", ["c"], ["y"], name="nan_guard_2")], [X], [Y])
+    many = graph_model([helper.make_node("Trilu", ["x"], ["n"], name="causal_trilu"),
+                        helper.make_node("Cosh", ["x"], ["c"], name="some_cosh"),
+                        helper.make_node("Trilu", ["c"], ["y"], name="causal_trilu_2")], [X], [Y])
     hostile = graph_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [X], [Y], [W45])
     w = hostile.graph.initializer[0]
     w.ClearField("raw_data")
@@ -37,8 +37,8 @@ def bad_models(root):
     w.external_data.add(key="location", value="../../../../../../etc/passwd")
     return {
         "empty": (b"", ["empty"]),
-        "every_unsupported_operator": (many.SerializeToString(), ["IsNaN: 2 nodes, first node 0 'nan_guard'",
-                                                                  "Cos: 1 node, first node 1 'rope_cos'"]),
+        "every_unsupported_operator": (many.SerializeToString(), ["Trilu: 2 nodes, first node 0 'causal_trilu'",
+                                                                  "Cosh: 1 node, first node 1 'some_cosh'"]),
         "hostile_external_data": (hostile.SerializeToString(), ["initializer 'w'", "../../../../../../etc/passwd",
                                                                 "outside the model's directory"]),
         "truncated": (full[: len(full) // 2], []),

@@ -227,3 +227,23 @@ def test_the_stages_pass_a_correct_backend_and_fail_a_wrong_one(perturb, fake_we
     if not perturb:
         greedy = greedy_decode(fake_weft, path, entry, tmp_path)
         assert greedy.ok, greedy.text
+
+
+@pytest.mark.onnx_corpus
+def test_compile_without_bind(weft_onnx, tmp_path):
+    """A dynamic model compiled with no --bind is written unspecialized, says how to add shapes, and
+    runs at every reference; a fixed one is specialized at its one shape (`--bind ''` says the same)."""
+    name = "resnet_classic_dynamic"
+    entry, path = MODELS[name], CORPUS / f"{name}.onnx"
+    out_dir = tmp_path / "unspecialized"
+    r = run([weft_onnx, "compile", path, "-o", out_dir, "--no-cache", *bound_args(entry)])
+    assert r.returncode == 0, r.stderr
+    assert "runs every shape on the per-operator path; add superoptimized shapes with --bind batch=N" in r.stderr
+    outcome = run_at_references([weft_onnx, "run", out_dir], entry, tmp_path, "weft run DIR")
+    assert outcome.ok, outcome.text
+    fixed = CORPUS / "resnet_dynamo_fixed.onnx"
+    for bind in ([], ["--bind", ""]):
+        r = run([weft_onnx, "compile", fixed, "-o", tmp_path / "fixed", "--no-cache", *bind,
+                 "--print-after", "specialize"])
+        assert r.returncode == 0, r.stderr
+        assert "main.fixed" in r.stdout and "not specialized" not in r.stderr, r.stderr

@@ -40,10 +40,9 @@ int compile_model_file(const std::string& file, const std::string& out_dir, cons
   ModelDirOptions options = args.options;
   for (const std::string& b : args.binds)
     options.bindings.push_back(parse_binding(b, model.module));
-  if (options.bindings.empty())
-    throw UserError("give the shapes to compile for with --bind NAME=VALUE,... (one per binding)");
   options.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   ModelDirReport report = compile_model_to_dir(model, prover, out_dir, options);
+  if (!report.unspecialized_note.empty()) fmt::print(stderr, "{}\n", report.unspecialized_note);
   if (!options.stop_after.empty()) {
     fmt::print("{}", report.result.step_text);
     return 0;
@@ -130,8 +129,10 @@ static Register reg(
       auto model = std::make_shared<ModelArgs>();
       sub.add_option("FILE", *file, "µGraph file, or a model (.wmod, .onnx)")->required();
       sub.add_option("--bound", model->bounds, bound_help());
-      sub.add_option("--bind", model->binds,
-                     "Models: shapes to specialize for, NAME=VALUE,... (repeat for more)");
+      sub.add_option(
+          "--bind", model->binds,
+          "Models: shapes to specialize for, NAME=VALUE,... (repeat for more; none: a model "
+          "with fixed shapes at its shape, a dynamic one unspecialized)");
       sub.add_option("--time-budget", model->options.time_budget_s,
                      "Models: seconds of search over all regions (0: unlimited)")
           ->capture_default_str();

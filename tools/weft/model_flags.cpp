@@ -15,6 +15,7 @@ std::string bound_help() {
 
 SymBinding parse_binding(const std::string& text, const Module& m) {
   SymBinding out;
+  if (text.empty()) return out;  // the empty binding: a model without symbolic dims
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
