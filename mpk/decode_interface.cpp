@@ -26,12 +26,11 @@ class Resolver {
  public:
   Resolver(const ProgramPlan& plan, const ProgramInterface& decl) : plan_(plan), decl_(decl) {
     for (const auto& [role, values] : decl.roles) {
-      const bool single =
-          std::find_if(std::begin(kSingleRoles), std::end(kSingleRoles),
-                       [&](const char* r) { return role == r; }) != std::end(kSingleRoles);
-      const bool layer =
-          std::find_if(std::begin(kLayerRoles), std::end(kLayerRoles),
-                       [&](const char* r) { return role == r; }) != std::end(kLayerRoles);
+      auto is_role = [name = role](const char* r) { return name == r; };
+      const bool single = std::find_if(std::begin(kSingleRoles), std::end(kSingleRoles), is_role) !=
+                          std::end(kSingleRoles);
+      const bool layer = std::find_if(std::begin(kLayerRoles), std::end(kLayerRoles), is_role) !=
+                         std::end(kLayerRoles);
       if (!single && !layer)
         fail(fmt::format("unknown role '{}' (roles: {}, {})", role, fmt::join(kSingleRoles, ", "),
                          fmt::join(kLayerRoles, ", ")));

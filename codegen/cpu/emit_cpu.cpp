@@ -280,7 +280,7 @@ class Emitter {
                     const std::array<int64_t, 2>& tile) {
     size_t r = c.shape.size();
     int64_t m = c.shape[r - 2], n = c.shape[r - 1], kk = a.shape[r - 1];
-    const auto [mb, nb] = tile;
+    const int64_t mb = tile[0], nb = tile[1];
     WEFT_CHECK(mb >= 1 && nb >= 1 && m % mb == 0 && n % nb == 0,
                "matmul {}x{} has register tile {}x{} (was the plan lowered for the CPU?)", m, n, mb,
                nb);
