@@ -382,8 +382,9 @@ TEST(NewOps, TextRoundTripsAtEveryLevel) {
 }
 
 TEST(NewOps, WeftOpsListsThem) {
-  auto [rc, out] = test::run_weft("ops");
-  ASSERT_EQ(rc, 0) << out;
+  const auto [rc, listing] = test::run_weft("ops");
+  ASSERT_EQ(rc, 0) << listing;
+  const std::string& out = listing;  // a reference a lambda can capture (clang 14)
   auto line_of = [&](const std::string& name) {
     size_t at = out.find("\n" + name + " ");
     EXPECT_NE(at, std::string::npos) << name;

@@ -30,11 +30,53 @@ struct weft_f16 {
 struct weft_bf16 {
   uint16_t bits;
 };
+#ifdef __FLT16_MANT_DIG__  // the compiler has _Float16 (GCC 12; clang from 15 on x86)
 static inline float weft_f16_bits_to_float(uint16_t b) {
   _Float16 h;
   memcpy(&h, &b, 2);
   return static_cast<float>(h);
 }
+static inline uint16_t weft_float_to_f16_bits(float v) {
+  _Float16 h = static_cast<_Float16>(v);
+  uint16_t b;
+  memcpy(&b, &h, 2);
+  return b;
+}
+#else  // IEEE binary16 by hand: the same values, rounded to nearest even
+static inline float weft_f16_bits_to_float(uint16_t b) {
+  uint32_t sign = static_cast<uint32_t>(b & 0x8000u) << 16, exp = (b >> 10) & 0x1fu,
+           man = b & 0x3ffu, u;
+  if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    u = sign | ((exp + 112) << 23) | (man << 13);
+  } else if (man == 0) {
+    u = sign;
+  } else {  // subnormal: man * 2^-24, exact in float
+    float f = static_cast<float>(man) * 0x1p-24f;
+    return sign ? -f : f;
+  }
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static inline uint16_t weft_float_to_f16_bits(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (a < 0x38800000u) {  // below 2^-14: a subnormal (or zero), in units of 2^-24
+    float f;
+    memcpy(&f, &a, 4);
+    float units = f * 0x1p24f;  // exact; rint rounds to nearest even
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(__builtin_rintf(units)));
+  }
+  uint32_t rounded = a + 0xfffu + ((a >> 13) & 1u);  // to nearest even at bit 13
+  return static_cast<uint16_t>(sign | static_cast<uint16_t>((rounded - 0x38000000u) >> 13));
+}
+#endif
 static inline float weft_bf16_bits_to_float(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;
   float f;
@@ -54,8 +96,7 @@ static inline void weft_st(float* p, float v) {
   *p = v;
 }
 static inline void weft_st(weft_f16* p, float v) {
-  _Float16 h = static_cast<_Float16>(v);
-  memcpy(&p->bits, &h, 2);
+  p->bits = weft_float_to_f16_bits(v);
 }
 static inline void weft_st(weft_bf16* p, float v) {  // round to nearest even, NaN kept quiet
   uint32_t u;
