@@ -5,6 +5,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -63,6 +65,12 @@ int64_t peak_resident_bytes() {
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+std::string memory_str(int64_t bytes) {
+  if (bytes >= (int64_t{1} << 30)) return fmt::format("{:.1f} GiB", bytes / double(1 << 30));
+  if (bytes >= (int64_t{1} << 20)) return fmt::format("{:.1f} MiB", bytes / double(1 << 20));
+  return fmt::format("{} bytes", bytes);
 }
 
 }  // namespace weft

@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace weft {
 
 // Physical memory available to this process: the machine's RAM (sysconf, else /proc/meminfo),
 // lowered to a cgroup memory limit when one is set (containers). 0 when nothing can be read.
 int64_t physical_memory_bytes();
+
+// "512 bytes", "3.0 MiB", "26.2 GiB": a size of memory as messages give it.
+std::string memory_str(int64_t bytes);
 
 // Resident set size now (/proc/self/statm) and at its peak so far (getrusage); 0 when unknown.
 int64_t resident_bytes();

@@ -2,6 +2,7 @@
 #include "driver/compiled_dir.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
@@ -178,6 +179,18 @@ std::map<std::string, Tensor<double>> CompiledModelDir::run(const std::string& f
                                                             const std::string& where,
                                                             UGraphExecutor executor) {
   std::vector<VmValue> args = arguments(function, inputs, where);
+  generic_path_note_.clear();
+  if (SymBinding b = binding_of(function, args); !b.empty() && !is_compiled_binding(b)) {
+    std::vector<std::string> compiled, bind;
+    for (const SymBinding& c : bindings_) compiled.push_back(binding_str(c));
+    for (const auto& [name, value] : b) bind.push_back(fmt::format("{}={}", name, value));
+    generic_path_note_ = fmt::format(
+        "{} at {} runs on the per-operator path: {} was compiled at {}; `weft compile` with "
+        "--bind {} adds superoptimized kernels for it",
+        function, binding_str(b), dir_,
+        compiled.empty() ? std::string("no binding") : fmt::format("{}", fmt::join(compiled, "; ")),
+        fmt::format("{}", fmt::join(bind, ",")));
+  }
   if (executor == UGraphExecutor::cuda || executor == UGraphExecutor::cuda_emulation) {
     DeviceVm& vm =
         device_vm(executor == UGraphExecutor::cuda ? Backend::cuda : Backend::cuda_emulation);
@@ -240,7 +253,6 @@ double scaled_error_of(const std::map<std::string, Tensor<double>>& want,
 }  // namespace
 
 ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::string& where) {
-  const Function& fn = function_to_run(dir_->original(), function_, SourceLoc{dir_->dir()});
   std::vector<VmValue> args = dir_->arguments(function_, inputs, where);
   auto time_vm = [&](Vm& vm, VmValue& out) {
     return time_runs([&] { out = vm.run(function_, args); }, warmup_, reps_);
@@ -268,18 +280,30 @@ ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::st
     r.device_scaled_error = scaled_error_of(ra, result_arrays(vm.download(out)));
     r.outputs_match = r.outputs_match && r.device_scaled_error <= 1e-4;
   }
-  for (size_t i = 0; i < fn.params.size(); ++i)
-    vm_match(fn.params[i].type, args[i], r.binding, fn.params[i].name, fn.loc);
-  r.compiled_binding = false;
-  for (const SymBinding& bound : dir_->bindings()) {
+  r.binding = dir_->binding_of(function_, args);
+  r.compiled_binding = dir_->is_compiled_binding(r.binding);
+  return r;
+}
+
+SymBinding CompiledModelDir::binding_of(const std::string& function,
+                                        const std::vector<VmValue>& args) const {
+  const Function& fn = function_to_run(original_, function, SourceLoc{dir_});
+  SymBinding binding;
+  for (size_t i = 0; i < fn.params.size() && i < args.size(); ++i)
+    vm_match(fn.params[i].type, args[i], binding, fn.params[i].name, fn.loc);
+  return binding;
+}
+
+bool CompiledModelDir::is_compiled_binding(const SymBinding& binding) const {
+  for (const SymBinding& bound : bindings_) {
     bool all = true;
-    for (const auto& [name, value] : r.binding) {
+    for (const auto& [name, value] : binding) {
       auto it = bound.find(name);
       all = all && it != bound.end() && it->second == value;
     }
-    r.compiled_binding = r.compiled_binding || all;
+    if (all) return true;
   }
-  return r;
+  return false;
 }
 
 }  // namespace weft

@@ -79,6 +79,14 @@ class CompiledModelDir {
   std::map<std::string, Tensor<double>> run(const std::string& function, const NpzArrays& inputs,
                                             const std::string& where,
                                             UGraphExecutor executor = UGraphExecutor::cpu);
+  // The values of `function`'s symbolic variables at `args` (its parameters in the original
+  // module), and whether they are one of bindings() (else the call runs the function's generic,
+  // per-operator body).
+  SymBinding binding_of(const std::string& function, const std::vector<VmValue>& args) const;
+  bool is_compiled_binding(const SymBinding& binding) const;
+  // After run(): empty when its binding was one the directory was compiled at; else a sentence
+  // saying the run took the per-operator path and how to compile that binding.
+  const std::string& generic_path_note() const { return generic_path_note_; }
 
  private:
   std::string dir_;
@@ -92,6 +100,7 @@ class CompiledModelDir {
   UGraphExecutor vm_executor_ = UGraphExecutor::cpu;
   std::unique_ptr<DeviceVm> device_vm_;
   std::map<std::string, DeviceValue> resident_weights_;  // by parameter name, on device_vm_
+  std::string generic_path_note_;
 };
 
 // One input's times (medians) of `weft bench DIR`: the uncompiled module through the

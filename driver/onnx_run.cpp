@@ -13,7 +13,7 @@ namespace weft {
 
 std::map<std::string, Tensor<double>> run_imported(
     const ImportedModel& m, const std::map<std::string, Tensor<double>>& inputs,
-    const std::string& where) {
+    const std::string& where, const VmOptions& options) {
   const Function& fn = function_to_run(m.module, "main", SourceLoc{where});
   std::map<std::string, std::string> onnx_of;  // wmod parameter -> ONNX input
   for (const OnnxName& n : m.inputs) onnx_of[n.wmod] = n.onnx;
@@ -34,7 +34,7 @@ std::map<std::string, Tensor<double>> run_imported(
     }
     args.push_back(argument_value(p, NpyArray{*t, false}, what, SourceLoc{where}));
   }
-  Vm vm(m.module);
+  Vm vm(m.module, options);
   VmValue result = vm.run("main", args);
   std::map<std::string, Tensor<double>> out;
   if (m.outputs.size() == 1) {
@@ -51,8 +51,10 @@ ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& o
                              const std::vector<std::string>& integral) {
   // 0-d tensors cannot reach the VM's operators (their µGraphs need a dim): fixed from the start.
   OnnxImportOptions scalars = options;
-  for (const auto& [name, t] : inputs)
+  for (const auto& [name, t] : inputs) {
     if (t.shape.empty()) scalars.known_inputs[name] = t;
+    scalars.input_shapes[name] = t.shape;
+  }
   try {
     return import_onnx(path, scalars);
   } catch (const UserError&) {

@@ -7,17 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "exec/vm.h"
 #include "onnx/import.h"
 
 namespace weft {
 
-// Runs `m` with graph inputs by ONNX name (the weights come from `m`); returns the outputs by
-// ONNX output name. Missing inputs are a UserError at `where`.
+// Runs `m` with graph inputs by ONNX name (the weights come from `m`) on a VM with `options`;
+// returns the outputs by ONNX output name. Missing inputs are a UserError at `where`.
 std::map<std::string, Tensor<double>> run_imported(
     const ImportedModel& m, const std::map<std::string, Tensor<double>>& inputs,
-    const std::string& where);
+    const std::string& where, const VmOptions& options = {});
 
-// Imports `path` for a run on `inputs`: as it is when that works, else again with the inputs
+// Imports `path` for a run on `inputs`, each dynamic dim bounded by its value in them unless
+// `options` bounds it (OnnxImportOptions::input_shapes: memory planned for these inputs, and a
+// dim the model limits checked against them): as it is when that works, else again with the inputs
 // named in `integral` fixed as constants (OnnxImportOptions::known_inputs), else with every
 // one-element input fixed too: for graphs whose shapes, axes or bounds come from inputs (as
 // ONNX's node tests feed them).

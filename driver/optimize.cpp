@@ -571,6 +571,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& config,
   fuse.max_grid_dims = config.max_grid_dims;
   fuse.threads = config.threads_per_block.empty() ? 128 : config.threads_per_block.front();
   for (BaselineCandidate& b : baseline_candidates(program, target, fuse)) {
+    // Off, only the input program stays: an answer no slower than the input, built by no rule.
+    if (config.baselines == "off" && b.rule != "input") continue;
     pool.add(std::move(b.graph), "baseline:" + b.rule);
     ++result.baselines;
   }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "core/system_memory.h"
 #include "interp/interpreter.h"
 #include "model/expand.h"
 #include "model/library.h"
@@ -116,6 +117,8 @@ Module expanded(const Module& module) {
 
 Vm::Vm(const Module& module_in, VmOptions options)
     : module_(expanded(module_in)), options_(std::move(options)) {
+  memory_limit_ =
+      options_.memory_limit_bytes > 0 ? options_.memory_limit_bytes : physical_memory_bytes();
   const Module& module = module_;
   if (options_.plan && options_.given_plan) {
     WEFT_CHECK(options_.given_plan->element_bytes == sizeof(double),

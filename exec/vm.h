@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -97,8 +98,13 @@ struct VmOptions {
   std::string gpu_target;
   bool plan = true;  // run with a memory plan (false: every tensor allocated on its own)
   // A static plan runs in one arena sized by the bounds (allocated once per function and
-  // reused); false sizes each storage at run time, as for a symbolic plan.
+  // reused) when the call's binding needs most of it; a call at shapes well below the bounds
+  // sizes each storage at its binding instead. false: always at run time, as for a symbolic plan.
   bool static_arena = true;
+  // The most host memory (bytes) a run may hold; 0: the memory this process may use
+  // (core/system_memory.h). A tensor or storage beyond it is refused with a UserError naming the
+  // binding, its shape and the dims that make it big, before the allocation is tried.
+  int64_t memory_limit_bytes = 0;
   // Fill planned storage with NaN when allocated and each tensor's bytes when it dies, so a plan
   // that reuses storage too early shows in the results.
   bool poison = false;
@@ -150,6 +156,13 @@ class Vm {
                   int depth);
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
+  // Whether `bytes` more fit under the memory limit with what the VM holds now.
+  bool fits(int64_t bytes) const;
+  // UserError unless `bytes` more fit under the memory limit; `what` describes them.
+  void require_memory(int64_t bytes, const SourceLoc& loc,
+                      const std::function<std::string()>& what) const;
+  // The same for the tensors binding `b` produces at `heap` (those of a known size).
+  void require_memory_for(const Binding& b, const SymBinding& heap) const;
   // The µGraph compiled by the executor's backend (built at the first call, then kept).
   const Program& ugraph_program(const Graph& g);
 
@@ -165,6 +178,7 @@ class Vm {
   int64_t outside_bytes_ = 0;  // live tensors not in planned storage
   int64_t storage_bytes_ = 0;  // planned storage held by frames
   int64_t naive_bytes_ = 0;    // every tensor produced by the live frames
+  int64_t memory_limit_ = 0;   // options_.memory_limit_bytes, or the process's memory
 };
 
 // A table or model operator (CallKind::op) or a library call (CallKind::lib) computed on the host

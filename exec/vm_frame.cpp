@@ -2,6 +2,7 @@
 // f64 stored in their dtypes, slots of the frame's planned storage) with the VM's memory
 // accounting; the loop itself is exec/register_program.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +10,10 @@
 #include <limits>
 
 #include "core/dtype_convert.h"
+#include "core/system_memory.h"
 #include "exec/register_program.h"
 #include "exec/vm.h"
+#include "sym/evaluate.h"
 
 namespace weft {
 
@@ -30,6 +33,75 @@ void Vm::account(const VmValue& v, int sign) {
 void Vm::account_storage(int64_t elements) {
   storage_bytes_ += elements * 4;
   stats_.peak_planned_bytes = std::max(stats_.peak_planned_bytes, outside_bytes_ + storage_bytes_);
+}
+
+namespace {
+
+// Elements of a tensor of `dims` at `heap`, saturating; nullopt when a dim cannot be evaluated.
+std::optional<int64_t> numel_at(const std::vector<SymExpr>& dims, const SymBinding& heap) {
+  int64_t n = 1;
+  for (const SymExpr& d : dims) {
+    SymEvalResult v = try_evaluate(d, heap);
+    if (!v.value || *v.value < 0) return std::nullopt;
+    n = *v.value != 0 && n > std::numeric_limits<int64_t>::max() / 16 / *v.value
+            ? std::numeric_limits<int64_t>::max() / 16
+            : n * *v.value;
+  }
+  return n;
+}
+
+// "f32[batch, 64, 112, 112] = [4096, 64, 112, 112]; the dim that makes it big: batch = 4096":
+// which of the symbolic dims is largest, so the message says what to shrink.
+std::string shape_at(const MType& t, const SymBinding& heap) {
+  std::vector<std::string> values;
+  const SymExpr* biggest = nullptr;
+  int64_t biggest_value = 0;
+  for (const SymExpr& d : *t.dims) {
+    SymEvalResult v = try_evaluate(d, heap);
+    values.push_back(v.value ? std::to_string(*v.value) : "?");
+    if (!d.is_constant() && v.value && *v.value > biggest_value) {
+      biggest = &d;
+      biggest_value = *v.value;
+    }
+  }
+  std::string out = fmt::format("{} = [{}]", t.str(), fmt::join(values, ", "));
+  if (biggest)
+    out += fmt::format("; the dim that makes it big: {} = {}", biggest->str(), biggest_value);
+  return out;
+}
+
+}  // namespace
+
+bool Vm::fits(int64_t bytes) const {
+  // Held bytes are counted as f32 and held as f64.
+  return memory_limit_ <= 0 || bytes <= memory_limit_ - (storage_bytes_ + outside_bytes_) * 2;
+}
+
+void Vm::require_memory(int64_t bytes, const SourceLoc& loc,
+                        const std::function<std::string()>& what) const {
+  if (fits(bytes)) return;
+  int64_t held = (storage_bytes_ + outside_bytes_) * 2;
+  throw UserError(
+      loc, fmt::format("{} needs {} of memory{}, more than the {} this process may use; run at "
+                       "smaller shapes (or, for a model whose dims are bounded ahead of time, "
+                       "lower the bound)",
+                       what(), memory_str(bytes),
+                       held > 0 ? fmt::format(" with {} already held", memory_str(held)) : "",
+                       memory_str(memory_limit_)));
+}
+
+void Vm::require_memory_for(const Binding& b, const SymBinding& heap) const {
+  if (memory_limit_ <= 0) return;
+  std::vector<const MType*> leaves{&b.type};
+  for (size_t i = 0; i < leaves.size(); ++i)
+    for (const MType& f : leaves[i]->fields) leaves.push_back(&f);
+  for (const MType* t : leaves) {
+    if (!t->is_tensor() || !t->dims) continue;
+    std::optional<int64_t> n = numel_at(*t->dims, heap);
+    if (!n) continue;
+    require_memory(*n * int64_t{sizeof(double)}, b.loc,
+                   [&] { return fmt::format("'{}' ({})", b.var, shape_at(*t, heap)); });
+  }
 }
 
 namespace {
@@ -152,6 +224,9 @@ class Vm::Frame {
   }
   void step() { ++vm_.stats_.instructions; }
   void alloc(const VmInstr& in, const SymBinding& heap);
+  void alloc_storage(size_t s, const SymBinding& heap);
+  bool arena_pays(const SymBinding& heap) const;
+  std::string storage_what(size_t s, const SymBinding& heap) const;
   void release(const VmInstr& in);
   VmValue call(const VmInstr& in, const std::vector<VmValue>& regs, const SymBinding& heap);
   void hold(int reg, const VmValue& v) {
@@ -174,7 +249,9 @@ class Vm::Frame {
   double fill() const {
     return vm_.options_.poison ? std::numeric_limits<double>::quiet_NaN() : 0.0;
   }
-  std::shared_ptr<std::vector<double>> new_buffer(int64_t elements) {
+  std::shared_ptr<std::vector<double>> new_buffer(int64_t elements,
+                                                  const std::function<std::string()>& what) {
+    vm_.require_memory(elements * int64_t{sizeof(double)}, f_.fn->loc, what);
     storage_.elements += elements;
     vm_.account_storage(elements);
     return std::make_shared<std::vector<double>>(static_cast<size_t>(elements), fill());
@@ -186,13 +263,58 @@ class Vm::Frame {
   FrameStorage storage_;
 };
 
+std::string Vm::Frame::storage_what(size_t s, const SymBinding& heap) const {
+  const FunctionPlan& plan = *f_.plan;
+  for (const PlannedAlloc& a : plan.allocs) {
+    if (a.storage != static_cast<int>(s)) continue;
+    for (const VmInstr& in : f_.code) {
+      if (in.op != VmOpcode::call || in.index != a.binding) continue;
+      const MType* t = &in.binding->type;
+      for (int field : a.path) t = &t->fields.at(static_cast<size_t>(field));
+      if (t->is_tensor() && t->dims)
+        return fmt::format("'{}' ({}), in storage s{} of '{}'", a.var, shape_at(*t, heap), s,
+                           plan.function);
+    }
+    return fmt::format("'{}' in storage s{} of '{}' ({} bytes at {})", a.var, s, plan.function,
+                       plan.storages[s].bytes.str(), binding_str(heap));
+  }
+  return fmt::format("storage s{} of '{}'", s, plan.function);
+}
+
+void Vm::Frame::alloc_storage(size_t s, const SymBinding& heap) {
+  int64_t elements = evaluate(f_.plan->storages[s].bytes, heap) / 8;
+  storage_.buffers[s] = new_buffer(elements, [&] { return storage_what(s, heap); });
+  storage_.base[s] = 0;
+  storage_.capacity[s] = elements;
+}
+
+// The arena is sized by the variables' bounds; a call at shapes far below them (a model bounded
+// at 4096 tokens run on 7), or one whose arena would not fit in memory, sizes each storage at
+// its binding instead, as a symbolic plan does.
+bool Vm::Frame::arena_pays(const SymBinding& heap) const {
+  const FunctionPlan& plan = *f_.plan;
+  int64_t needed = 0;
+  for (const PlannedStorage& st : plan.storages) {
+    // A size over a variable the body binds later (match_cast) is known only then: the arena.
+    SymEvalResult v = try_evaluate(st.bytes, heap);
+    if (!v.value) return true;
+    needed += *v.value;
+  }
+  return plan.arena_bytes <= 2 * needed + (int64_t{1} << 20) && vm_.fits(plan.arena_bytes);
+}
+
 void Vm::Frame::alloc(const VmInstr& in, const SymBinding& heap) {
   const FunctionPlan& plan = *f_.plan;
-  if (in.index < 0) {  // the static arena: every storage at its offset
+  if (in.index < 0 && !arena_pays(heap)) {
+    for (size_t s = 0; s < plan.storages.size(); ++s) alloc_storage(s, heap);
+  } else if (in.index < 0) {  // the static arena: every storage at its offset
     std::shared_ptr<std::vector<double>> arena;
     auto& pool = vm_.arenas_[&f_];
     if (pool.empty()) {
-      arena = new_buffer(plan.arena_bytes / 8);
+      arena = new_buffer(plan.arena_bytes / 8, [&] {
+        return fmt::format("the memory plan of '{}' (one arena for the variables' bounds)",
+                           plan.function);
+      });
     } else {
       arena = std::move(pool.back());
       pool.pop_back();
@@ -207,10 +329,7 @@ void Vm::Frame::alloc(const VmInstr& in, const SymBinding& heap) {
       storage_.capacity[s] = *plan.storages[s].upper / 8;
     }
   } else {
-    auto s = static_cast<size_t>(in.index);
-    int64_t elements = evaluate(plan.storages[s].bytes, heap) / 8;
-    storage_.buffers[s] = new_buffer(elements);
-    storage_.capacity[s] = elements;
+    alloc_storage(static_cast<size_t>(in.index), heap);
   }
 }
 
@@ -234,6 +353,7 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
                                 : resolve(regs[static_cast<size_t>(a)]));
   for (const VmValue& v : resolved) operands.push_back(&v);
   ++vm_.stats_.calls;
+  if (in.binding->call.kind != CallKind::func) vm_.require_memory_for(*in.binding, heap);
   // Each operator computes in f32 or wider and stores its result in the result's dtype
   // (a function's result is stored by the callee's own calls).
   VmValue out = vm_.execute(*in.binding, operands, heap, depth_);

@@ -19,8 +19,10 @@ void DeduceContext::require(SymRel rel, const SymExpr& a, const SymExpr& b,
     case SymTruth::proven_true:
       return;
     case SymTruth::proven_false:
-      fail(fmt::format("expected {}, but {} fails at {}", what, c.str(),
-                       binding_str(*ob.proof.counterexample)));
+      throw RefutedRequirement(loc_,
+                               fmt::format("expected {}, but {} fails at {}", what, c.str(),
+                                           binding_str(*ob.proof.counterexample)),
+                               what, c, *ob.proof.counterexample);
     case SymTruth::unknown:
       if (checks_) checks_->push_back(*ob.runtime_check);
       return;

@@ -5,12 +5,34 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "sym/prove.h"
 
 namespace weft {
+
+// A shape rule's requirement that the prover refuted over the variables' bounds: a UserError that
+// also carries the requirement (what it expects, the condition, a binding that breaks it), so a
+// caller that chose the bounds itself can narrow them to what the model allows.
+class RefutedRequirement : public UserError {
+ public:
+  RefutedRequirement(SourceLoc loc, std::string message, std::string expects,
+                     SymCondition condition, SymBinding counterexample)
+      : UserError(std::move(loc), std::move(message)),
+        expects_(std::move(expects)),
+        condition_(std::move(condition)),
+        counterexample_(std::move(counterexample)) {}
+  const std::string& expects() const { return expects_; }
+  const SymCondition& condition() const { return condition_; }
+  const SymBinding& counterexample() const { return counterexample_; }
+
+ private:
+  std::string expects_;
+  SymCondition condition_;
+  SymBinding counterexample_;
+};
 
 class DeduceContext {
  public:

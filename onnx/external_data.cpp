@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "core/system_memory.h"
 #include "onnx/importer.h"
 
 namespace weft::onnx_import {
@@ -32,7 +33,8 @@ bool leaves(const fs::path& relative) {
 
 class ExternalData {
  public:
-  explicit ExternalData(const std::string& model_path) : model_path_(model_path) {
+  ExternalData(const std::string& model_path, int64_t memory_limit)
+      : model_path_(model_path), memory_limit_(memory_limit) {
     fs::path parent = fs::path(model_path).parent_path();
     dir_ = parent.empty() ? fs::path(".") : parent;
   }
@@ -61,6 +63,9 @@ class ExternalData {
       fail(what, fmt::format("asks for bytes {} to {} of its external data file '{}', which has {} "
                              "(truncated, or written for another model?)",
                              *offset, *offset + *length, file.string(), size));
+    loaded_ += *length;
+    require_weights_fit(loaded_, memory_limit_, model_path_,
+                        "the model's external data takes (so far)");
     std::ifstream in(file, std::ios::binary);
     std::string bytes(static_cast<size_t>(*length), '\0');
     in.seekg(*offset);
@@ -124,12 +129,26 @@ class ExternalData {
 
   std::string model_path_;
   fs::path dir_;
+  int64_t memory_limit_ = 0;
+  int64_t loaded_ = 0;  // bytes read so far
 };
 
 }  // namespace
 
-void load_external_data(onnx::ModelProto& model, const std::string& model_path) {
-  ExternalData data(model_path);
+void require_weights_fit(int64_t bytes, int64_t memory_limit, const std::string& path,
+                         const char* what) {
+  int64_t memory = memory_limit > 0 ? memory_limit : physical_memory_bytes();
+  if (memory <= 0 || bytes <= memory / 3) return;
+  throw UserError(SourceLoc{path},
+                  fmt::format("{} {}; weft holds weights as f64 values, about {} in all, more "
+                              "than the {} of memory this process may use: a model larger than "
+                              "memory cannot be imported",
+                              what, memory_str(bytes), memory_str(3 * bytes), memory_str(memory)));
+}
+
+void load_external_data(onnx::ModelProto& model, const std::string& model_path,
+                        int64_t memory_limit) {
+  ExternalData data(model_path, memory_limit);
   if (model.has_graph()) data.load_graph(*model.mutable_graph());
 }
 

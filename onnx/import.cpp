@@ -400,6 +400,8 @@ Value Importer::emit(CallKind kind, const std::string& callee, const std::vector
       case CallKind::if_:
         WEFT_FAIL("the importer emits operators, items and tuples only");
     }
+  } catch (const RefutedRequirement& e) {
+    refuted(e);
   } catch (const UserError& e) {
     fail(e.message());
   }
@@ -475,11 +477,28 @@ void Importer::declare_inputs(const onnx::GraphProto& g,
         std::string hint =
             onnx_name.empty() ? fmt::format("{}_{}", vi.name(), dims.size()) : onnx_name;
         std::string sym = sanitize(hint, used_syms_, true, "d");
+        DimVar var{onnx_name.empty() ? sym : onnx_name, BoundFrom::default_bound};
         int64_t hi = options_.default_bound;
+        std::optional<int64_t> given;  // this input's value of the dim in the run
+        if (auto s = options_.input_shapes.find(vi.name());
+            s != options_.input_shapes.end() && dims.size() < s->second.size())
+          given = s->second[dims.size()];
+        if (given) {
+          hi = std::max<int64_t>(*given, 1);
+          var.from = BoundFrom::input_shape;
+        }
         for (const std::string& k : {onnx_name, sym})
-          if (auto b = options_.bounds.find(k); !k.empty() && b != options_.bounds.end())
+          if (auto b = options_.bounds.find(k); !k.empty() && b != options_.bounds.end()) {
             hi = b->second;
+            var.from = BoundFrom::caller;
+          }
+        if (given && var.from == BoundFrom::caller && *given > hi)
+          fail(
+              fmt::format("graph input '{}' dim {} ({}) is {} in the inputs given, above its "
+                          "bound {}; raise it (--bound {}={})",
+                          vi.name(), dims.size(), var.dim, *given, hi, var.dim, *given));
         module_.syms.declare(sym, 1, hi, SourceLoc{path_});
+        dim_vars_[sym] = var;
         if (!onnx_name.empty()) dim_params[onnx_name] = sym;
         it = onnx_name.empty() ? dim_params.end() : dim_params.find(onnx_name);
         dims.push_back(*module_.syms.find(sym));
@@ -563,6 +582,9 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
   module_.functions.push_back(std::move(fn_));
   try {
     deduce_module(module_, prover_);
+  } catch (const RefutedRequirement& e) {
+    refuted_ = e;
+    throw UserError(e.loc().file.empty() ? SourceLoc{path_} : e.loc(), e.message());
   } catch (const UserError& e) {
     // Bindings carry their node's location; the function's own checks name the file.
     throw UserError(e.loc().file.empty() ? SourceLoc{path_} : e.loc(), e.message());
@@ -592,9 +614,40 @@ onnx::ModelProto parse_model(const std::string& bytes, const std::string& path) 
 
 ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& path,
                                 const OnnxImportOptions& options) {
+  onnx_import::require_weights_fit(static_cast<int64_t>(bytes.size()), options.memory_limit_bytes,
+                                   path, "the model file is");
   onnx::ModelProto model = parse_model(bytes, path);
-  onnx_import::load_external_data(model, path);
-  return onnx_import::Importer(path, options).run(model);
+  onnx_import::load_external_data(model, path, options.memory_limit_bytes);
+  OnnxImportOptions narrowed = options;
+  std::vector<std::string> notes;
+  // Each round lowers one dim's bound, so the rounds end; a model that limits more dims than
+  // this is told to give its bounds.
+  constexpr int kMaxNarrowings = 16;
+  for (int round = 0;; ++round) {
+    onnx_import::Importer importer(path, narrowed);
+    try {
+      ImportedModel m = importer.run(model);
+      m.notes = std::move(notes);
+      return m;
+    } catch (const UserError& e) {
+      auto n = importer.narrowing();
+      if (!n) throw;
+      std::string limit = fmt::format("{}: the model allows {} <= {} at most (it expects {})",
+                                      n->where.str(), n->dim, n->value, n->expects);
+      if (n->user_bound)
+        throw UserError(e.loc(),
+                        fmt::format("{}; {} is {} here: give it at most {} (--bound "
+                                    "{}={}, or smaller inputs)",
+                                    e.message(), n->dim, n->was, n->value, n->dim, n->value));
+      if (round == kMaxNarrowings)
+        throw UserError(e.loc(), fmt::format("{}; the model limits more than {} dims: give "
+                                             "their bounds (--bound NAME=N)",
+                                             e.message(), kMaxNarrowings));
+      notes.push_back(fmt::format("{}; {} is bounded by {}, not {} (--bound {}=N for less)", limit,
+                                  n->dim, n->value, n->was, n->dim));
+      narrowed.bounds[n->sym] = n->value;
+    }
+  }
 }
 
 OnnxGraphInfo onnx_graph_info(const std::string& path) {
@@ -617,6 +670,10 @@ OnnxGraphInfo onnx_graph_info(const std::string& path) {
 }
 
 ImportedModel import_onnx(const std::string& path, const OnnxImportOptions& options) {
+  std::error_code ec;
+  if (auto size = std::filesystem::file_size(path, ec); !ec)  // refused before it is read
+    onnx_import::require_weights_fit(static_cast<int64_t>(size), options.memory_limit_bytes, path,
+                                     "the model file is");
   return import_onnx_bytes(read_bytes(path), path, options);
 }
 

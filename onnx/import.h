@@ -22,6 +22,13 @@ struct OnnxImportOptions {
   // Graph inputs whose values are fixed now (by ONNX name): they become constants, so shape
   // arithmetic on them folds (ONNX's node tests feed shapes and axes as inputs).
   std::map<std::string, Tensor<double>> known_inputs;
+  // Shapes of the graph inputs a run will be given (by ONNX name): a dynamic dim's variable that
+  // `bounds` does not bound takes its value here as its bound, so memory is planned for these
+  // inputs, not for `default_bound`; a bound below the value is a UserError naming the dim.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  // The memory the weights must fit in (bytes); 0: the memory this process may use. A model
+  // whose weights cannot fit is refused before they are read.
+  int64_t memory_limit_bytes = 0;
 };
 
 // An ONNX value name and the .wmod name it became (names that are not identifiers are
@@ -44,12 +51,17 @@ struct ImportedModel {
   std::vector<OnnxName> outputs;
   // ONNX elem_type (TensorProto::DataType) of each output, as declared by the graph.
   std::vector<int> output_elem_types;
+  // What the import decided on its own that the user should hear (a dynamic dim's bound narrowed
+  // to what the model allows), one sentence each, for the caller to print.
+  std::vector<std::string> notes;
 };
 
 // Whether this weft was built with ONNX support.
 bool onnx_supported();
 
-// Reads and converts the model at `path`. Every defect of the file or the graph (unreadable,
+// Reads and converts the model at `path`. A dynamic dim bounded by `default_bound` that the model
+// itself limits (a position table of 64 rows read at `seq`) gets the largest bound the model
+// allows, said in `notes`. Every defect of the file or the graph (unreadable,
 // not a ModelProto, an operator outside the converter table or its opset range, a missing
 // input, shapes that contradict each other) is a UserError naming `path` and, where there is
 // one, the node (name and op_type).

@@ -15,6 +15,7 @@
 
 #include "core/rational.h"
 #include "core/tensor.h"
+#include "ir/deduce_context.h"
 #include "ir/ops.h"
 #include "model/module.h"
 #include "onnx/import.h"
@@ -35,7 +36,13 @@ Tensor<double> tensor_from_proto(const TensorProto& t, const SourceLoc& where,
 // Reads the tensors of `model` that keep their data in external files (initializers, Constant
 // values, subgraphs) into the tensors themselves. Each file must lie in the directory of
 // `model_path` (a relative path, no `..` or link leading out); else a UserError naming the tensor.
-void load_external_data(onnx::ModelProto& model, const std::string& model_path);
+void load_external_data(onnx::ModelProto& model, const std::string& model_path,
+                        int64_t memory_limit);
+// UserError at `path` unless weights of `bytes` bytes in a file fit in `memory_limit` bytes (0:
+// the memory this process may use) as weft holds them: f64 values, about three times the bytes
+// of f32 weights with the file's own copy. `what` opens the message ("the model file is").
+void require_weights_fit(int64_t bytes, int64_t memory_limit, const std::string& path,
+                         const char* what);
 // A float as a short exact rational (the decimal with the fewest digits that rounds to the same
 // float), so printed modules stay readable; none for infinities and NaN.
 std::optional<Rational> rational_of(double d);
@@ -85,6 +92,21 @@ class Importer {
       : path_(path), options_(options) {}
 
   ImportedModel run(const onnx::ModelProto& model);
+
+  // After run() threw: a bound of one dynamic dim under which the requirement that failed holds,
+  // when that requirement (a shape rule's, refuted by the prover) is over this dim alone and not
+  // true at its lowest value. `user_bound`: the bound was the caller's (given or from an input's
+  // shape), so it is theirs to change; otherwise weft's default, which the importer may narrow.
+  struct Narrowing {
+    std::string sym;    // the variable (a key of OnnxImportOptions::bounds)
+    std::string dim;    // what the user calls it: the ONNX dim_param, or the variable
+    int64_t value = 0;  // the largest value the requirement allows
+    int64_t was = 0;    // the bound it had
+    bool user_bound = false;
+    SourceLoc where;
+    std::string expects;
+  };
+  std::optional<Narrowing> narrowing() const;
 
   // The node being converted.
   const NodeProto& node() const { return *node_; }
@@ -240,8 +262,18 @@ class Importer {
     return sanitize(hint, used_names_, false, "v");
   }
 
+  // Records the requirement a shape rule refuted (for narrowing()), then fails at the node.
+  [[noreturn]] void refuted(const RefutedRequirement& e);
+
   std::string path_;
   OnnxImportOptions options_;
+  std::optional<RefutedRequirement> refuted_;
+  enum class BoundFrom : uint8_t { caller, input_shape, default_bound };
+  struct DimVar {
+    std::string dim;  // ONNX dim_param, or the variable's name for an unnamed dim
+    BoundFrom from = BoundFrom::default_bound;
+  };
+  std::map<std::string, DimVar> dim_vars_;  // by variable name
   std::map<std::string, Value> values_;
   std::map<std::string, MType> types_;
   std::set<std::string> used_names_;

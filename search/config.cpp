@@ -77,6 +77,16 @@ struct TargetName {
   }
 };
 
+struct BaselineMode {
+  std::string_view accepted = "\"on\" or \"off\"";
+  bool read(const json& v, std::string& out, std::string&) const {
+    if (!v.is_string() || (v.get<std::string>() != "on" && v.get<std::string>() != "off"))
+      return false;
+    out = v.get<std::string>();
+    return true;
+  }
+};
+
 struct OperatorNames {
   bool accumulators_only;
   std::string_view accepted;
@@ -123,6 +133,7 @@ constexpr NumberIn probability{0, 1, true, "a probability in (0, 1)"};
 constexpr AnyUnsigned any_unsigned;
 constexpr Boolean boolean;
 constexpr TargetName target_name;
+constexpr BaselineMode baseline_mode;
 constexpr OperatorNames operators{false, "a list of operator names"};
 constexpr OperatorNames accumulators{true, "a list of accumulator names"};
 constexpr PositiveIntegers positive_list;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "core/error.h"
 #include "exec/vm.h"
 #include "model/deduce.h"
 #include "model/parser.h"
@@ -205,6 +206,74 @@ TEST(ModelPlan, AWrongPlanIsCaughtByPoisoning) {
   options.given_plan = plan;
   std::vector<double> got = leaves(Vm(m, options).run("bounded", args));
   EXPECT_NE(got, want);
+}
+
+// A static plan's arena is sized by the bounds; a call far below them is sized at its binding
+// (a model bounded at 4096 rows run on 5 must not hold memory for 4096), one near them uses it.
+constexpr const char* kWideBounds = R"(module wide
+sym 1 <= n <= 4096
+
+fn main(x: f32[n, 64], y: f32[n, 64]) -> f32[n, 64] {
+  dataflow {
+    a = exp(x)
+    b = mul(a, y)
+    c = exp(b)
+    d = add(c, a)
+  }
+  return d
+}
+)";
+
+TEST(ModelPlan, AStaticPlanRunFarBelowItsBoundsIsSizedAtItsBinding) {
+  SymProver prover;
+  Module m = parse_module(kWideBounds, "wide.wmod", prover);
+  for (int64_t n : {5, 4000}) {
+    SCOPED_TRACE(n);
+    std::vector<VmValue> args = {varied_tensor({n, 64}, 1), varied_tensor({n, 64}, 2)};
+    VmOptions unplanned;
+    unplanned.plan = false;
+    std::vector<double> want = leaves(Vm(m, unplanned).run("main", args));
+    EXPECT_FALSE(std::all_of(want.begin(), want.end(), [&](double v) { return v == want[0]; }));
+    Vm vm(m);
+    const FunctionPlan* plan = vm.plan().find("main");
+    ASSERT_TRUE(plan && plan->is_static);
+    EXPECT_EQ(leaves(vm.run("main", args)), want);
+    EXPECT_EQ(leaves(vm.run("main", args)), want);  // the second call reuses what the first held
+    int64_t arena_f32 = plan->arena_bytes / 2;      // the VM counts f32 bytes; the arena holds f64
+    int64_t tensor_f32 = n * 64 * 4;
+    if (n == 5) {
+      EXPECT_LT(vm.stats().peak_planned_bytes, 8 * tensor_f32);
+      EXPECT_GT(arena_f32, 100 * vm.stats().peak_planned_bytes);
+    } else {
+      EXPECT_GE(vm.stats().peak_planned_bytes, arena_f32);
+    }
+  }
+}
+
+// An allocation beyond the memory limit is refused before it is tried, naming the binding, its
+// shape at the binding and the dim that makes it big; under the limit the same run succeeds.
+TEST(ModelPlan, AnAllocationBeyondTheMemoryLimitNamesTheTensorAndItsBigDim) {
+  SymProver prover;
+  Module m = parse_module(kWideBounds, "wide.wmod", prover);
+  std::vector<VmValue> args = {varied_tensor({3000, 64}, 1), varied_tensor({3000, 64}, 2)};
+  for (bool plan : {true, false}) {
+    SCOPED_TRACE(plan);
+    VmOptions options;
+    options.plan = plan;
+    options.memory_limit_bytes = 4 << 20;  // the inputs alone take 3 MiB as f64
+    try {
+      Vm(m, options).run("main", args);
+      ADD_FAILURE() << "expected the run to be refused";
+    } catch (const UserError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("wide.wmod"), std::string::npos) << what;
+      EXPECT_NE(what.find("f32[n, 64] = [3000, 64]"), std::string::npos) << what;
+      EXPECT_NE(what.find("the dim that makes it big: n = 3000"), std::string::npos) << what;
+      EXPECT_NE(what.find("more than the 4.0 MiB this process may use"), std::string::npos) << what;
+    }
+    options.memory_limit_bytes = 64 << 20;
+    EXPECT_EQ(leaves(Vm(m, options).run("main", args)).size(), 3000u * 64);
+  }
 }
 
 // tiny_llama's plan is static (every variable bounded) and reuses storage in every function.

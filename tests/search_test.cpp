@@ -219,6 +219,35 @@ TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   EXPECT_GT(r.rejected, 0) << "abstract expressions ignore constants: some candidates must fail";
 }
 
+// The ablation (issue 33): with the rule-built candidates off, what is found is the search's own
+// (or the input program, which is no faster), and the search alone still fuses RMSNorm with the
+// matmul into one kernel; the configuration rejects a mode it does not know.
+TEST(Optimize, WithBaselinesOffTheSearchAloneFindsTheFusedRmsNormLinearKernel) {
+  SearchConfig config = small_config();
+  config.baselines = "off";
+  OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
+  ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(r.baselines, 1) << "only the input program";
+  for (const RankedCandidate& c : r.top) {
+    EXPECT_TRUE(c.origin == "search" || c.origin == "baseline:input") << c.origin;
+    EXPECT_TRUE(c.verification.equivalent);
+  }
+  EXPECT_EQ(r.top[0].origin, "search");
+  ASSERT_EQ(r.top[0].graph.ops.size(), 1u);
+  ASSERT_EQ(r.top[0].graph.ops[0].kind, OpKind::kernel);
+  int matmuls = 0, squares = 0;
+  for (const Op& op : r.top[0].graph.ops[0].body->ops) {
+    matmuls += op.kind == OpKind::matmul;
+    squares += op.kind == OpKind::sqr;
+  }
+  EXPECT_EQ(matmuls, 1);
+  EXPECT_EQ(squares, 1);
+  EXPECT_LT(r.top[0].predicted_s, r.program_predicted_s);
+
+  SearchConfig bad;
+  EXPECT_THROW(bad.merge_json({{"baselines", "seeds"}}, "test"), UserError);
+}
+
 // An oracle whose saturation stopped early prunes nothing and calls every viable term equivalent
 // to every output (absexpr/oracle.h): a stand-in that does so from the start.
 class EveryViableTermMatches final : public ExprOracle {

@@ -48,12 +48,14 @@ class ModelCore {
     ModelFile file = load_model_file(path, prover_, onnx);
     module_ = std::move(file.module);
     if (file.imported) {
+      notes_ = file.imported->notes;
       weights_ = std::move(file.imported->weights);
       for (const OnnxName& n : file.imported->inputs) onnx_names_[n.wmod] = n.onnx;
     }
   }
 
   bool imported() const { return !onnx_names_.empty() || !weights_.empty(); }
+  const std::vector<std::string>& notes() const { return notes_; }
 
   const std::string& name() const { return module_.name; }
   std::string text(bool type_comments) const { return print_module(module_, type_comments); }
@@ -157,6 +159,7 @@ class ModelCore {
   std::string path_;
   SymProver prover_;
   Module module_;
+  std::vector<std::string> notes_;                 // the import's (ImportedModel::notes)
   std::map<std::string, Tensor<double>> weights_;  // an imported model's, by parameter
   std::map<std::string, std::string> onnx_names_;  // an imported model's inputs: wmod -> ONNX
   std::string cache_dir_;
@@ -171,6 +174,7 @@ void bind_model(nb::module_& m) {
       .def(nb::init<std::string, std::map<std::string, int64_t>>(), nb::arg("path"),
            nb::arg("bounds"))
       .def_prop_ro("imported", &ModelCore::imported)
+      .def_prop_ro("notes", &ModelCore::notes)
       .def_prop_ro("name", &ModelCore::name)
       .def("text", &ModelCore::text, nb::arg("type_comments"))
       .def("check", &ModelCore::check)

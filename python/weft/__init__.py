@@ -140,8 +140,9 @@ def load_model(path, bounds=None):
     model text (docs/model-format.md); an .onnx file is imported (docs/onnx.md) when weft was
     built with ONNX support (else a UserError says it was not): its ``dim_param`` dims become
     symbolic variables, bounded by ``bounds`` (a dict by dim_param name, e.g.
-    ``{"seq": 64}``; 4096 otherwise), and its weights stay with the model, so ``main`` takes the
-    graph's inputs only, by their ONNX names."""
+    ``{"seq": 64}``; 4096 otherwise, or less where the model allows less: ``Model.notes`` says
+    so), and its weights stay with the model, so ``main`` takes the graph's inputs only, by
+    their ONNX names."""
     path = _os.fspath(path)
     if bounds and not path.lower().endswith(".onnx"):
         raise _user_error("weft.load_model: bounds apply to ONNX models (.onnx) only", path)
@@ -574,6 +575,12 @@ class Model:
     @property
     def file(self):
         return self._file
+
+    @property
+    def notes(self):
+        """What the import decided on its own (a dim's bound narrowed to what the model allows),
+        one sentence each; ``weft model check`` prints them as ``note:`` lines."""
+        return list(self._core.notes)
 
     @property
     def functions(self):

@@ -230,6 +230,33 @@ def test_the_stages_pass_a_correct_backend_and_fail_a_wrong_one(perturb, fake_we
 
 
 @pytest.mark.onnx_corpus
+@pytest.mark.parametrize("name", ["bert_classic_dynamic", "gpt2_dynamo_dynamic", "resnet_classic_dynamic"])
+def test_no_bound_needed(name, weft_onnx, tmp_path):
+    """As a user first tries an export, with no --bound: `weft model run` at every reference (memory
+    planned for the inputs given; a dim the model limits, such as a position table's, narrowed to
+    its limit), then `weft compile` at the first reference's shapes and `weft run DIR` at every
+    reference, other shapes included."""
+    entry, path = MODELS[name], CORPUS / f"{name}.onnx"
+    outcome = run_at_references([weft_onnx, "model", "run", path], entry, tmp_path, "weft model run")
+    assert outcome.ok, outcome.text
+    first = references(entry)[0][1]
+    bind = binding(path, first)
+    out_dir = tmp_path / "compiled"
+    r = run([weft_onnx, "compile", path, "-o", out_dir, "--time-budget", "4", "--no-cache", "--bind", bind])
+    assert r.returncode == 0, r.stderr
+    if entry["architecture"] == "bert":  # its position table is sliced at seq (GPT-2 gathers from it)
+        assert re.search(r"note: .*seq is bounded by \d+, not 4096", r.stderr), r.stderr
+    outcome = run_at_references([weft_onnx, "run", out_dir], entry, tmp_path, "weft run DIR")
+    assert outcome.ok, outcome.text
+    # Never a silent slowdown: a binding the directory was not compiled at says so, once.
+    for i, (label, ins, _) in enumerate(references(entry)):
+        np.savez(tmp_path / "in.npz", **ins)
+        r = run([weft_onnx, "run", out_dir, "--inputs", tmp_path / "in.npz", "--outputs", tmp_path / "out.npz"])
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("runs on the per-operator path") == (1 if i else 0), f"{label}: {r.stderr}"
+
+
+@pytest.mark.onnx_corpus
 def test_compile_without_bind(weft_onnx, tmp_path):
     """A dynamic model compiled with no --bind is written unspecialized, says how to add shapes, and
     runs at every reference; a fixed one is specialized at its one shape (`--bind ''` says the same)."""

@@ -37,6 +37,7 @@ int compile_model_file(const std::string& file, const std::string& out_dir, cons
   OnnxImportOptions import_options;
   for (const std::string& b : args.bounds) parse_bound(b, import_options);
   ModelFile model = load_model_file(file, prover, import_options);
+  if (model.imported) print_notes(model.imported->notes);
   ModelDirOptions options = args.options;
   for (const std::string& b : args.binds)
     options.bindings.push_back(parse_binding(b, model.module));

@@ -121,6 +121,15 @@ weft::cli::Register reg(
       for (CLI::App* c : {check, print, plan, partition, run, import})
         c->add_option("--bound", *bounds, weft::cli::bound_help());
       return [=]() -> int {
+        auto vm_options = [&] {
+          weft::VmOptions options;
+          options.ugraph_executor =
+              *executor == "cpu" ? weft::UGraphExecutor::cpu : weft::UGraphExecutor::interpreter;
+          options.plan = !*no_plan;
+          options.poison = *poison;
+          options.static_arena = *storage == "arena";
+          return options;
+        };
         weft::SymProver prover;
         weft::OnnxImportOptions import_options;
         for (const std::string& b : *bounds) weft::cli::parse_bound(b, import_options);
@@ -130,6 +139,7 @@ weft::cli::Register reg(
           throw weft::UserError(weft::SourceLoc{*file}, "model import reads ONNX files (.onnx)");
         weft::ModelFile model;
         if (!run_onnx) model = weft::load_model_file(*file, prover, import_options);
+        if (model.imported) weft::cli::print_notes(model.imported->notes);
         const weft::Module& m = model.module;
         if (import->parsed()) {
           if (out_wmod->empty()) {
@@ -191,7 +201,9 @@ weft::cli::Register reg(
             }
           }
           weft::ImportedModel onnx = weft::import_for_run(*file, import_options, in, integral);
-          auto arrays = weft::run_imported(onnx, in, inputs->empty() ? *inputs_pb : *inputs);
+          weft::cli::print_notes(onnx.notes);
+          auto arrays =
+              weft::run_imported(onnx, in, inputs->empty() ? *inputs_pb : *inputs, vm_options());
           weft::write_npz(*outputs, arrays);
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
@@ -204,13 +216,7 @@ weft::cli::Register reg(
           if (!weights->empty())
             for (auto& [name, a] : weft::read_npz(*weights)) in.emplace(name, a);
           auto args = weft::arguments_from_npz(fn, in, *inputs);
-          weft::VmOptions options;
-          options.ugraph_executor =
-              *executor == "cpu" ? weft::UGraphExecutor::cpu : weft::UGraphExecutor::interpreter;
-          options.plan = !*no_plan;
-          options.poison = *poison;
-          options.static_arena = *storage == "arena";
-          weft::Vm vm(m, options);
+          weft::Vm vm(m, vm_options());
           weft::VmValue result = vm.run(*function, args);
           auto arrays = weft::result_arrays(result);
           weft::write_npz(*outputs, arrays, weft::result_elements(fn.ret));

@@ -79,6 +79,8 @@ static Register reg(
                                               ? *ugraph_executor_by_name(*backend)
                                               : UGraphExecutor::cpu;
           auto arrays = dir.run(*function, read_npz(*inputs), *inputs, executor);
+          if (!dir.generic_path_note().empty())
+            std::cerr << "note: " << dir.generic_path_note() << "\n";
           write_npz(*outputs, arrays, dir.output_elements(*function));
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << shape_str(t.shape) << "\n";

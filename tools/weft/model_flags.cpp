@@ -4,13 +4,19 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <iostream>
 
 namespace weft::cli {
 
 std::string bound_help() {
   return fmt::format(
-      "ONNX models: upper bound of the variable of a dim_param, NAME=N (repeatable; default {})",
+      "ONNX models: upper bound of the variable of a dim_param, NAME=N (repeatable; default {}, "
+      "or less where the model allows less; `model run`: the inputs' dims)",
       OnnxImportOptions{}.default_bound);
+}
+
+void print_notes(const std::vector<std::string>& notes) {
+  for (const std::string& n : notes) std::cerr << "note: " << n << "\n";
 }
 
 SymBinding parse_binding(const std::string& text, const Module& m) {

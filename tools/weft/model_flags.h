@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/module.h"
 #include "onnx/import.h"
@@ -16,5 +17,7 @@ SymBinding parse_binding(const std::string& text, const Module& m);
 void parse_bound(const std::string& text, OnnxImportOptions& options);
 // The --bound flag's help, its default read from OnnxImportOptions.
 std::string bound_help();
+// The import's notes (ImportedModel::notes), one "note: ..." line each on stderr.
+void print_notes(const std::vector<std::string>& notes);
 
 }  // namespace weft::cli
