@@ -64,6 +64,7 @@ CompiledModelDir::CompiledModelDir(const std::string& dir) : dir_(dir) {
       bindings_.push_back(binding);
     }
     target_ = j.at("target").get<std::string>();
+    model_file_ = j.value("model", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw UserError(SourceLoc{summary.string()}, fmt::format("bad summary: {}", e.what()));
   }

@@ -67,6 +67,8 @@ class CompiledModelDir {
 
   // The target the directory was compiled for (summary.json).
   const std::string& target() const { return target_; }
+  // The model file it was compiled from, as `weft compile` was given it (summary.json).
+  const std::string& model_file() const { return model_file_; }
 
   // Runs `function` of the compiled module, its µGraphs through `executor`: compiled CPU
   // programs by default, through the host VM. cuda or cuda_emulation run the whole function
@@ -96,6 +98,7 @@ class CompiledModelDir {
   std::vector<std::pair<std::string, std::string>> onnx_inputs_, onnx_outputs_;  // onnx, wmod
   NpzArrays weights_;
   std::string target_;
+  std::string model_file_;
   std::unique_ptr<Vm> vm_;
   UGraphExecutor vm_executor_ = UGraphExecutor::cpu;
   std::unique_ptr<DeviceVm> device_vm_;

@@ -281,8 +281,49 @@ DeviceValue DeviceVm::rows_op(const OpCall& op) {
 
 DeviceValue DeviceVm::gather_op(const OpCall& op) {
   const DeviceTensor &x = *op.in[0], &ids = *op.in[1];
-  const bool gather = op.info.kind == OpKind::gather;  // else embedding: rows of a table
+  const OpKind kind = op.info.kind;
   DeviceTensor out = allocate(op.dtype, op.out_shape);
+  if (kind == OpKind::gather_elements || kind == OpKind::gather_nd) {
+    weft_dk_index_args a{};
+    a.x = x.data();
+    a.ids = ids.data();
+    a.out = out.data();
+    a.x_dtype = dtype_code(x.dtype);
+    a.ids_dtype = dtype_code(ids.dtype);
+    a.out_dtype = dtype_code(op.dtype);
+    a.numel = numel(op.out_shape);
+    a.rank = static_cast<int>(x.shape.size());
+    std::copy(x.shape.begin(), x.shape.end(), a.x_dims);
+    a.error = static_cast<int64_t*>(error_flag_->data);
+    if (kind == OpKind::gather_elements) {
+      a.axis = static_cast<int>(normalized(op.attrs.get_int("axis"), x.shape.size()));
+      std::copy(ids.shape.begin(), ids.shape.end(), a.dims);
+      a.site = index_site(op.b.call.loc,
+                          fmt::format("gather_elements index out of range for dim {} of extent {} "
+                                      "(valid: {}..{}), or not an integer",
+                                      a.axis, x.shape[static_cast<size_t>(a.axis)],
+                                      -x.shape[static_cast<size_t>(a.axis)],
+                                      x.shape[static_cast<size_t>(a.axis)] - 1));
+    } else {
+      a.kind = 1;
+      a.batch_dims = static_cast<int>(op.attrs.get_int("batch_dims"));
+      a.m = ids.shape.back();
+      const auto b = static_cast<size_t>(a.batch_dims);
+      int64_t batches = 1;
+      a.inner = 1;
+      for (size_t d = 0; d < b; ++d) batches *= x.shape[d];
+      for (size_t d = b + static_cast<size_t>(a.m); d < x.shape.size(); ++d) a.inner *= x.shape[d];
+      a.per_batch = numel(x.shape) / std::max<int64_t>(batches, 1);
+      a.tuples = numel(ids.shape) / std::max<int64_t>(a.m * batches, 1);
+      a.site = index_site(op.b.call.loc,
+                          fmt::format("gather_nd index out of range for dims {}..{} of the data "
+                                      "(negative ones count from the end), or not an integer",
+                                      b, b + static_cast<size_t>(a.m) - 1));
+    }
+    if (a.numel > 0) launch("weft_dk_index_launch", a);
+    return DeviceValue{out};
+  }
+  const bool gather = kind == OpKind::gather;  // else embedding: rows of a table
   weft_dk_gather_args a{};
   a.x = x.data();
   a.ids = ids.data();

@@ -271,10 +271,10 @@ std::vector<OpInfo> mask_rows() {
            "the smaller of x and y, NaN if either is (ONNX Min of two)"),
     scalar(K::cos, 1, {}, [](A s) { return std::cos(s.x); }, "cosf({0})", "cosine (radians)"),
     scalar(K::sin, 1, {}, [](A s) { return std::sin(s.x); }, "sinf({0})", "sine (radians)"),
-    row(K::gather_elements, 2, {{"axis", AttrKind::integer, false, int64_t{0}}}, kMoves, D::none,
+    row(K::gather_elements, 2, {{"axis", AttrKind::integer, false, int64_t{0}}}, kMoves, D::gather,
         "ONNX GatherElements: out[i] = x[i with dim axis replaced by idx[i]]; idx has x's rank "
         "and no larger dims, the result its shape (negative indices count from the end)"),
-    row(K::gather_nd, 2, {{"batch_dims", AttrKind::integer, false, int64_t{0}}}, kMoves, D::none,
+    row(K::gather_nd, 2, {{"batch_dims", AttrKind::integer, false, int64_t{0}}}, kMoves, D::gather,
         "ONNX GatherND: idx[..., m] picks slices x[b..., i0, .., im-1, ...] (m constant, the "
         "first batch_dims dims shared); result idx.shape[:-1] + x.shape[batch_dims + m:]"),
   };

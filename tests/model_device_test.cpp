@@ -135,6 +135,16 @@ fn gathers(table: DT[7, 4], ids: DT[2, 3], x: DT[3, 5, 2]) -> tuple(DT[2, 3, 4],
   }
   return t
 }
+fn index_gathers(x: DT[3, 5, 2], ids: DT[3, 4, 2]) -> tuple(DT[3, 4, 2], DT[3, 4, 2], DT[3, 4, 2]) {
+  dataflow {
+    e = gather_elements(x, ids, axis=1)
+    n = gather_nd(x, ids)
+    s = slice(ids, dim=2, start=0, size=1)
+    b = gather_nd(x, s, batch_dims=1)
+    t = tuple(e, n, b)
+  }
+  return t
+}
 fn positions(x: DT[2, 6, 8]) -> tuple(DT[2, 6, 8], DT[2, 3, 8], DT[2, 6, 8], DT[ndim=3], DT[4, 6, 16], DT[3, 7, 9]) {
   dataflow {
     a = rope(x, offset=3, theta=100)
@@ -285,6 +295,18 @@ fn gathered(x: f32[3, 5], ids: f32[2]) -> f32[3, 2] {
   }
   return a
 }
+fn elements(x: f32[3, 5], ids: f32[3, 2]) -> f32[3, 2] {
+  dataflow {
+    a = gather_elements(x, ids, axis=1)
+  }
+  return a
+}
+fn tuples(x: f32[3, 5], ids: f32[2, 2]) -> f32[2] {
+  dataflow {
+    a = gather_nd(x, ids)
+  }
+  return a
+}
 )",
                           "bad_ids.wmod", prover);
   DeviceVm device(m, Backend::cuda_emulation);
@@ -314,6 +336,21 @@ fn gathered(x: f32[3, 5], ids: f32[2]) -> f32[3, 2] {
   // Good indices after an error: the flag was cleared.
   VmValue want = Vm(m).run("gathered", {x, ids({-5, 4}, {2})});
   EXPECT_LE(scaled_error(device.run_host("gathered", {x, ids({-5, 4}, {2})}), want), 1e-6);
+  // The ONNX element gathers: negative indices count from the end, the element is the index's.
+  e = error_of("elements", {x, ids({0, -5, 4, 2, 1, 5}, {3, 2})});
+  EXPECT_NE(e.find("bad_ids.wmod:16:"), std::string::npos) << e;
+  EXPECT_NE(e.find("gather_elements index out of range for dim 1 of extent 5"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("element 5"), std::string::npos) << e;
+  e = error_of("tuples", {x, ids({2, 4, -4, 0}, {2, 2})});
+  EXPECT_NE(e.find("gather_nd index out of range for dims 0..1"), std::string::npos) << e;
+  EXPECT_NE(e.find("element 2"), std::string::npos) << e;
+  for (const char* fn : {"elements", "tuples"}) {
+    std::vector<VmValue> args = {x, std::string(fn) == "elements"
+                                        ? ids({0, -5, 4, 2, 1, -1}, {3, 2})
+                                        : ids({2, 4, -3, 0}, {2, 2})};
+    EXPECT_LE(scaled_error(device.run_host(fn, args), Vm(m).run(fn, args)), 1e-6) << fn;
+  }
 }
 
 // ONNX's tensor and CNN operator suites (tests/model/onnx_{tensor,cnn}.wmod) at two bindings:

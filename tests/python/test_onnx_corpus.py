@@ -257,6 +257,38 @@ def test_no_bound_needed(name, weft_onnx, tmp_path):
 
 
 @pytest.mark.onnx_corpus
+def test_bench_with_onnxruntime_as_peer(weft_onnx, tmp_path):
+    """`weft bench DIR --peer onnxruntime` times onnxruntime on the same inputs in the same run
+    (issue 30): with the test venv's Python (which has it) both times and their ratio print; with
+    a Python where onnxruntime cannot be imported, a clear error says how to get it."""
+    import os
+    import sys
+
+    name = "resnet_classic_dynamic"
+    entry, path = MODELS[name], CORPUS / f"{name}.onnx"
+    label, ins, _ = references(entry)[0]
+    np.savez(tmp_path / "in.npz", **ins)
+    out_dir = tmp_path / "compiled"
+    r = run([weft_onnx, "compile", path, "-o", out_dir, "--time-budget", "2", "--no-cache",
+             "--bind", binding(path, ins)])
+    assert r.returncode == 0, r.stderr
+    bench = [weft_onnx, "bench", out_dir, "--inputs", tmp_path / "in.npz", "--peer", "onnxruntime",
+             "--peer-threads", "1", "--reps", "2"]
+    env = dict(os.environ, WEFT_PYTHON=sys.executable)
+    r = subprocess.run([str(c) for c in bench], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"peer: onnxruntime [\d.]+ \(CPU, 1 thread\)\s+([\d.]+) ms\s+\(weft compiled takes ([\d.]+)x", r.stdout)
+    assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, r.stdout
+    blocked = tmp_path / "blocked" / "onnxruntime"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('blocked by the test', name='onnxruntime')\n")
+    env["PYTHONPATH"] = str(tmp_path / "blocked")
+    r = subprocess.run([str(c) for c in bench], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 1, r.stdout
+    assert "onnxruntime peer: onnxruntime: not installed for" in r.stderr, r.stderr
+
+
+@pytest.mark.onnx_corpus
 def test_compile_without_bind(weft_onnx, tmp_path):
     """A dynamic model compiled with no --bind is written unspecialized, says how to add shapes, and
     runs at every reference; a fixed one is specialized at its one shape (`--bind ''` says the same)."""

@@ -3,15 +3,20 @@
 // input) run by the same backend, and (--check) whether its outputs match the reference
 // interpreter. On the GPU, each run is timed with CUDA events on device-resident buffers. The work
 // is driver/measure.h's. `weft bench DIR --inputs IN.npz [--inputs ...] [--function F]
-// [--backend cuda|cuda-emulation]` times a compiled model against the uncompiled one
-// (driver/compiled_dir.h), with a backend also both device-resident.
+// [--backend cuda|cuda-emulation] [--peer onnxruntime]` times a compiled model against the
+// uncompiled one (driver/compiled_dir.h), with a backend also both device-resident, and with a
+// peer the same ONNX model in onnxruntime (driver/peer_onnxruntime.h).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
+#include "core/parallel.h"
 #include "core/target.h"
 #include "driver/compiled_dir.h"
 #include "driver/measure.h"
+#include "driver/peer_onnxruntime.h"
+#include "onnx/import.h"
 #include "tools/weft/command.h"
 
 namespace weft::cli {
@@ -29,10 +34,22 @@ std::string us(double s) {
 // a device, the compiled module and the per-operator baseline device-resident.
 int bench_compiled_model(const std::string& dir, const std::vector<std::string>& inputs,
                          const std::string& function, int warmup, int reps,
-                         std::optional<Backend> device) {
+                         std::optional<Backend> device, const std::string& peer, int peer_threads) {
   CompiledModelBench bench(dir, function, warmup, reps, device);
   fmt::print("{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up)\n", dir,
              function, reps, warmup);
+  std::string peer_model;
+  if (!peer.empty()) {
+    peer_model = CompiledModelDir(dir).model_file();
+    if (!is_onnx_path(peer_model) || !std::filesystem::exists(peer_model))
+      throw UserError(SourceLoc{dir},
+                      fmt::format("--peer onnxruntime times the .onnx file the directory was "
+                                  "compiled from; its summary names '{}', {}",
+                                  peer_model,
+                                  is_onnx_path(peer_model) ? "which is not there (run from the "
+                                                             "directory `weft compile` ran in)"
+                                                           : "not an ONNX model"));
+  }
   int rc = 0;
   for (const std::string& in : inputs) {
     ModelBenchResult r = bench.time(read_npz(in), in);
@@ -50,6 +67,14 @@ int bench_compiled_model(const std::string& dir, const std::vector<std::string>&
         r.compiled.median_s * 1e3, r.per_operator.median_s / r.compiled.median_s);
     fmt::print("  outputs vs the uncompiled module: scaled error {:.3g} ({})\n", r.scaled_error,
                r.scaled_error <= 1e-4 ? "within 1e-4" : "DIFFER");
+    if (!peer_model.empty()) {
+      PeerTiming p = time_onnxruntime(peer_model, in, warmup, reps, peer_threads);
+      fmt::print(
+          "  peer: onnxruntime {} (CPU, {} thread{})  {:10.3f} ms  (weft compiled takes {:.2f}x "
+          "its time)\n",
+          p.version, p.threads, p.threads == 1 ? "" : "s", p.timing.median_s * 1e3,
+          r.compiled.median_s / p.timing.median_s);
+    }
     if (!device) continue;
     const DeviceTiming &dc = *r.device_compiled, &dp = *r.device_per_operator;
     fmt::print("  device-resident on {} ({}):\n", backend_name(*device),
@@ -117,6 +142,15 @@ static Register reg(
                      "cuda-emulation 1)");
       sub.add_option("--seed", *seed, "Seed of the random inputs")->capture_default_str();
       sub.add_flag("--json", *json, "Print the result as JSON (times in microseconds)");
+      auto peer = std::make_shared<std::string>();
+      auto peer_threads = std::make_shared<int>(0);
+      sub.add_option("--peer", *peer,
+                     "Compiled ONNX models: also time this peer on the same inputs (onnxruntime, "
+                     "from WEFT_PYTHON or python3)")
+          ->check(CLI::IsMember({"onnxruntime"}));
+      sub.add_option("--peer-threads", *peer_threads,
+                     "the peer's threads (0: the cores, as weft's CPU kernels use)")
+          ->capture_default_str();
       sub.add_flag("--check", *check,
                    "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
                    "within the output dtype's tolerance (exit 3 when outside)");
@@ -128,7 +162,8 @@ static Register reg(
           std::optional<Backend> device;
           if (*backend != "cpu") device = *backend_by_name(*backend);
           return bench_compiled_model(*file, *inputs, *function, *warmup < 0 ? 1 : *warmup,
-                                      *reps < 0 ? 5 : *reps, device);
+                                      *reps < 0 ? 5 : *reps, device, *peer,
+                                      *peer_threads > 0 ? *peer_threads : hardware_threads());
         }
         MeasureOptions options;
         options.backend = *backend_by_name(*backend);

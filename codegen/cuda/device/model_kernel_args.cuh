@@ -49,6 +49,21 @@ struct weft_dk_gather_args {
   int64_t site;
 };
 
+// Element-wise index gathers (ONNX's). kind 0, gather_elements: `out` has the indices' shape
+// (dims[0..rank)); element t reads x at t's coordinates with dim `axis` replaced by ids[t]. kind
+// 1, gather_nd: each tuple of m indices (dims x_dims[batch_dims..batch_dims + m)) picks a slice of
+// `inner` elements of x within its batch (`per_batch` elements; `tuples` tuples per batch).
+struct weft_dk_index_args {
+  const void* x;
+  const void* ids;
+  void* out;
+  int x_dtype, ids_dtype, out_dtype, kind, rank, axis, batch_dims;
+  int64_t numel, m, inner, tuples, per_batch;
+  int64_t dims[WEFT_DK_MAX_RANK], x_dims[WEFT_DK_MAX_RANK];
+  int64_t* error;  // as weft_dk_gather_args: site << 40 | the index element
+  int64_t site;
+};
+
 // rope (kind 0) or causal_mask (kind 1) over x viewed as [..., rows, cols].
 struct weft_dk_position_args {
   const void* in;

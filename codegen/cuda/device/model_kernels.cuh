@@ -161,6 +161,51 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_gather(weft_dk_gather_args a) {
   }
 }
 
+// An index of x's dim of `extent`: negative ones count from the end; one out of range, or not an
+// integer, flags the element and gives -1.
+WEFT_DEV int64_t weft_dk_checked_index(float v, int64_t extent, int64_t* error, int64_t site,
+                                       int64_t element) {
+  if (v >= static_cast<float>(-extent) && v < static_cast<float>(extent) && v == floorf(v)) {
+    int64_t i = static_cast<int64_t>(v);
+    return i < 0 ? i + extent : i;
+  }
+  weft_dk_flag(error, (site << 40) | element);
+  return -1;
+}
+
+// gather_elements and gather_nd, one thread per output element.
+WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_index(weft_dk_index_args a) {
+  for (int64_t t = weft_gtid(); t < a.numel; t += weft_gthreads()) {
+    int64_t src = 0;
+    bool ok = true;
+    if (a.kind == 0) {
+      int64_t rest = t, stride = 1;
+      for (int d = a.rank - 1; d >= 0; --d) {
+        int64_t c = rest % a.dims[d];
+        rest /= a.dims[d];
+        if (d == a.axis) {
+          c = weft_dk_checked_index(weft_dk_ld(a.ids, a.ids_dtype, t), a.x_dims[d], a.error, a.site,
+                                    t);
+          ok = ok && c >= 0;
+        }
+        src += c * stride;
+        stride *= a.x_dims[d];
+      }
+    } else {
+      const int64_t slice = t % a.inner, tuple = t / a.inner;
+      for (int64_t j = 0; j < a.m; ++j) {
+        const int64_t extent = a.x_dims[a.batch_dims + j];
+        const int64_t c = weft_dk_checked_index(weft_dk_ld(a.ids, a.ids_dtype, tuple * a.m + j),
+                                                extent, a.error, a.site, tuple * a.m + j);
+        ok = ok && c >= 0;
+        src = src * extent + (c < 0 ? 0 : c);
+      }
+      src = (tuple / a.tuples) * a.per_batch + src * a.inner + slice;
+    }
+    weft_dk_st(a.out, a.out_dtype, t, ok ? weft_dk_ld(a.x, a.x_dtype, src) : NAN);
+  }
+}
+
 // Batched matmul [.., m, k] x [.., k, n] with broadcast batch dims, one thread per output
 // element, f32 accumulation in k order (the simple, correct path; µGraph matmuls use cuBLAS).
 WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
@@ -297,6 +342,7 @@ WEFT_DK_ENTRY(weft_dk_map, weft_dk_map_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_elementwise, weft_dk_elementwise_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_rows, weft_dk_rows_args, args->outer * args->inner * args->to)
 WEFT_DK_ENTRY(weft_dk_gather, weft_dk_gather_args, args->outer * args->count * args->inner)
+WEFT_DK_ENTRY(weft_dk_index, weft_dk_index_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_matmul, weft_dk_matmul_args, args->batch * args->m * args->n)
 WEFT_DK_ENTRY(weft_dk_position, weft_dk_position_args, args->numel)
 WEFT_DK_ENTRY(weft_dk_generate, weft_dk_generate_args, args->numel)
