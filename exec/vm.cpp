@@ -10,6 +10,8 @@
 #include <set>
 
 #include "core/system_memory.h"
+#include "cpulib/cpu_library.h"
+#include "exec/host_elementwise.h"
 #include "interp/interpreter.h"
 #include "model/expand.h"
 #include "model/library.h"
@@ -412,17 +414,23 @@ VmValue results_value(std::vector<Tensor<double>> outs) {
 }  // namespace
 
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
-                             const SymBinding& heap) {
+                             const SymBinding& heap, bool cpu_library) {
   const Call& c = b.call;
   if (c.kind == CallKind::op) {
-    if (const ModelOpImpl* impl = model_impl(*op_by_name(c.callee))) {
-      WEFT_CHECK(impl->eval, "composite {} reached the VM unexpanded", c.callee);
-      Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
-      try {
-        return tensor_value(impl->eval(tensors, attrs));
-      } catch (const UserError& e) {
-        throw UserError(c.loc, e.message());
-      }
+    const OpKind kind = *op_by_name(c.callee);
+    const Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
+    const ModelOpImpl* impl = model_impl(kind);
+    WEFT_CHECK(!impl || impl->eval, "composite {} reached the VM unexpanded", c.callee);
+    try {
+      // Operands the library or the elementwise path refuse reach the µGraph below, whose
+      // shape rule reports them as it always did.
+      std::optional<Tensor<double>> done;
+      if (cpu_library) done = run_on_cpu_library(kind, tensors, attrs);
+      if (!done) done = elementwise_on_host(kind, tensors, attrs);
+      if (!done && impl) done = impl->eval(tensors, attrs);
+      if (done) return tensor_value(std::move(*done));
+    } catch (const UserError& e) {
+      throw UserError(c.loc, e.message());
     }
     // A one-operator µGraph at the actual shapes: the table's shape rule checks them again.
     GraphBuilder gb(Level::kernel, b.var);
@@ -433,8 +441,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
           gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, tensors[i]->shape}, c.loc));
       inputs.push_back(*tensors[i]);
     }
-    auto outs =
-        gb.add_op(*op_by_name(c.callee), ids, evaluate_attrs(c.attrs, heap, c.loc), {}, c.loc);
+    auto outs = gb.add_op(kind, ids, attrs, {}, c.loc);
     for (ValueId o : outs) gb.add_output(o);
     return results_value(evaluate_real(std::move(gb).finish(), inputs, true));
   }
@@ -455,7 +462,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::op:
     case CallKind::lib:
       require_tensors();
-      return run_operator_on_host(b, tensors, heap);
+      return run_operator_on_host(b, tensors, heap, options_.cpu_library);
     case CallKind::ugraph: {
       require_tensors();
       const Graph& g = *module_.find_ugraph(c.callee)->graph;

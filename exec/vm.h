@@ -97,6 +97,9 @@ struct VmOptions {
   // The GPU target the cuda executors lower for; empty: the device's (cuda), h100 (emulation).
   std::string gpu_target;
   bool plan = true;  // run with a memory plan (false: every tensor allocated on its own)
+  // Convolution and matmul by the CPU library (cpulib/cpu_library.h) where weft has one; false:
+  // by weft's own code (the model operators' f64 semantics, the interpreter).
+  bool cpu_library = true;
   // A static plan runs in one arena sized by the bounds (allocated once per function and
   // reused) when the call's binding needs most of it; a call at shapes well below the bounds
   // sizes each storage at its binding instead. false: always at run time, as for a symbolic plan.
@@ -182,10 +185,11 @@ class Vm {
 };
 
 // A table or model operator (CallKind::op) or a library call (CallKind::lib) computed on the host
-// as the VM computes it (model operators and libraries in f64, table operators by the
-// interpreter in f32), not yet stored in the result's dtype. UserError at the call for bad data.
+// as the VM computes it (convolution and matmul by the CPU library in f32 where `cpu_library` and
+// weft has one, other model operators and libraries in f64, table operators by the interpreter in
+// f32), not yet stored in the result's dtype. UserError at the call for bad data.
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
-                             const SymBinding& heap);
+                             const SymBinding& heap, bool cpu_library = true);
 
 // A binding's model attributes as the table's: symbolic values evaluated at `heap`. Throws
 // UserError at `loc` when one cannot be.

@@ -111,7 +111,13 @@ namespace {
 // vm_match to report.
 VmValue stored(const VmValue& v, const MType& type) {
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
-    auto changes = [&](double x) { return !std::isnan(x) && stored_value(x, type.dtype) != x; };
+    // f32, the common dtype, inline: a round trip through float; a NaN is kept as stored_value
+    // keeps it (x == x is false only for NaN).
+    auto changes = [&](double x) {
+      if (type.dtype == DType::f32)
+        return static_cast<double>(static_cast<float>(x)) != x && x == x;
+      return !std::isnan(x) && stored_value(x, type.dtype) != x;
+    };
     if (std::none_of(t->data.begin(), t->data.end(), changes)) return v;
     auto copy = std::make_shared<Tensor<double>>(*t);
     for (double& x : copy->data) x = stored_value(x, type.dtype);

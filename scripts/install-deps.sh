@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages weft builds against (and python3-numpy, the model tests' reference;
-# libonnx-testdata: ONNX's per-operator node tests, run against the ONNX importer),
+# Installs the Debian packages weft builds against (libdnnl-dev: oneDNN, the CPU library
+# operators; python3-numpy, the model tests' reference; libonnx-testdata: ONNX's per-operator
+# node tests, run against the ONNX importer),
 # only those that are missing.
 set -euo pipefail
 packages=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
-  libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev
+  libtbb-dev nlohmann-json3-dev libcli11-dev libfmt-dev graphviz libopenblas-dev libdnnl-dev
   zlib1g-dev patchelf python3-numpy python3-dev python3-venv python3-pip
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata)
 missing=()

@@ -324,7 +324,7 @@ TEST(CudaCompile, EveryExampleCompilesForSm80AndSm90a) {
     std::ofstream(cu) << emit_cuda_source(lower_graph(g, target_by_name("h100")));
     std::string log = cu + ".log";
     std::string cmd = fmt::format(
-        "'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
+        "'{}' -std=c++17 -c -o /dev/null -t 2 -gencode arch=compute_80,code=sm_80 "
         "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "
         "-Xcompiler -Wall,-Wextra,-Werror '{}' > '{}' 2>&1",
         nvcc, cu, log);

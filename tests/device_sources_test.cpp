@@ -109,7 +109,7 @@ TEST(DeviceSources, CudaFilesCompileWithNvccForSm80AndSm90a) {
                         "mpk/device/protocol.cuh", "mpk/device/launch_check.cuh",
                         "mpk/device/megakernel_abi.cuh"}) {
     auto [rc, log] = compile_alone(
-        fmt::format("'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
+        fmt::format("'{}' -std=c++17 -c -o /dev/null -t 2 -gencode arch=compute_80,code=sm_80 "
                     "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "
                     "-Xcompiler -Wall,-Wextra,-Werror",
                     nvcc),

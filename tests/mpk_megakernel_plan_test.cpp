@@ -276,7 +276,7 @@ TEST(MpkMegakernelPlan, TheUnitOfARealProgramCompilesWithNvcc) {
     const std::string cu = dir + "/unit.cu", log = cu + ".log";
     std::ofstream(cu) << unit;
     const std::string cmd = fmt::format(
-        "'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
+        "'{}' -std=c++17 -c -o /dev/null -t 2 -gencode arch=compute_80,code=sm_80 "
         "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "
         "-Xcompiler -Wall,-Wextra,-Werror '{}' > '{}' 2>&1",
         nvcc, cu, log);

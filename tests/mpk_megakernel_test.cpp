@@ -350,7 +350,7 @@ TEST(MpkMegakernel, UnitCompilesWithNvccForSm80AndSm90a) {
   const std::string cu = dir + "/megakernel.cu", log = cu + ".log";
   std::ofstream(cu) << emit_megakernel_unit(kCheckingBodies, decode_task_graph(c.blob), mo);
   const std::string cmd = fmt::format(
-      "'{}' -std=c++17 -c -o /dev/null -gencode arch=compute_80,code=sm_80 "
+      "'{}' -std=c++17 -c -o /dev/null -t 2 -gencode arch=compute_80,code=sm_80 "
       "-gencode arch=compute_90a,code=sm_90a -Werror all-warnings "
       "-Xcompiler -Wall,-Wextra,-Werror '{}' > '{}' 2>&1",
       nvcc, cu, log);

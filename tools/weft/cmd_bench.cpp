@@ -13,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "core/target.h"
+#include "cpulib/cpu_library.h"
 #include "driver/compiled_dir.h"
 #include "driver/measure.h"
 #include "driver/peer_onnxruntime.h"
@@ -36,8 +37,11 @@ int bench_compiled_model(const std::string& dir, const std::vector<std::string>&
                          const std::string& function, int warmup, int reps,
                          std::optional<Backend> device, const std::string& peer, int peer_threads) {
   CompiledModelBench bench(dir, function, warmup, reps, device);
-  fmt::print("{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up)\n", dir,
-             function, reps, warmup);
+  const std::string library = cpu_library_name();
+  fmt::print("{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up; {})\n", dir,
+             function, reps, warmup,
+             library.empty() ? "convolution and matmul on weft's own code"
+                             : "convolution and matmul by " + library);
   std::string peer_model;
   if (!peer.empty()) {
     peer_model = CompiledModelDir(dir).model_file();

@@ -1,0 +1,67 @@
+// The shared parts of the oneDNN operators: one engine and stream for the process, conversions
+// between the VM's f64 and the library's f32, and the primitive cache.
+#include "cpulib/onednn.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace weft::onednn {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& cpu_stream() {
+  static dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
+dnnl::memory::desc plain_desc(const Shape& shape) {
+  dnnl::memory::dims dims(shape.begin(), shape.end()), strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+namespace {
+
+// One thread: a conversion is bound by memory bandwidth, and waking another pool's threads beside
+// the library's OpenMP team costs more than it saves at these sizes.
+template <class From, class To>
+void convert(const From* from, To* to, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) to[i] = static_cast<To>(from[i]);
+}
+
+}  // namespace
+
+void to_f32(const double* from, float* to, int64_t n) {
+  convert(from, to, n);
+}
+void to_f64(const float* from, double* to, int64_t n) {
+  convert(from, to, n);
+}
+
+const Cached* cached(const std::string& key, const std::function<Cached()>& build) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Cached>> entries;
+  std::lock_guard lock(mutex);
+  auto it = entries.find(key);
+  if (it == entries.end()) {
+    std::unique_ptr<Cached> entry;
+    try {
+      entry = std::make_unique<Cached>(build());
+    } catch (const dnnl::error&) {
+      // The library refuses these shapes or attributes: remembered, so the caller's own code
+      // takes every later call at once.
+    }
+    it = entries.emplace(key, std::move(entry)).first;
+  }
+  return it->second.get();
+}
+
+}  // namespace weft::onednn

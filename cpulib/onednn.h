@@ -1,0 +1,43 @@
+// What the oneDNN operators share: the CPU engine and stream, f64 <-> f32 copies, row-major
+// memory descriptors, and a cache of primitives by their shapes and attributes.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "ir/attrs.h"
+
+namespace weft::onednn {
+
+dnnl::engine& cpu_engine();
+dnnl::stream& cpu_stream();
+
+// A row-major f32 descriptor of `shape`.
+dnnl::memory::desc plain_desc(const Shape& shape);
+
+// n values converted from f64 to f32 and back.
+void to_f32(const double* from, float* to, int64_t n);
+void to_f64(const float* from, double* to, int64_t n);
+
+// A primitive and its descriptor, built once per key (shapes and attributes) and reused: building
+// a primitive descriptor costs more than running a small convolution.
+struct Cached {
+  dnnl::primitive_desc_base pd;
+  dnnl::primitive prim;
+};
+// The entry of `key`, built by `build` on first use under a lock (entries live for the process),
+// or null where `build` threw dnnl::error: the library refuses these shapes.
+const Cached* cached(const std::string& key, const std::function<Cached()>& build);
+
+// The operators (cpulib/onednn_*.cpp): nullopt where the library refuses the call.
+std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>& weight,
+                                   const Attrs& attrs);
+std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<double>& b);
+
+}  // namespace weft::onednn

@@ -1,0 +1,22 @@
+// The VM's per-operator path for the elementwise table operators: computed straight on its f64
+// tensors with the interpreter's f32 semantics, without building a one-operator µGraph.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ir/attrs.h"
+#include "ir/ops.h"
+
+namespace weft {
+
+// A unary or binary table operator (class unary or binary) applied to `in` as the interpreter's
+// f32 domain applies it: operands rounded to f32, the row's real semantics in double, the result
+// rounded to f32, so the values are the interpreter's exactly. nullopt for any other operator and
+// for operands the row's shape rule refuses (the caller reports those).
+std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
+                                                  const std::vector<const Tensor<double>*>& in,
+                                                  const Attrs& attrs);
+
+}  // namespace weft

@@ -1,0 +1,151 @@
+// The CPU library operators (cpulib/) against weft's own reference code at test size: oneDNN's
+// convolution against the model operator's f64 semantics over 1 to 3 spatial dims, groups,
+// strides, dilations and asymmetric pads; its matmul against the interpreter with broadcast batch
+// dims; and the VM's elementwise path (exec/host_elementwise.h) bit for bit against the
+// interpreter it replaces.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "cpulib/cpu_library.h"
+#include "exec/host_elementwise.h"
+#include "interp/interpreter.h"
+#include "ir/graph.h"
+#include "model/model_ops.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+
+namespace weft {
+namespace {
+
+Tensor<double> random_tensor(Shape shape, uint64_t seed, double lo = -1, double hi = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  Tensor<double> t(std::move(shape), 0.0);
+  // Values an f32 holds exactly, as the VM stores them.
+  for (double& x : t.data) x = static_cast<float>(u(rng));
+  return t;
+}
+
+// The largest difference over the largest magnitude of `want` (0 for equal tensors).
+double scaled_error(const Tensor<double>& got, const Tensor<double>& want) {
+  EXPECT_EQ(got.shape, want.shape);
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < want.data.size() && i < got.data.size(); ++i) {
+    diff = std::max(diff, std::abs(got.data[i] - want.data[i]));
+    scale = std::max(scale, std::abs(want.data[i]));
+  }
+  // Numeric tests first check that their data is not trivial.
+  EXPECT_GT(scale, 0.1) << "an all-zero reference proves nothing";
+  return scale > 0 ? diff / scale : diff;
+}
+
+Attrs with_defaults(OpKind kind, Attrs attrs) {
+  for (const AttrSpec& s : op_info(kind).attrs)
+    if (!attrs.has(s.name)) attrs.set(s.name, s.default_value);
+  return attrs;
+}
+
+struct ConvCase {
+  Shape x, w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+};
+
+TEST(CpuLibrary, ConvolutionMatchesTheModelOperatorsF64Semantics) {
+  if (cpu_library_name().empty()) GTEST_SKIP() << "weft was built without oneDNN";
+  const std::vector<ConvCase> cases = {
+      {{1, 3, 9, 9}, {8, 3, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 1},   // a stem
+      {{2, 8, 7, 7}, {8, 1, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8},   // depthwise
+      {{1, 8, 6, 6}, {16, 8, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},  // pointwise
+      {{1, 6, 8, 8}, {6, 2, 3, 3}, {1, 2}, {0, 1, 2, 1}, {2, 1}, 3},   // grouped, odd pads
+      {{2, 4, 11}, {5, 4, 3}, {2}, {1, 0}, {3}, 1},                    // 1 spatial dim
+      {{1, 2, 5, 6, 4}, {4, 2, 2, 3, 1}, {1, 2, 1}, {1, 0, 0, 0, 1, 0}, {1, 1, 1}, 1},  // 3
+  };
+  const ModelOpImpl* reference = model_impl(OpKind::conv);
+  uint64_t seed = 1;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(shape_str(c.x) + " * " + shape_str(c.w));
+    Tensor<double> x = random_tensor(c.x, seed++), w = random_tensor(c.w, seed++);
+    Attrs attrs;
+    attrs.set("strides", c.strides);
+    attrs.set("pads", c.pads);
+    attrs.set("dilations", c.dilations);
+    attrs.set("group", c.group);
+    attrs = with_defaults(OpKind::conv, attrs);
+    std::optional<Tensor<double>> got = run_on_cpu_library(OpKind::conv, {&x, &w}, attrs);
+    ASSERT_TRUE(got) << "oneDNN refused a convolution it implements";
+    EXPECT_LT(scaled_error(*got, reference->eval({&x, &w}, attrs)), 1e-5);
+  }
+}
+
+TEST(CpuLibrary, MatmulMatchesTheInterpreterWithBroadcastBatchDims) {
+  if (cpu_library_name().empty()) GTEST_SKIP() << "weft was built without oneDNN";
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{7, 16}, {16, 5}},
+      {{3, 4, 8}, {3, 8, 6}},
+      {{2, 1, 5, 8}, {1, 3, 8, 4}},  // both operands broadcast
+      {{1, 9, 32}, {4, 32, 2}},
+  };
+  uint64_t seed = 10;
+  for (const auto& [sa, sb] : cases) {
+    SCOPED_TRACE(shape_str(sa) + " x " + shape_str(sb));
+    Tensor<double> a = random_tensor(sa, seed++), b = random_tensor(sb, seed++);
+    std::optional<Tensor<double>> got = run_on_cpu_library(OpKind::matmul, {&a, &b}, {});
+    ASSERT_TRUE(got);
+    GraphBuilder gb(Level::kernel, "matmul");
+    ValueId ia = gb.add_input("a", TensorType{DType::f32, sa});
+    ValueId ib = gb.add_input("b", TensorType{DType::f32, sb});
+    gb.add_output(gb.add_op(OpKind::matmul, {ia, ib}).at(0));
+    Tensor<double> want = evaluate_real(std::move(gb).finish(), {a, b}, false).at(0);
+    EXPECT_LT(scaled_error(*got, want), 1e-5);
+  }
+}
+
+TEST(CpuLibrary, CallsItDoesNotTakeAreLeftToTheCaller) {
+  Tensor<double> a = random_tensor({3, 4}, 1), b = random_tensor({5, 2}, 2);
+  EXPECT_FALSE(run_on_cpu_library(OpKind::matmul, {&a, &b}, {}));  // contraction mismatch
+  EXPECT_FALSE(run_on_cpu_library(OpKind::add, {&a, &a}, {}));     // no library operator
+  Tensor<double> x = random_tensor({1, 6, 5, 5}, 3), w = random_tensor({4, 4, 3, 3}, 4);
+  Attrs attrs = with_defaults(OpKind::conv, {});
+  attrs.set("group", int64_t{2});  // 6 channels are not 2 groups of 4
+  EXPECT_FALSE(run_on_cpu_library(OpKind::conv, {&x, &w}, attrs));
+}
+
+TEST(HostElementwise, EqualsTheInterpretersF32ResultBitForBit) {
+  int checked = 0;
+  for (const OpInfo& info : all_ops()) {
+    const bool unary = info.op_class == OpClass::unary, binary = info.op_class == OpClass::binary;
+    if ((!unary && !binary) || !info.real || !(info.levels & kAtKernel)) continue;
+    SCOPED_TRACE(info.name);
+    Attrs attrs;
+    if (const AttrSpec* c = rational_attr(info)) attrs.set(c->name, *Rational::make(3, 4));
+    // Positive operands keep sqrt, log and div finite; a broadcast second operand for binaries.
+    Tensor<double> a = random_tensor({2, 3, 5}, 21, 0.25, 2.0);
+    Tensor<double> b = random_tensor({2, 1, 5}, 22, 0.25, 2.0);
+    std::vector<Tensor<double>> inputs = {a};
+    if (binary) inputs.push_back(b);
+    GraphBuilder gb(Level::kernel, "one");
+    std::vector<ValueId> ids;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      ids.push_back(gb.add_input(i ? "b" : "a", TensorType{DType::f32, inputs[i].shape}));
+    gb.add_output(gb.add_op(info.kind, ids, attrs).at(0));
+    Tensor<double> want = evaluate_real(std::move(gb).finish(), inputs, true).at(0);
+    std::vector<const Tensor<double>*> in = {&a};
+    if (binary) in.push_back(&b);
+    std::optional<Tensor<double>> got = elementwise_on_host(info.kind, in, attrs);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->shape, want.shape);
+    EXPECT_EQ(got->data, want.data);
+    ++checked;
+  }
+  EXPECT_GE(checked, 9);  // exp sqr sqrt silu scale shift add sub mul div neg ...
+  Tensor<double> a = random_tensor({2, 3}, 1), c = random_tensor({4, 3}, 2);
+  EXPECT_FALSE(elementwise_on_host(OpKind::add, {&a, &c}, {})) << "shapes the rule refuses";
+  EXPECT_FALSE(elementwise_on_host(OpKind::matmul, {&a, &c}, {})) << "not elementwise";
+}
+
+}  // namespace
+}  // namespace weft
