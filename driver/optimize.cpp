@@ -540,14 +540,16 @@ Budget plan_budget(const Budget& budget, int top_k, const EquivalenceChecker& ch
 
 }  // namespace
 
-OptimizeResult optimize(const Graph& input, const SearchConfig& config,
+OptimizeResult optimize(const Graph& input, const SearchConfig& given,
                         const OptimizeOptions& options) {
   OptimizeResult result;
-  result.config = config;
-  const Target& target = target_by_name(config.target);
+  const Target& target = target_by_name(given.target);
   validate(input, target);
   result.program = expand_composites(input);
   const Graph& program = result.program;
+  // The program's own elementwise operators join the search's sets (search/partition.h).
+  const SearchConfig config = with_program_operators(given, program);
+  result.config = config;
   result.program_predicted_s = predict(program, target).total_s;
   result.roofline_s = roofline_floor(program, target);
 

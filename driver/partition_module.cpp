@@ -18,6 +18,8 @@ bool region_operator(OpKind kind, const std::vector<int>& operand_ranks,
                      const SearchConfig& config) {
   const OpInfo& info = op_info(kind);
   if ((info.levels & kAtKernel) == 0) return false;
+  // The search takes a region's elementwise operators into its sets (with_program_operators).
+  if (fusable_elementwise(kind)) return true;
   if (info.op_class != OpClass::composite) {
     Op op;
     op.kind = kind;
@@ -35,7 +37,7 @@ bool region_operator(OpKind kind, const std::vector<int>& operand_ranks,
     Graph probe = std::move(gb).finish();
     Graph expanded = composite_expansion(probe, probe.ops.at(0));
     for (const Op& op : expanded.ops)
-      if (!searchable(op, config)) return false;
+      if (!searchable(op, config) && !fusable_elementwise(op.kind)) return false;
     return true;
   } catch (const UserError&) {
     return false;  // no probe of this rank exists: not taken

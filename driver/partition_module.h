@@ -37,8 +37,9 @@ struct PartitionOptions {
   SearchConfig search;
 };
 
-// Whether a table operator joins regions: the search can take it (searchable), or it is a
-// composite whose expansion it can take whole. `operand_ranks` gives the composite's operand
+// Whether a table operator joins regions: the search can take it (searchable, or an elementwise
+// operator it adds to its sets for the region: with_program_operators), or it is a composite
+// whose expansion it can take whole. `operand_ranks` gives the composite's operand
 // ranks for the probe expansion.
 bool region_operator(OpKind kind, const std::vector<int>& operand_ranks,
                      const SearchConfig& config);

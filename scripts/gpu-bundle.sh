@@ -4,7 +4,9 @@
 # machine without a package registry runs them as they are:
 #
 #   .gpu-bundle/bin/weft, bin/weft_tests   debug info stripped, RUNPATH $ORIGIN/../lib
-#   .gpu-bundle/lib/*.so*                  each with RUNPATH $ORIGIN
+#   .gpu-bundle/lib/*.so*                  each with RUNPATH $ORIGIN; those over 16 MiB (oneDNN,
+#                                          Z3) gzipped as lib/NAME.gz, unpacked where the bundle
+#                                          runs (`unpack DIR`, which gpu-check.sh calls)
 #   .gpu-bundle/MANIFEST                   the commit, the files and their sizes
 #
 # The libraries are the binaries' dependency closure (ldd) less what every Linux machine has
@@ -15,9 +17,32 @@
 #
 # Usage: scripts/gpu-bundle.sh [BUILD_DIR]   (default build; the binaries must be built)
 #        scripts/gpu-bundle.sh check [DIR]   (default .gpu-bundle)
+#        scripts/gpu-bundle.sh unpack [DIR]  (default .gpu-bundle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit_mib=60
+pack_mib=16
+
+# The gzipped libraries of DIR unpacked beside their .gz (each once); prints what it unpacked.
+unpack() {
+  local z
+  for z in "$1"/lib/*.gz; do
+    [ -e "$z" ] || continue
+    [ -f "${z%.gz}" ] && continue
+    gunzip -k "$z"
+    echo "${z%.gz}"
+  done
+}
+
+# The bytes DIR carries: its files less the unpacked copies of gzipped libraries.
+carried_bytes() {
+  local total=0 f
+  while IFS= read -r f; do
+    [ -f "$f.gz" ] && continue
+    total=$((total + $(stat -c %s "$f")))
+  done < <(find "$1" -type f)
+  echo "$total"
+}
 
 # Libraries a bundle may leave to the machine it runs on.
 system_library() {
@@ -37,9 +62,13 @@ check() {
     echo "gpu-bundle: $dir has no bin/weft or bin/weft_tests (run make gpu-bundle)" >&2
     return 1
   }
-  local real
+  local real mib unpacked
   real=$(cd "$dir" && pwd -P)
+  mib=$(( $(carried_bytes "$dir") / 1048576 ))
+  # Checked unpacked, as the GPU machine runs it; the copies go again, so the bundle stays small.
+  unpacked=$(unpack "$dir")
   for f in "$dir"/bin/* "$dir"/lib/*; do
+    [[ $f == *.gz ]] && continue
     while IFS= read -r line; do
       if [[ $line == *"not found"* ]]; then
         echo "gpu-bundle: $f: ${line// /} (missing from the bundle)" >&2
@@ -59,8 +88,6 @@ check() {
       esac
     done < <(env -u LD_LIBRARY_PATH ldd "$f" 2>&1)
   done
-  local mib
-  mib=$(( $(du -sb "$dir" | cut -f1) / 1048576 ))
   if [ "$mib" -gt "$limit_mib" ]; then
     echo "gpu-bundle: $dir is $mib MiB, over the $limit_mib MiB limit" >&2
     bad=1
@@ -69,12 +96,18 @@ check() {
     echo "gpu-bundle: $dir/bin/weft --version does not run" >&2
     bad=1
   fi
+  # shellcheck disable=SC2086  # one path per line, none with spaces (the bundle's own names)
+  [ -z "$unpacked" ] || rm -f $unpacked
   [ $bad -eq 0 ] && echo "gpu-bundle: $dir checked: $mib MiB, every library inside it or the system's"
   return $bad
 }
 
 if [ "${1:-}" = check ]; then
   check "${2:-.gpu-bundle}"
+  exit
+fi
+if [ "${1:-}" = unpack ]; then
+  unpack "${2:-.gpu-bundle}" >/dev/null
   exit
 fi
 
@@ -102,6 +135,9 @@ env -u LD_LIBRARY_PATH ldd "$build/weft" "$build/weft_tests" | awk '/=>/ && $3 ~
   chmod u+w "$dest/lib/$name"
   strip --strip-debug "$dest/lib/$name" 2>/dev/null || true
   patchelf --set-rpath '$ORIGIN' "$dest/lib/$name"
+  if [ "$(stat -c %s "$dest/lib/$name")" -gt $((pack_mib * 1048576)) ]; then
+    gzip -6 "$dest/lib/$name"
+  fi
 done
 {
   echo "weft GPU bundle of $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo '+changes'), built $(date -u '+%Y-%m-%d %H:%M UTC') from $build"

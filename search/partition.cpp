@@ -69,6 +69,22 @@ int crossing(const Graph& program, const std::vector<std::vector<int>>& consumer
 
 }  // namespace
 
+bool fusable_elementwise(OpKind kind) {
+  const OpInfo& info = op_info(kind);
+  return is_elementwise(kind) &&
+         (info.fusion == FusionPattern::elementwise || info.fusion == FusionPattern::broadcast) &&
+         (info.levels & kAtKernel) && (info.levels & kAtBlock);
+}
+
+SearchConfig with_program_operators(SearchConfig config, const Graph& program) {
+  for (const Op& op : program.ops) {
+    if (!fusable_elementwise(op.kind)) continue;
+    for (std::vector<OpKind>* set : {&config.kernel_ops, &config.block_ops})
+      if (!has(*set, op.kind)) set->push_back(op.kind);
+  }
+  return config;
+}
+
 bool searchable(const Op& op, const SearchConfig& config) {
   if (op.kind == OpKind::kernel) return true;  // graph-defined kernels of the input: inlined
   auto in_sets = [&](OpKind k) { return has(config.kernel_ops, k) || has(config.block_ops, k); };

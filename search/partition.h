@@ -27,6 +27,16 @@ struct SubProgram {
 // mean also when sum and scale are).
 bool searchable(const Op& op, const SearchConfig& config);
 
+// An elementwise table operator the search can place wherever a kernel or block graph computes:
+// unary or binary (size-1 dims broadcast), at the kernel and block levels.
+bool fusable_elementwise(OpKind kind);
+
+// `config` with each fusable elementwise operator `program` uses added to its kernel and block
+// operator sets. The search draws on the operators of the program it is given, so an activation
+// the default sets leave out (relu, tanh, erf, ...) neither cuts the program into parts nor keeps
+// a model's region from growing over it.
+SearchConfig with_program_operators(SearchConfig config, const Graph& program);
+
 // The parts of `program` (composites expanded), in program order. One part ("whole") when
 // config.partition is off, or when every
 // operator is searchable and the program fits the search: at most max_kernel_ops operators, or

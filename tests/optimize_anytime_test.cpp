@@ -108,7 +108,7 @@ TEST(OptimizeAnytime, BaselinesOfRandomProgramsAreNeverWrong) {
 TEST(OptimizeAnytime, APartitionedProgramIsSearchedInPartsAndStitched) {
   SearchConfig config = tiny_budget();
   config.state_budget = 2000;
-  OptimizeResult r = optimize(load_data("gelu_mlp_small.weft"), config);
+  OptimizeResult r = optimize(load_data("max_mlp_small.weft"), config);
   ASSERT_EQ(r.partition.size(), 3u);
   EXPECT_EQ(r.partition[1].rule, "operator outside the search");
   EXPECT_FALSE(r.partition[1].searched);
@@ -116,7 +116,7 @@ TEST(OptimizeAnytime, APartitionedProgramIsSearchedInPartsAndStitched) {
   ASSERT_FALSE(r.top.empty());
   EXPECT_LE(r.top[0].predicted_s, r.program_predicted_s);
   // The summary reports the partition.
-  nlohmann::json summary = optimize_summary_json(r, "gelu_mlp_small.weft");
+  nlohmann::json summary = optimize_summary_json(r, "max_mlp_small.weft");
   ASSERT_TRUE(summary.contains("partition"));
   EXPECT_EQ(summary["partition"].size(), 3u);
   EXPECT_EQ(summary["partition"][1]["computes"], nlohmann::json::array({"G"}));
@@ -181,7 +181,7 @@ TEST(OptimizeAnytime, APartitionedRunCheckpointsEachPartAndResumes) {
   config.top_k = 1;
   OptimizeOptions options;
   options.checkpoint_path = (dir / "run.ckpt").string();
-  Graph g = load_data("gelu_mlp_small.weft");
+  Graph g = load_data("max_mlp_small.weft");
   OptimizeResult first = optimize(g, config, options);
   ASSERT_GT(first.partition.size(), 1u);
   EXPECT_FALSE(first.resumed);

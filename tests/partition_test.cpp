@@ -3,6 +3,8 @@
 // fewest values cross, and stitching the parts back gives a valid, equivalent program.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ir/expand_composites.h"
 #include "ir/printer.h"
 #include "ir/validate.h"
@@ -100,6 +102,23 @@ TEST(Partition, LongRunsAreCutBySizeWhereFewestValuesCross) {
   expect_cover(g, parts);
   for (const SubProgram& p : parts) EXPECT_LE(p.ops.size(), 3u);
   EXPECT_GE(parts.size(), 4u);
+}
+
+// optimize() adds the program's elementwise operators to the sets: gelu no longer cuts the
+// program, the max reduction (not elementwise) still does.
+TEST(Partition, AProgramsElementwiseOperatorsJoinTheSearchsSets) {
+  Graph gelu = load_data("gelu_mlp_small.weft");
+  const SearchConfig config = with_program_operators(SearchConfig{}, gelu);
+  EXPECT_EQ(std::count(config.kernel_ops.begin(), config.kernel_ops.end(), OpKind::gelu), 1);
+  EXPECT_EQ(std::count(config.block_ops.begin(), config.block_ops.end(), OpKind::gelu), 1);
+  EXPECT_EQ(config.kernel_ops.size(), SearchConfig{}.kernel_ops.size() + 1);
+  EXPECT_EQ(partition_program(gelu, config).size(), 1u);
+  Graph max = load_data("max_mlp_small.weft");
+  EXPECT_EQ(with_program_operators(SearchConfig{}, max).kernel_ops, SearchConfig{}.kernel_ops);
+  EXPECT_EQ(partition_program(max, with_program_operators(SearchConfig{}, max)).size(), 3u);
+  EXPECT_TRUE(fusable_elementwise(OpKind::relu) && fusable_elementwise(OpKind::sub));
+  EXPECT_FALSE(fusable_elementwise(OpKind::max) || fusable_elementwise(OpKind::matmul) ||
+               fusable_elementwise(OpKind::pow));
 }
 
 TEST(Partition, StitchingThePartsGivesAnEquivalentProgram) {
