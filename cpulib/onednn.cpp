@@ -2,9 +2,14 @@
 // between the VM's f64 and the library's f32, and the primitive cache.
 #include "cpulib/onednn.h"
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "core/parallel.h"
 
 namespace weft::onednn {
 
@@ -38,6 +43,19 @@ void convert(const From* from, To* to, int64_t n) {
 }
 
 }  // namespace
+
+void use_threads_for(double flops) {
+  // OpenMP's setter, found in the process (oneDNN loads the runtime): no link dependency of our
+  // own on one OpenMP runtime.
+  using SetThreads = void (*)(int);
+  static const auto set_threads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (!set_threads) return;
+  constexpr double kFlopsPerThread = 8e6;  // about half a millisecond of one AVX2 core
+  const int threads = static_cast<int>(
+      std::clamp(flops / kFlopsPerThread, 1.0, static_cast<double>(hardware_threads())));
+  set_threads(threads);
+}
 
 void to_f32(const double* from, float* to, int64_t n) {
   convert(from, to, n);

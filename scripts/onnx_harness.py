@@ -143,6 +143,20 @@ def load_tensor(path, declared=None):
     return a
 
 
+def dims_binding(path, inputs):
+    """The dim_params of the model's graph inputs at the values `inputs` (name -> array) give them,
+    as `weft compile --bind` takes them ("batch=1,seq=7")."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    out = {}
+    for vi in model.graph.input:
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.dim_param and vi.name in inputs:
+                out[d.dim_param] = inputs[vi.name].shape[axis]
+    return ",".join(f"{k}={v}" for k, v in sorted(out.items()))
+
+
 def graph_inputs(model):
     """The graph inputs a caller feeds: graph.input less those an initializer provides."""
     inits = {i.name for i in model.graph.initializer}

@@ -14,20 +14,11 @@ import tempfile
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import onnx_harness  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "examples" / "onnx" / "corpus"
-
-
-def binding(path, inputs):
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    out = {}
-    for vi in model.graph.input:
-        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param and vi.name in inputs:
-                out[d.dim_param] = inputs[vi.name].shape[axis]
-    return ",".join(f"{k}={v}" for k, v in sorted(out.items()))
 
 
 def ms(pattern, text):
@@ -62,7 +53,7 @@ def main():
             path = CORPUS / f"{name}.onnx"
             out_dir = tmp / name
             r = subprocess.run([args.weft, "compile", str(path), "-o", str(out_dir), "--time-budget",
-                                args.budget, "--no-cache", "--bind", binding(path, ins)],
+                                args.budget, "--no-cache", "--bind", onnx_harness.dims_binding(path, ins)],
                                capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 print(f"| {name} | {ref['shape']} | compile failed: {r.stderr.strip().splitlines()[-1]} | | | |")

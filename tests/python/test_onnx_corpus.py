@@ -59,17 +59,6 @@ def bound_args(entry):
     return [a for k, v in entry["bounds"].items() for a in ("--bound", f"{k}={v}")]
 
 
-def binding(path, inputs):
-    """The dim_params of the graph inputs at the values these inputs give them (`--bind`)."""
-    model = onnx.load(str(path), load_external_data=False)
-    out = {}
-    for vi in model.graph.input:
-        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.dim_param and vi.name in inputs:
-                out[d.dim_param] = inputs[vi.name].shape[axis]
-    return ",".join(f"{k}={v}" for k, v in sorted(out.items()))
-
-
 def run(cmd, timeout=600):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
 
@@ -152,7 +141,7 @@ def greedy_decode(weft, path, entry, tmp_path):
 def compile_and_run(weft, path, entry, tmp_path):
     """`weft compile` bound to the first reference's shapes (a fixed model: no --bind), then
     `weft run DIR` at every reference."""
-    bind = binding(path, references(entry)[0][1])
+    bind = h.dims_binding(path, references(entry)[0][1])
     out_dir = tmp_path / "compiled"
     cmd = [weft, "compile", path, "-o", out_dir, "--time-budget", "4", "--cache", tmp_path / "cache",
            *bound_args(entry)]
@@ -240,7 +229,7 @@ def test_no_bound_needed(name, weft_onnx, tmp_path):
     outcome = run_at_references([weft_onnx, "model", "run", path], entry, tmp_path, "weft model run")
     assert outcome.ok, outcome.text
     first = references(entry)[0][1]
-    bind = binding(path, first)
+    bind = h.dims_binding(path, first)
     out_dir = tmp_path / "compiled"
     r = run([weft_onnx, "compile", path, "-o", out_dir, "--time-budget", "4", "--no-cache", "--bind", bind])
     assert r.returncode == 0, r.stderr
@@ -270,7 +259,7 @@ def test_bench_with_onnxruntime_as_peer(weft_onnx, tmp_path):
     np.savez(tmp_path / "in.npz", **ins)
     out_dir = tmp_path / "compiled"
     r = run([weft_onnx, "compile", path, "-o", out_dir, "--time-budget", "2", "--no-cache",
-             "--bind", binding(path, ins)])
+             "--bind", h.dims_binding(path, ins)])
     assert r.returncode == 0, r.stderr
     bench = [weft_onnx, "bench", out_dir, "--inputs", tmp_path / "in.npz", "--peer", "onnxruntime",
              "--peer-threads", "1", "--reps", "2"]
