@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/run_command.h"
 
 namespace weft {
 namespace {
@@ -73,17 +74,10 @@ PeerTiming time_onnxruntime(const std::string& model, const std::string& inputs_
   const std::string python = env && *env ? env : "python3";
   fs::path script = fs::temp_directory_path() / fmt::format("weft_peer_ort_{}.py", getpid());
   std::ofstream(script) << kScript;
-  std::string cmd =
-      fmt::format("{} {} {} {} {} {} {} 2>&1", quoted(python), quoted(script.string()),
-                  quoted(model), quoted(inputs_npz), warmup, reps, threads);
+  std::string cmd = fmt::format("{} {} {} {} {} {} {}", quoted(python), quoted(script.string()),
+                                quoted(model), quoted(inputs_npz), warmup, reps, threads);
   std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  }
-  int status = pipe ? pclose(pipe) : -1;
+  const int status = run_command(cmd, out);
   std::error_code ec;
   fs::remove(script, ec);
   // The result is the last line; anything before it (warnings) is onnxruntime's.

@@ -55,6 +55,22 @@ weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype
   return a;
 }
 
+// The operands every index kernel (gather, embedding, gather_elements, gather_nd) takes: data,
+// indices, result, their dtypes, and the flag an index out of range raises.
+template <class Args>
+Args index_operands(const DeviceTensor& x, const DeviceTensor& ids, const DeviceTensor& out,
+                    DType out_dtype, void* error_flag) {
+  Args a{};
+  a.x = x.data();
+  a.ids = ids.data();
+  a.out = out.data();
+  a.x_dtype = dtype_code(x.dtype);
+  a.ids_dtype = dtype_code(ids.dtype);
+  a.out_dtype = dtype_code(out_dtype);
+  a.error = static_cast<int64_t*>(error_flag);
+  return a;
+}
+
 int64_t normalized(int64_t dim, size_t rank) {
   return dim < 0 ? dim + static_cast<int64_t>(rank) : dim;
 }
@@ -284,17 +300,10 @@ DeviceValue DeviceVm::gather_op(const OpCall& op) {
   const OpKind kind = op.info.kind;
   DeviceTensor out = allocate(op.dtype, op.out_shape);
   if (kind == OpKind::gather_elements || kind == OpKind::gather_nd) {
-    weft_dk_index_args a{};
-    a.x = x.data();
-    a.ids = ids.data();
-    a.out = out.data();
-    a.x_dtype = dtype_code(x.dtype);
-    a.ids_dtype = dtype_code(ids.dtype);
-    a.out_dtype = dtype_code(op.dtype);
+    auto a = index_operands<weft_dk_index_args>(x, ids, out, op.dtype, error_flag_->data);
     a.numel = numel(op.out_shape);
     a.rank = static_cast<int>(x.shape.size());
     std::copy(x.shape.begin(), x.shape.end(), a.x_dims);
-    a.error = static_cast<int64_t*>(error_flag_->data);
     if (kind == OpKind::gather_elements) {
       a.axis = static_cast<int>(normalized(op.attrs.get_int("axis"), x.shape.size()));
       std::copy(ids.shape.begin(), ids.shape.end(), a.dims);
@@ -324,19 +333,12 @@ DeviceValue DeviceVm::gather_op(const OpCall& op) {
     return DeviceValue{out};
   }
   const bool gather = kind == OpKind::gather;  // else embedding: rows of a table
-  weft_dk_gather_args a{};
-  a.x = x.data();
-  a.ids = ids.data();
-  a.out = out.data();
-  a.x_dtype = dtype_code(x.dtype);
-  a.ids_dtype = dtype_code(ids.dtype);
-  a.out_dtype = dtype_code(op.dtype);
+  auto a = index_operands<weft_dk_gather_args>(x, ids, out, op.dtype, error_flag_->data);
   auto axis =
       static_cast<size_t>(gather ? normalized(op.attrs.get_int("axis"), x.shape.size()) : 0);
   a.extent = x.shape[axis];
   a.lowest = gather ? -a.extent : 0;
   a.count = numel(ids.shape);
-  a.error = static_cast<int64_t*>(error_flag_->data);
   a.site = index_site(op.b.call.loc,
                       gather ? fmt::format("gather index out of range for dim {} of extent {} "
                                            "(valid: {}..{}), or not an integer",

@@ -582,10 +582,9 @@ ImportedModel Importer::run(const onnx::ModelProto& model) {
   module_.functions.push_back(std::move(fn_));
   try {
     deduce_module(module_, prover_);
-  } catch (const RefutedRequirement& e) {
-    refuted_ = e;
-    throw UserError(e.loc().file.empty() ? SourceLoc{path_} : e.loc(), e.message());
   } catch (const UserError& e) {
+    // A refuted requirement is remembered (the caller may narrow a bound and import again).
+    if (const auto* r = dynamic_cast<const RefutedRequirement*>(&e)) refuted_ = *r;
     // Bindings carry their node's location; the function's own checks name the file.
     throw UserError(e.loc().file.empty() ? SourceLoc{path_} : e.loc(), e.message());
   }
@@ -634,11 +633,15 @@ ImportedModel import_onnx_bytes(const std::string& bytes, const std::string& pat
       if (!n) throw;
       std::string limit = fmt::format("{}: the model allows {} <= {} at most (it expects {})",
                                       n->where.str(), n->dim, n->value, n->expects);
+      // A bound the caller gave (--bound) or one the run's inputs set: only the first is a flag.
       if (n->user_bound)
-        throw UserError(e.loc(),
-                        fmt::format("{}; {} is {} here: give it at most {} (--bound "
-                                    "{}={}, or smaller inputs)",
-                                    e.message(), n->dim, n->was, n->value, n->dim, n->value));
+        throw UserError(
+            e.loc(), !n->from_inputs
+                         ? fmt::format("{}; {} is {} here: give it at most {} (--bound {}={}, "
+                                       "or smaller inputs)",
+                                       e.message(), n->dim, n->was, n->value, n->dim, n->value)
+                         : fmt::format("{}; the inputs make {} {}: give inputs with {} at most {}",
+                                       e.message(), n->dim, n->was, n->dim, n->value));
       if (round == kMaxNarrowings)
         throw UserError(e.loc(), fmt::format("{}; the model limits more than {} dims: give "
                                              "their bounds (--bound NAME=N)",

@@ -103,6 +103,7 @@ class Importer {
     int64_t value = 0;  // the largest value the requirement allows
     int64_t was = 0;    // the bound it had
     bool user_bound = false;
+    bool from_inputs = false;  // the user's bound came from a run's inputs, not --bound
     SourceLoc where;
     std::string expects;
   };

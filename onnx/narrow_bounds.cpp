@@ -75,6 +75,7 @@ std::optional<Importer::Narrowing> Importer::narrowing() const {
   n.value = good;
   n.was = *hi;
   n.user_bound = dv->second.from != BoundFrom::default_bound;
+  n.from_inputs = dv->second.from == BoundFrom::input_shape;
   n.where = refuted_->loc();
   n.expects = refuted_->expects();
   return n;

@@ -18,6 +18,7 @@
 
 #include "core/dtype_convert.h"
 #include "core/error.h"
+#include "core/run_command.h"
 #include "runtime/build_cache.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -42,16 +43,6 @@ bool is_executable(const std::string& path) {
   return !path.empty() && fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
 }
 
-// Runs `command`, returning its exit status and combined output.
-int capture(const std::string& command, std::string& output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  return pclose(pipe);
-}
-
 // `nvcc --version`, once per nvcc path: part of the cache key.
 std::string nvcc_version(const std::string& nvcc) {
   static std::mutex mutex;
@@ -59,7 +50,7 @@ std::string nvcc_version(const std::string& nvcc) {
   std::lock_guard lock(mutex);
   if (auto it = versions.find(nvcc); it != versions.end()) return it->second;
   std::string out;
-  if (capture(fmt::format("'{}' --version", nvcc), out) != 0)
+  if (run_command(fmt::format("'{}' --version", nvcc), out) != 0)
     throw UserError(fmt::format("nvcc at {} does not run:\n{}", nvcc, out));
   return versions[nvcc] = out;
 }
