@@ -18,6 +18,14 @@ std::string cpu_library_name() {
 #endif
 }
 
+void limit_cpu_library_threads(int threads) {
+#if WEFT_HAVE_ONEDNN
+  onednn::set_thread_limit(threads);
+#else
+  (void)threads;
+#endif
+}
+
 std::optional<Tensor<double>> run_on_cpu_library(OpKind kind,
                                                  const std::vector<const Tensor<double>*>& in,
                                                  const Attrs& attrs) {

@@ -17,6 +17,10 @@ namespace weft {
 // was built without one.
 std::string cpu_library_name();
 
+// At most `threads` threads per library call from now on (0, the default: the cores). A call
+// uses fewer where its work is small.
+void limit_cpu_library_threads(int threads);
+
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library, or nullopt when
 // the library does not take this call (built without one, an operator or attribute it does not
 // implement, a shape it refuses): the caller then computes it itself. Operands are checked by

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,17 +45,27 @@ void convert(const From* from, To* to, int64_t n) {
 
 }  // namespace
 
-void use_threads_for(double flops) {
+namespace {
+std::atomic<int> thread_limit{0};
+}  // namespace
+
+void set_thread_limit(int threads) {
+  thread_limit.store(std::max(threads, 0));
+}
+
+int use_threads_for(double flops) {
   // OpenMP's setter, found in the process (oneDNN loads the runtime): no link dependency of our
   // own on one OpenMP runtime.
   using SetThreads = void (*)(int);
   static const auto set_threads =
       reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (!set_threads) return;
+  if (!set_threads) return 0;              // no OpenMP runtime: the library's own choice
   constexpr double kFlopsPerThread = 8e6;  // about half a millisecond of one AVX2 core
-  const int threads = static_cast<int>(
-      std::clamp(flops / kFlopsPerThread, 1.0, static_cast<double>(hardware_threads())));
+  const int limit = thread_limit.load() > 0 ? thread_limit.load() : hardware_threads();
+  const int threads =
+      static_cast<int>(std::clamp(flops / kFlopsPerThread, 1.0, static_cast<double>(limit)));
   set_threads(threads);
+  return threads;
 }
 
 void to_f32(const double* from, float* to, int64_t n) {

@@ -25,7 +25,12 @@ dnnl::memory::desc plain_desc(const Shape& shape);
 // million flops, more as the work grows, at most the cores. An OpenMP team costs more than a small
 // convolution gains from it, and on a busy machine a team waits for its slowest thread to get a
 // core (measured: the corpus ResNet took 600 ms instead of 2.4 ms while a build ran).
-void use_threads_for(double flops);
+// Returns the count, which the caller's primitive cache key includes (a primitive runs with the
+// threads it was built for).
+int use_threads_for(double flops);
+
+// At most `threads` per call from now on (0: the cores).
+void set_thread_limit(int threads);
 
 // n values converted from f64 to f32 and back.
 void to_f32(const double* from, float* to, int64_t n);

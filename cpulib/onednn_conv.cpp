@@ -59,9 +59,9 @@ std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>
                   fmt::join(strides, ","), fmt::join(dilations, ","), fmt::join(pad_l, ","),
                   fmt::join(pad_r, ","));
   // Before the primitive is built: oneDNN sizes its scratchpad by the threads it is built with.
-  use_threads_for(2.0 * static_cast<double>(numel(out_shape)) * static_cast<double>(cg) *
-                  static_cast<double>(w.k_size()));
-  const Cached* prim = cached(key, [&] {
+  const int threads = use_threads_for(2.0 * static_cast<double>(numel(out_shape)) *
+                                      static_cast<double>(cg) * static_cast<double>(w.k_size()));
+  const Cached* prim = cached(fmt::format("{} t{}", key, threads), [&] {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(x_dims),
         any_desc(w_dims), any_desc(y_dims), strides, dilations, pad_l, pad_r);

@@ -18,9 +18,9 @@ std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<doubl
   out_shape[rank - 1] = b.shape[rank - 1];
   const std::string key = fmt::format("matmul {} {}", shape_str(a.shape), shape_str(b.shape));
   // Before the primitive is built: oneDNN sizes its scratchpad by the threads it is built with.
-  use_threads_for(2.0 * static_cast<double>(numel(out_shape)) *
-                  static_cast<double>(a.shape[rank - 1]));
-  const Cached* prim = cached(key, [&] {
+  const int threads = use_threads_for(2.0 * static_cast<double>(numel(out_shape)) *
+                                      static_cast<double>(a.shape[rank - 1]));
+  const Cached* prim = cached(fmt::format("{} t{}", key, threads), [&] {
     dnnl::matmul::desc desc(plain_desc(a.shape), plain_desc(b.shape), plain_desc(out_shape));
     dnnl::matmul::primitive_desc pd(desc, cpu_engine());
     return Cached{pd, dnnl::matmul(pd)};

@@ -30,7 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weft", default=str(ROOT / "build" / "weft"))
     ap.add_argument("--budget", default="20")
-    ap.add_argument("--threads", type=int, default=0, help="onnxruntime's (0: the cores)")
+    ap.add_argument("--threads", type=int, default=0, help="weft's and onnxruntime's (0: the cores)")
     ap.add_argument("--reps", default="10")
     ap.add_argument("--only", default="")
     args = ap.parse_args()
@@ -59,7 +59,7 @@ def main():
                 print(f"| {name} | {ref['shape']} | compile failed: {r.stderr.strip().splitlines()[-1]} | | | |")
                 continue
             r = subprocess.run([args.weft, "bench", str(out_dir), "--inputs", str(tmp / "in.npz"), "--peer",
-                                "onnxruntime", "--peer-threads", str(args.threads), "--reps", args.reps],
+                                "onnxruntime", "--threads", str(args.threads), "--reps", args.reps],
                                capture_output=True, text=True, env=env)
             text = r.stdout + r.stderr
             per_op = ms(r"per-operator CPU kernels\s+([\d.]+) ms", text)
@@ -73,7 +73,8 @@ def main():
                   f"{compiled / peer:.1f}x |", flush=True)
     if threads:
         print(f"\nonnxruntime {threads.group(1)}, {threads.group(2)} intra-op thread(s); weft's CPU kernels "
-              f"on oneTBB (all cores); medians of {args.reps} after 1 warm-up; compile budget {args.budget} s.")
+              f"(oneTBB) and oneDNN on as many; medians of {args.reps} after 1 warm-up; compile budget "
+              f"{args.budget} s.")
 
 
 if __name__ == "__main__":

@@ -268,6 +268,12 @@ def test_bench_with_onnxruntime_as_peer(weft_onnx, tmp_path):
     assert r.returncode == 0, r.stderr
     m = re.search(r"peer: onnxruntime [\d.]+ \(CPU, 1 thread\)\s+([\d.]+) ms\s+\(weft compiled takes ([\d.]+)x", r.stdout)
     assert m and float(m.group(1)) > 0 and float(m.group(2)) > 0, r.stdout
+    # --threads caps weft (its kernels and the CPU library) and, unless told apart, the peer.
+    one = [str(c) for c in bench if str(c) not in ("--peer-threads", "1")] + ["--threads", "1"]
+    r = subprocess.run(one, capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "warm-up; 1 thread;" in r.stdout, r.stdout
+    assert re.search(r"peer: onnxruntime [\d.]+ \(CPU, 1 thread\)", r.stdout), r.stdout
     blocked = tmp_path / "blocked" / "onnxruntime"
     blocked.mkdir(parents=True)
     (blocked / "__init__.py").write_text("raise ImportError('blocked by the test', name='onnxruntime')\n")

@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <tbb/global_control.h>
+
 #include "core/parallel.h"
 #include "core/target.h"
 #include "cpulib/cpu_library.h"
@@ -35,13 +37,15 @@ std::string us(double s) {
 // a device, the compiled module and the per-operator baseline device-resident.
 int bench_compiled_model(const std::string& dir, const std::vector<std::string>& inputs,
                          const std::string& function, int warmup, int reps,
-                         std::optional<Backend> device, const std::string& peer, int peer_threads) {
+                         std::optional<Backend> device, const std::string& peer, int peer_threads,
+                         int threads) {
   CompiledModelBench bench(dir, function, warmup, reps, device);
   const std::string library = cpu_library_name();
-  fmt::print("{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up; {})\n", dir,
-             function, reps, warmup,
-             library.empty() ? "convolution and matmul on weft's own code"
-                             : "convolution and matmul by " + library);
+  fmt::print(
+      "{}: CPU wall time of `{}` through the VM (median of {} after {} warm-up; {} thread{}; {})\n",
+      dir, function, reps, warmup, threads, threads == 1 ? "" : "s",
+      library.empty() ? "convolution and matmul on weft's own code"
+                      : "convolution and matmul by " + library);
   std::string peer_model;
   if (!peer.empty()) {
     peer_model = CompiledModelDir(dir).model_file();
@@ -153,7 +157,13 @@ static Register reg(
                      "from WEFT_PYTHON or python3)")
           ->check(CLI::IsMember({"onnxruntime"}));
       sub.add_option("--peer-threads", *peer_threads,
-                     "the peer's threads (0: the cores, as weft's CPU kernels use)")
+                     "the peer's threads (0: as many as weft's: --threads, else the cores)")
+          ->capture_default_str();
+      auto threads = std::make_shared<int>(0);
+      sub.add_option("--threads", *threads,
+                     "Compiled models: the most threads weft's CPU kernels and the CPU library "
+                     "use (0: the cores)")
+          ->check(CLI::NonNegativeNumber)
           ->capture_default_str();
       sub.add_flag("--check", *check,
                    "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
@@ -165,9 +175,14 @@ static Register reg(
           // the device-resident executor.
           std::optional<Backend> device;
           if (*backend != "cpu") device = *backend_by_name(*backend);
-          return bench_compiled_model(*file, *inputs, *function, *warmup < 0 ? 1 : *warmup,
-                                      *reps < 0 ? 5 : *reps, device, *peer,
-                                      *peer_threads > 0 ? *peer_threads : hardware_threads());
+          // oneTBB runs the CPU kernels, oneDNN's OpenMP the library: both capped.
+          const int weft_threads = *threads > 0 ? *threads : hardware_threads();
+          tbb::global_control cap(tbb::global_control::max_allowed_parallelism,
+                                  static_cast<size_t>(weft_threads));
+          limit_cpu_library_threads(weft_threads);
+          return bench_compiled_model(
+              *file, *inputs, *function, *warmup < 0 ? 1 : *warmup, *reps < 0 ? 5 : *reps, device,
+              *peer, *peer_threads > 0 ? *peer_threads : weft_threads, weft_threads);
         }
         MeasureOptions options;
         options.backend = *backend_by_name(*backend);
