@@ -13,8 +13,7 @@
 
 namespace weft {
 
-// "oneDNN 2.6.3": the library the operators run on; empty when weft
-// was built without one.
+// "oneDNN 2.6.3": the library the operators run on; empty when weft was built without one.
 std::string cpu_library_name();
 
 // At most `threads` threads per library call from now on (0, the default: the cores). A call

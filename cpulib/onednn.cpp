@@ -20,7 +20,8 @@ dnnl::engine& cpu_engine() {
 }
 
 dnnl::stream& cpu_stream() {
-  static dnnl::stream stream(cpu_engine());
+  // One per thread: a stream is not for several threads at once (VMs may run side by side).
+  thread_local dnnl::stream stream(cpu_engine());
   return stream;
 }
 
@@ -43,10 +44,8 @@ void convert(const From* from, To* to, int64_t n) {
   for (int64_t i = 0; i < n; ++i) to[i] = static_cast<To>(from[i]);
 }
 
-}  // namespace
-
-namespace {
 std::atomic<int> thread_limit{0};
+
 }  // namespace
 
 void set_thread_limit(int threads) {

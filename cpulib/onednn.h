@@ -16,7 +16,7 @@
 namespace weft::onednn {
 
 dnnl::engine& cpu_engine();
-dnnl::stream& cpu_stream();
+dnnl::stream& cpu_stream();  // the calling thread's
 
 // A row-major f32 descriptor of `shape`.
 dnnl::memory::desc plain_desc(const Shape& shape);
@@ -24,7 +24,7 @@ dnnl::memory::desc plain_desc(const Shape& shape);
 // Sets the library's threads for the calls that follow from this thread: one below a few
 // million flops, more as the work grows, at most the cores. An OpenMP team costs more than a small
 // convolution gains from it, and on a busy machine a team waits for its slowest thread to get a
-// core (measured: the corpus ResNet took 600 ms instead of 2.4 ms while a build ran).
+// core (docs/benchmarks.md: the corpus ResNet took 600 ms instead of 2.4 ms while a build ran).
 // Returns the count, which the caller's primitive cache key includes (a primitive runs with the
 // threads it was built for).
 int use_threads_for(double flops);

@@ -15,11 +15,12 @@ memory::desc any_desc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
 }
 
-// `from` in the layout `to_desc` asks for: `from` itself where they agree, else a reordered copy.
-memory in_layout(const memory& from, const memory::desc& to_desc) {
+// `from` (a handle) in the layout `to_desc` asks for: itself where they agree, else a reordered
+// copy.
+memory in_layout(memory from, const memory::desc& to_desc) {
   if (from.get_desc() == to_desc) return from;
   memory to(to_desc, cpu_engine());
-  dnnl::reorder(from, to).execute(cpu_stream(), const_cast<memory&>(from), to);
+  dnnl::reorder(from, to).execute(cpu_stream(), from, to);
   return to;
 }
 

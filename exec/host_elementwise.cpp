@@ -2,6 +2,7 @@
 #include "exec/host_elementwise.h"
 
 #include "core/error.h"
+#include "model/model_ops.h"
 
 namespace weft {
 
@@ -53,17 +54,13 @@ std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
     }
     return out;
   }
-  // Broadcasting (the row's rule checked the operands have the result's rank): a stride of 0
-  // along each dim an operand has as 1.
+  // Broadcasting (the row's rule checked the operands have the result's rank): strides of 0
+  // along the dims an operand has as 1, walked incrementally.
   const size_t rank = shape.size();
   if (a.shape.size() != rank || b.shape.size() != rank) return std::nullopt;
-  std::vector<int64_t> sa(rank), sb(rank), idx(rank, 0);
-  for (size_t d = rank, ea = 1, eb = 1; d-- > 0;) {
-    sa[d] = a.shape[d] == 1 ? 0 : static_cast<int64_t>(ea);
-    sb[d] = b.shape[d] == 1 ? 0 : static_cast<int64_t>(eb);
-    ea *= static_cast<size_t>(a.shape[d]);
-    eb *= static_cast<size_t>(b.shape[d]);
-  }
+  const std::vector<int64_t> sa = broadcast_strides(a.shape, shape);
+  const std::vector<int64_t> sb = broadcast_strides(b.shape, shape);
+  std::vector<int64_t> idx(rank, 0);
   int64_t oa = 0, ob = 0;
   for (int64_t i = 0; i < n; ++i) {
     s.x = f32(a.data[static_cast<size_t>(oa)]);
