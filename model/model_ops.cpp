@@ -107,6 +107,10 @@ MType infer_attention(DeduceContext& ctx, const std::vector<MType>& in, const MA
   if (q.rank < 2 || k.rank != q.rank || v.rank != q.rank)
     ctx.fail(fmt::format("attention needs q, k, v of one rank >= 2, got {}, {}, {}", q.str(),
                          k.str(), v.str()));
+  // Its expansion multiplies q by k and the probabilities by v: one dtype for all three.
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    ctx.fail(fmt::format("attention needs q, k, v of one dtype, got {}, {}, {}; cast them first",
+                         q.str(), k.str(), v.str()));
   auto causal = sym_int(attrs, "causal").as_constant();
   if (!causal || (*causal != 0 && *causal != 1)) ctx.fail("attention causal must be 0 or 1");
   if (!q.dims || !k.dims || !v.dims) return MType::tensor_of_rank(q.dtype, q.rank);

@@ -129,7 +129,7 @@ MType infer_gather_nd(DeduceContext& ctx, const std::vector<MType>& in, const MA
                     b, x.rank, idx.rank));
   if (!x.dims || !idx.dims) ctx.fail("gather_nd needs the dims of its operands");
   int64_t m = const_int(ctx, idx.dims->back(), "gather_nd's index length (last dim)", 1);
-  if (b + m > x.rank)
+  if (m > x.rank - b)  // not b + m: a hostile m would overflow
     ctx.fail(
         fmt::format("gather_nd's index length {} plus batch_dims {} exceeds the data's "
                     "rank {}",

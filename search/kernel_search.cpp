@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "core/parallel.h"
+#include "search/materialize.h"
 #include "search/signature.h"
 #include "search/split_reduction.h"
 #include "search/stype.h"
@@ -691,7 +692,14 @@ class KernelSearcher {
       if (op.kind == OpKind::kernel) {
         std::vector<std::string> out_names;
         for (int o : op.outputs) out_names.push_back(names[o]);
-        Graph body = materialize_block(*op.sketch, op.inputs, names, out_names);
+        std::vector<TensorType> operand_types;
+        std::vector<std::string> operand_names;
+        for (int v : op.inputs) {
+          operand_types.push_back(to_tensor_type(vals_[v].type));
+          operand_names.push_back(names[v]);
+        }
+        Graph body = materialize_block(*op.sketch, operand_types, operand_names, out_names,
+                                       ctx_.constants, ctx_.config.threads_per_block.front());
         auto res = kb.add_nested(OpKind::kernel, in, std::move(body), out_names);
         for (size_t i = 0; i < res.size(); ++i) ids[op.outputs[i]] = res[i];
       } else {
@@ -704,71 +712,7 @@ class KernelSearcher {
   }
 
   Attrs attrs_of(OpKind kind, int dim, int constant, int64_t to = 1) const {
-    Attrs a;
-    if (op_info(kind).op_class == OpClass::reduction || kind == OpKind::accum_concat)
-      a.set("dim", int64_t{dim});
-    if (op_info(kind).op_class == OpClass::reduction && to != 1) a.set("to", to);
-    if (kind == OpKind::scale) a.set("factor", ctx_.constants.factors[constant]);
-    if (kind == OpKind::shift) a.set("offset", ctx_.constants.offsets[constant]);
-    return a;
-  }
-
-  Graph materialize_block(const BlockSketch& sk, const std::vector<int>& operands,
-                          const std::vector<std::string>& names,
-                          const std::vector<std::string>& out_names) {
-    GraphBuilder bb(Level::block);
-    bb.set_block_params(sk.schedule.grid, ctx_.config.threads_per_block.front(), sk.schedule.loop);
-    std::vector<ValueId> params;
-    for (int v : operands) params.push_back(bb.add_input(names[v], to_tensor_type(vals_[v].type)));
-    // Block values are vN, made distinct from the operands' and results' names (a program may
-    // name its own values vN).
-    std::set<std::string> taken(out_names.begin(), out_names.end());
-    for (int v : operands) taken.insert(names[v]);
-    auto block_name = [&](size_t n) {
-      std::string name = fmt::format("v{}", n);
-      while (taken.count(name)) name += "_";
-      return name;
-    };
-    // Loop-stage iterators first, post-stage ones just before the first post-stage operator, so
-    // the graph lists its loop before what comes after it.
-    std::vector<ValueId> ids(operands.size() + sk.ops.size(), -1);
-    auto add_iters = [&](bool post) {
-      for (size_t i = 0; i < operands.size(); ++i) {
-        const IterChoice& c = sk.schedule.iters[i];
-        if (c.post != post) continue;
-        Attrs a;
-        a.set("imap", std::vector<int64_t>(c.imap.begin(), c.imap.end()));
-        a.set("fmap", int64_t{c.fmap});
-        ids[i] = bb.add(OpKind::iter, {params[i]}, a, block_name(i), {},
-                        post ? Stage::post : Stage::loop);
-      }
-    };
-    add_iters(false);
-    bool post_started = false;
-    for (size_t j = 0; j < sk.ops.size(); ++j) {
-      const SketchOp& op = sk.ops[j];
-      if (op.stage == Stage::post && !post_started) {
-        add_iters(true);
-        post_started = true;
-      }
-      std::vector<ValueId> in{ids[op.a]};
-      if (op.b >= 0) in.push_back(ids[op.b]);
-      size_t v = operands.size() + j;
-      ids[v] = bb.add(op.kind, in, attrs_of(op.kind, op.dim, op.constant, op.to), block_name(v), {},
-                      op.stage);
-    }
-    if (!post_started) add_iters(true);
-    for (size_t i = 0; i < sk.saves.size(); ++i) {
-      Attrs a;
-      a.set("omap", std::vector<int64_t>(sk.saves[i].omap.begin(), sk.saves[i].omap.end()));
-      bb.add(OpKind::save, {ids[sk.saves[i].value]}, a, out_names[i], {}, Stage::post);
-    }
-    Graph g = std::move(bb).finish();
-    for (size_t i = 0; i < sk.output_types.size(); ++i)
-      WEFT_CHECK(g.type(g.outputs[i]) == sk.output_types[i],
-                 "search type rules disagree with the op table: {} vs {}",
-                 g.type(g.outputs[i]).str(), sk.output_types[i].str());
-    return g;
+    return sketch_op_attrs(kind, dim, constant, to, ctx_.constants);
   }
 
   const KernelSearchContext& ctx_;

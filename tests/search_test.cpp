@@ -186,11 +186,14 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
   }
 }
 
+// The search alone (baselines off: no test of the search passes through a rule-built candidate).
 TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   SearchConfig config = small_config();
+  config.baselines = "off";
   OptimizeResult r = optimize(load(data("rms_norm_linear_small.weft")), config);
   EXPECT_EQ(r.stop, StopReason::complete);
   ASSERT_FALSE(r.top.empty());
+  EXPECT_EQ(r.top[0].origin, "search");
   const Graph& best = r.top[0].graph;
   ASSERT_EQ(best.ops.size(), 1u);
   ASSERT_EQ(best.ops[0].kind, OpKind::kernel);

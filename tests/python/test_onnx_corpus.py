@@ -237,6 +237,12 @@ def test_no_bound_needed(name, weft_onnx, tmp_path):
         assert re.search(r"note: .*seq is bounded by \d+, not 4096", r.stderr), r.stderr
     outcome = run_at_references([weft_onnx, "run", out_dir], entry, tmp_path, "weft run DIR")
     assert outcome.ok, outcome.text
+    # --threads (one cap for weft's kernels and the CPU library) changes no answer.
+    outcome = run_at_references([weft_onnx, "run", out_dir, "--threads", "1"], entry, tmp_path,
+                                "weft run DIR --threads 1")
+    assert outcome.ok, outcome.text
+    r = run([weft_onnx, "run", out_dir, "--threads", "-1"])
+    assert r.returncode != 0 and "--threads" in r.stderr, r.stderr
     # Never a silent slowdown: a binding the directory was not compiled at says so, once.
     for i, (label, ins, _) in enumerate(references(entry)):
         np.savez(tmp_path / "in.npz", **ins)

@@ -11,8 +11,6 @@
 #include <filesystem>
 #include <iostream>
 
-#include <tbb/global_control.h>
-
 #include "core/parallel.h"
 #include "core/target.h"
 #include "cpulib/cpu_library.h"
@@ -21,6 +19,7 @@
 #include "driver/peer_onnxruntime.h"
 #include "onnx/import.h"
 #include "tools/weft/command.h"
+#include "tools/weft/thread_flags.h"
 
 namespace weft::cli {
 namespace {
@@ -160,11 +159,7 @@ static Register reg(
                      "the peer's threads (0: as many as weft's: --threads, else the cores)")
           ->capture_default_str();
       auto threads = std::make_shared<int>(0);
-      sub.add_option("--threads", *threads,
-                     "Compiled models: the most threads weft's CPU kernels and the CPU library "
-                     "use (0: the cores)")
-          ->check(CLI::NonNegativeNumber)
-          ->capture_default_str();
+      cli::add_threads_option(sub, *threads);
       sub.add_flag("--check", *check,
                    "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
                    "within the output dtype's tolerance (exit 3 when outside)");
@@ -175,11 +170,8 @@ static Register reg(
           // the device-resident executor.
           std::optional<Backend> device;
           if (*backend != "cpu") device = *backend_by_name(*backend);
-          // oneTBB runs the CPU kernels, oneDNN's OpenMP the library: both capped.
-          const int weft_threads = *threads > 0 ? *threads : hardware_threads();
-          tbb::global_control cap(tbb::global_control::max_allowed_parallelism,
-                                  static_cast<size_t>(weft_threads));
-          limit_cpu_library_threads(weft_threads);
+          const cli::ThreadCap cap(*threads);
+          const int weft_threads = cap.threads();
           return bench_compiled_model(
               *file, *inputs, *function, *warmup < 0 ? 1 : *warmup, *reps < 0 ? 5 : *reps, device,
               *peer, *peer_threads > 0 ? *peer_threads : weft_threads, weft_threads);

@@ -19,6 +19,7 @@
 #include "onnx/import.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
+#include "tools/weft/thread_flags.h"
 
 namespace {
 
@@ -99,6 +100,8 @@ weft::cli::Register reg(
                       "(compiled CPU program)")
           ->check(CLI::IsMember({"interp", "cpu"}));
       run->add_flag("--stats", *stats, "print the VM's counters and memory figures");
+      auto threads = std::make_shared<int>(0);
+      weft::cli::add_threads_option(*run, *threads);
       auto no_plan = std::make_shared<bool>(false);
       auto poison = std::make_shared<bool>(false);
       auto storage = std::make_shared<std::string>("arena");
@@ -135,6 +138,8 @@ weft::cli::Register reg(
         for (const std::string& b : *bounds) weft::cli::parse_bound(b, import_options);
         // A run given integer inputs imports with them fixed (below): no import of its own here.
         bool run_onnx = run->parsed() && weft::is_onnx_path(*file);
+        std::optional<weft::cli::ThreadCap> cap;
+        if (run->parsed()) cap.emplace(*threads);
         if (import->parsed() && !weft::is_onnx_path(*file))
           throw weft::UserError(weft::SourceLoc{*file}, "model import reads ONNX files (.onnx)");
         weft::ModelFile model;

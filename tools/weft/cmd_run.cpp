@@ -13,6 +13,7 @@
 #include "driver/run.h"
 #include "interp/random_inputs.h"
 #include "tools/weft/command.h"
+#include "tools/weft/thread_flags.h"
 
 namespace weft::cli {
 namespace {
@@ -70,7 +71,10 @@ static Register reg(
       sub.add_option("--compare", *compare,
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");
+      auto threads = std::make_shared<int>(0);
+      cli::add_threads_option(sub, *threads);
       return [=]() -> int {
+        const cli::ThreadCap cap(*threads);
         if (is_compiled_model_dir(*file)) {
           if (inputs->empty() || outputs->empty())
             throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
