@@ -64,6 +64,10 @@ std::vector<Axiom> factorization_axioms(const std::set<int64_t>& sizes, TermOp r
 
 std::vector<Axiom> axioms_for(const TermStore& store, TermId target, bool* truncated) {
   std::vector<Axiom> all = eq_axioms();
+  // With constants as terms (the screen before verification), two scales are one scale.
+  if (store.constants_as_terms())
+    all.push_back({"const-mul", "(mul (const) (const))", "(const)", false,
+                   "a product of constants is a constant (scales merge)"});
   for (TermOp op : {TermOp::sum, TermOp::max})
     for (Axiom& a : factorization_axioms(reduction_sizes(store, target, op, truncated), op))
       all.push_back(std::move(a));

@@ -9,13 +9,25 @@
 namespace weft {
 namespace {
 
+// `t` times a constant, with constants as terms: mul(t, cst), or `t` when it is already a product
+// with a constant (two scales are one; the e-graph would need cst = mul(cst, cst) to see it).
+TermId times_constant(TermStore& store, TermId t) {
+  const TermNode& n = store.node(t);
+  if (n.op == TermOp::mul &&
+      (store.node(n.a).op == TermOp::cst || store.node(n.b).op == TermOp::cst))
+    return t;
+  return store.mul(t, store.cst());
+}
+
 // A Lax formula's values in abstract expressions: terms, and constants, which are abstracted away
 // (notes §2): multiplying or dividing by one is the identity, and adding one is add(x, const)
 // unless it is zero; sub is add (signs are constants too); an operation on constants only is a
 // constant. Only a constant's being zero matters, so a value is a term or one of two kinds of
-// constant (this runs for every tensor the search makes: it stays small and branch-light).
+// constant (this runs for every tensor the search makes: it stays small and branch-light). In a
+// store with constants as terms, a non-zero attribute is a `factor`: multiplying or dividing a
+// term by it is mul(x, cst); literals (signs, 1/2) stay abstracted away.
 struct TermAlgebra {
-  enum class Kind : uint8_t { term, constant, zero };
+  enum class Kind : uint8_t { term, constant, zero, factor };
   struct Value {
     TermId term;
     Kind kind;
@@ -27,25 +39,33 @@ struct TermAlgebra {
   static Value constant(bool zero) { return {kNoTerm, zero ? Kind::zero : Kind::constant}; }
   Value x() const { return {a, Kind::term}; }
   Value y() const { return {b, Kind::term}; }
-  Value attribute(const char*) const { return constant(attribute_is_zero); }
+  Value attribute(const char*) const {
+    if (!attribute_is_zero && store.constants_as_terms()) return {kNoTerm, Kind::factor};
+    return constant(attribute_is_zero);
+  }
+  // A term times a constant: the term, or mul(term, cst) when the constant is a factor.
+  Value scaled(Value t, Value c) {
+    if (c.kind == Kind::factor) return {times_constant(store, t.term), Kind::term};
+    return t;
+  }
   Value literal(const Rational& r) const { return constant(r == Rational(0)); }
   Value add(Value l, Value r) {
     if (l.kind != Kind::term) std::swap(l, r);
     if (l.kind != Kind::term) return constant(l.kind == Kind::zero && r.kind == Kind::zero);
     if (r.kind == Kind::zero) return l;
-    if (r.kind == Kind::constant) return {store.add(l.term, store.cst()), Kind::term};
+    if (r.kind != Kind::term) return {store.add(l.term, store.cst()), Kind::term};
     return {store.add(l.term, r.term), Kind::term};
   }
   Value sub(Value l, Value r) { return add(l, r); }
   Value mul(Value l, Value r) {
     if (l.kind != Kind::term && r.kind != Kind::term)
       return constant(l.kind == Kind::zero || r.kind == Kind::zero);
-    if (l.kind != Kind::term) return r;
-    if (r.kind != Kind::term) return l;
+    if (l.kind != Kind::term) return scaled(r, l);
+    if (r.kind != Kind::term) return scaled(l, r);
     return {store.mul(l.term, r.term), Kind::term};
   }
   Value div(Value l, Value r) {
-    if (r.kind != Kind::term) return l;
+    if (r.kind != Kind::term) return scaled(l, r);
     if (l.kind != Kind::term) return {store.div(store.cst(), r.term), Kind::term};
     return {store.div(l.term, r.term), Kind::term};
   }
@@ -84,6 +104,8 @@ struct TermStep {
   TermOp op = TermOp::add;
   bool l_is_y = false, r_is_y = false;
   bool zero_from_attribute = false;  // shifted: the rational attribute's zero-ness decides
+  bool by_attribute = false;         // operand: the constant is the attribute (scale's factor)
+  bool mean = false;                 // sum: a mean (its 1/k a constant)
   bool literal_zero = false;         // shifted by a literal: whether it is zero
 };
 
@@ -97,8 +119,9 @@ TermStep resolve(const OpInfo& info) {
       s.kind = K::contraction;
       return s;
     case Symbolic::sum:
-    case Symbolic::mean:  // the 1/k is a constant, abstracted away
+    case Symbolic::mean:  // the 1/k is a constant, abstracted away (unless constants are terms)
       s.kind = K::sum;
+      s.mean = info.symbolic == Symbolic::mean;
       return s;
     case Symbolic::max:
       s.kind = K::max;
@@ -147,6 +170,7 @@ TermStep resolve(const OpInfo& info) {
         s.op = TermOp::mul;
       } else if (l || r) {
         s.kind = K::operand;
+        s.by_attribute = (l ? n.b : n.a) == FormulaNode::kAttribute;
       }
       break;
     case FormulaOp::div:
@@ -155,6 +179,7 @@ TermStep resolve(const OpInfo& info) {
         s.op = TermOp::div;
       } else if (l) {
         s.kind = K::operand;
+        s.by_attribute = n.b == FormulaNode::kAttribute;
       }
       break;
   }
@@ -187,6 +212,8 @@ TermId abstract_term(OpKind kind, TermId a, TermId b, int64_t k, const Rational&
     case K::exp:
       return store.fn(OpKind::exp, l);
     case K::operand:
+      if (s.by_attribute && constant != Rational(0) && store.constants_as_terms())
+        return times_constant(store, l);
       return l;
     case K::shifted:
       if (s.zero_from_attribute ? constant == Rational(0) : s.literal_zero) return l;
@@ -194,6 +221,7 @@ TermId abstract_term(OpKind kind, TermId a, TermId b, int64_t k, const Rational&
     case K::contraction:
       return store.sum(k, store.mul(a, b));
     case K::sum:
+      if (s.mean && store.constants_as_terms()) return times_constant(store, store.sum(k, a));
       return store.sum(k, a);
     case K::max:
       return store.max(k, a);

@@ -96,7 +96,8 @@ size_t TermStore::NodeHash::operator()(const TermNode& n) const {
   return static_cast<size_t>(h);
 }
 
-TermStore::TermStore() : chunks_(new std::atomic<TermNode*>[kMaxChunks]) {
+TermStore::TermStore(bool constants_as_terms)
+    : chunks_(new std::atomic<TermNode*>[kMaxChunks]), constants_as_terms_(constants_as_terms) {
   for (size_t i = 0; i < kMaxChunks; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
 }
 

@@ -54,8 +54,13 @@ const char* term_symbol_name(TermOp op, int64_t k);
 // never depend on ids.
 class TermStore {
  public:
-  TermStore();
+  // `constants_as_terms`: a multiplication by an operator's constant attribute (scale's factor,
+  // a mean's 1/k) is mul(x, cst) instead of x (of_graph.h), for the screen that catches a
+  // constant in the wrong place before verification (search/constant_screen.h); the search's own
+  // terms abstract constants away (notes §2).
+  explicit TermStore(bool constants_as_terms = false);
   ~TermStore();
+  bool constants_as_terms() const { return constants_as_terms_; }
   TermStore(const TermStore&) = delete;
   TermStore& operator=(const TermStore&) = delete;
 
@@ -97,6 +102,7 @@ class TermStore {
 
   // Nodes live in fixed-size chunks that never move, so readers need no lock.
   std::unique_ptr<std::atomic<TermNode*>[]> chunks_;
+  bool constants_as_terms_ = false;
   std::atomic<uint32_t> count_{0};
   mutable std::shared_mutex mu_;
   std::unordered_map<TermNode, TermId, NodeHash> index_;

@@ -23,6 +23,7 @@
 #include "ir/validate.h"
 #include "search/absexpr_oracle.h"
 #include "search/baselines.h"
+#include "search/constant_screen.h"
 #include "search/kernel_search.h"
 #include "search/memory_account.h"
 #include "search/partition.h"
@@ -119,10 +120,18 @@ std::optional<VerifiedRecord> verify_candidate(const EquivalenceChecker& checker
 // last improved (the anytime search's convergence clock).
 class CandidatePool {
  public:
-  CandidatePool(const Target& target, MemoryAccount& memory, const StopSignal& clock)
-      : target_(target), memory_(memory), clock_(clock) {}
+  CandidatePool(const Target& target, MemoryAccount& memory, const StopSignal& clock,
+                ConstantScreen& screen)
+      : target_(target), memory_(memory), clock_(clock), screen_(screen) {}
 
   void add(Graph&& g, const std::string& origin) {
+    // A constant out of place: never a candidate, so it neither takes a finite-field test nor
+    // counts as an improvement for convergence (search/constant_screen.h).
+    if (!screen_.may_be_equivalent(g)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++screened_;
+      return;
+    }
     RankedCandidate c;
     c.text = print_graph(g, false);
     c.origin = origin;
@@ -156,6 +165,10 @@ class CandidatePool {
     std::lock_guard<std::mutex> lock(mu_);
     return invalid_;
   }
+  int64_t screened() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return screened_;
+  }
   double best_s() const {
     std::lock_guard<std::mutex> lock(mu_);
     return best_s_;
@@ -178,11 +191,13 @@ class CandidatePool {
   const Target& target_;
   MemoryAccount& memory_;
   const StopSignal& clock_;
+  ConstantScreen& screen_;
   mutable std::mutex mu_;
   std::vector<RankedCandidate> found_;
   std::set<std::string> seen_;
   double best_s_ = 0, improved_s_ = 0;
   int64_t invalid_ = 0;
+  int64_t screened_ = 0;
 };
 
 // What the search steps share.
@@ -559,7 +574,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
   StopSignal stop(budget);
   result.memory_budget_bytes = budget.limits().memory_bytes;
   MemoryAccount memory(result.memory_budget_bytes, stop);
-  CandidatePool pool(target, memory, stop);
+  ConstantScreen screen(program);
+  CandidatePool pool(target, memory, stop, screen);
   CheckpointData checkpoint;
   BlockMemo memo;
   std::unique_ptr<AbsExprOracle> oracle;
@@ -589,6 +605,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
   else
     search_parts(run, parts);
   result.invalid = pool.invalid();
+  result.screened = pool.screened();
   if (options.on_progress) {
     OptimizeProgress p = pool_progress(run, nullptr);
     p.search_done = true;

@@ -42,6 +42,7 @@ struct OptimizeResult {
   int64_t candidates = 0;        // equivalent by abstract expression
   int64_t baselines = 0;         // rule-built candidates, before the search (search/baselines.h)
   int64_t split_candidates = 0;  // of which split-reduction variants (split_reduction.h)
+  int64_t screened = 0;          // a constant out of place (search/constant_screen.h): not costed
   int64_t invalid = 0;           // rejected by the checker on the target (e.g. shared memory)
   int64_t verified = 0;          // passed the finite-field tests
   int64_t rejected = 0;          // failed them (not equivalent / outside Lax)

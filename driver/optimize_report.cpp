@@ -97,10 +97,10 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
           : std::string(),
       megabytes(r.peak_rss_bytes));
   s += fmt::format(
-      "  candidates: {} equivalent by abstract expression ({} split-reduction), {} invalid "
-      "on {}, {} verified, {} rejected, {} {} the top {}\n",
-      r.candidates, r.split_candidates, r.invalid, config.target, r.verified, r.rejected,
-      r.unverified,
+      "  candidates: {} equivalent by abstract expression ({} split-reduction), {} with a "
+      "constant out of place, {} invalid on {}, {} verified, {} rejected, {} {} the top {}\n",
+      r.candidates, r.split_candidates, r.screened, r.invalid, config.target, r.verified,
+      r.rejected, r.unverified,
       r.verification_stopped ? "left unverified at the time budget, short of" : "not needed for",
       config.top_k);
   s += fmt::format("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
@@ -183,6 +183,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"candidates", r.candidates},
                             {"split_candidates", r.split_candidates},
                             {"invalid_on_target", r.invalid},
+                            {"constant_out_of_place", r.screened},
                             {"verified", r.verified},
                             {"rejected", r.rejected},
                             {"numerically_rejected", r.numerically_rejected},

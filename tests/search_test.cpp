@@ -219,7 +219,9 @@ TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   }
   for (size_t i = 1; i < r.top.size(); ++i)
     EXPECT_LE(r.top[i - 1].predicted_s, r.top[i].predicted_s);
-  EXPECT_GT(r.rejected, 0) << "abstract expressions ignore constants: some candidates must fail";
+  // Abstract expressions ignore constants, so some candidates have the eps or the 1/n in the
+  // wrong place: the constant screen turns them away before they are costed or tested.
+  EXPECT_GT(r.screened, 0);
 }
 
 // The ablation (issue 33): with the rule-built candidates off, what is found is the search's own
