@@ -583,12 +583,7 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
           pool,    result, checkpoint, memo,   oracle,       checker, budget};
 
   // Step 1: the baselines seed the candidates, so the run has an answer from the start.
-  FuseOptions fuse;
-  fuse.max_blocks = config.max_blocks;
-  fuse.max_loop = config.max_loop;
-  fuse.max_grid_dims = config.max_grid_dims;
-  fuse.threads = config.threads_per_block.empty() ? 128 : config.threads_per_block.front();
-  for (BaselineCandidate& b : baseline_candidates(program, target, fuse)) {
+  for (BaselineCandidate& b : baseline_candidates(program, target, fuse_options(config))) {
     // Off, only the input program stays: an answer no slower than the input, built by no rule.
     if (config.baselines == "off" && b.rule != "input") continue;
     pool.add(std::move(b.graph), "baseline:" + b.rule);

@@ -388,6 +388,15 @@ Graph hoist_row_scales(const Graph& program) {
   return g;
 }
 
+FuseOptions fuse_options(const SearchConfig& config) {
+  FuseOptions fuse;
+  fuse.max_blocks = config.max_blocks;
+  fuse.max_loop = config.max_loop;
+  fuse.max_grid_dims = config.max_grid_dims;
+  fuse.threads = config.threads_per_block.empty() ? 128 : config.threads_per_block.front();
+  return fuse;
+}
+
 std::vector<BaselineCandidate> baseline_candidates(const Graph& program, const Target& target,
                                                    const FuseOptions& options) {
   std::vector<BaselineCandidate> out{{"input", program}};

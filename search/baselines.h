@@ -11,6 +11,7 @@
 
 #include "core/target.h"
 #include "ir/graph.h"
+#include "search/config.h"
 #include "search/fuse_region.h"
 
 namespace weft {
@@ -35,6 +36,9 @@ std::vector<std::vector<int>> baseline_regions(const Graph& program, const std::
 // r is constant along the contraction, so a normalisation's reduction can run in the matmul's
 // for-loop. Returns the program unchanged where nothing matches.
 Graph hoist_row_scales(const Graph& program);
+
+// The schedule limits a search configuration puts on rule-built kernels (the search's own).
+FuseOptions fuse_options(const SearchConfig& config);
 
 // Every baseline of `program` (composites expanded), distinct, the input program first. Cheap:
 // a few milliseconds for programs of tens of operators.

@@ -26,13 +26,9 @@ SearchConfig small_config() {
 
 // The fastest rule-built candidate, built with the schedule limits the search has.
 double best_baseline_s(const Graph& program, const SearchConfig& config) {
-  FuseOptions fuse;
-  fuse.max_blocks = config.max_blocks;
-  fuse.max_loop = config.max_loop;
-  fuse.max_grid_dims = config.max_grid_dims;
   const Target& target = target_by_name(config.target);
   double best = std::numeric_limits<double>::infinity();
-  for (const BaselineCandidate& b : baseline_candidates(program, target, fuse))
+  for (const BaselineCandidate& b : baseline_candidates(program, target, fuse_options(config)))
     best = std::min(best, predict(b.graph, target).total_s);
   return best;
 }
