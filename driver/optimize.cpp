@@ -26,6 +26,7 @@
 #include "search/constant_screen.h"
 #include "search/kernel_search.h"
 #include "search/memory_account.h"
+#include "search/merge_kernels.h"
 #include "search/partition.h"
 #include "verify/equivalence.h"
 
@@ -420,7 +421,11 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
     }
     result.partition.push_back(std::move(report));
   }
-  run.pool.add(stitch(run.program, parts, replacements), "partition");
+  Graph stitched = stitch(run.program, parts, replacements);
+  // The parts' cuts are invisible to their searches: kernels on either side of one that hand
+  // each other whole tiles become one kernel (search/merge_kernels.h).
+  for (Graph& merged : merge_kernels(stitched)) run.pool.add(std::move(merged), "partition+merged");
+  run.pool.add(std::move(stitched), "partition");
 }
 
 // The share of the time budget verification leaves unplanned (docs/search.md, "Time budget").

@@ -90,6 +90,16 @@ class Searcher {
     return true;
   }
 
+  // An operator over two values the for-loop walks along different axes would pair chunk i of
+  // one axis with chunk i of the other, which the program never does (absent cancellation, the
+  // assumption of abstract expressions); a sum of such terms is reached with one accumulator per
+  // axis instead. Abstract expressions do not see which axis a loop walks, so without this rule
+  // such block graphs pass them and cost a finite-field test each (gqa_attention: ~11 s).
+  static bool one_walked_axis(uint64_t a, uint64_t b) {
+    if (a == 0 || b == 0 || ((a | b) & kAnyBit)) return true;
+    return a == b;
+  }
+
   int count_ops(OpKind kind) const {
     int n = 0;
     for (const SketchOp& o : ops_) n += o.kind == kind;
@@ -179,6 +189,7 @@ class Searcher {
     uint64_t key = make_key(op);
     if (key <= last_key) return;
     if (!canonical(op.kind, op.a, op.b, [this](int v) { return producer_kind(v); })) return;
+    if (op.b >= 0 && !one_walked_axis(vals_[op.a].fmask, vals_[op.b].fmask)) return;
     if (op.kind == OpKind::scale && count_ops(OpKind::scale) >= constants_.max_scales) return;
     if (op.kind == OpKind::shift && count_ops(OpKind::shift) >= constants_.max_shifts) return;
     SType type;
