@@ -98,8 +98,11 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
       megabytes(r.peak_rss_bytes));
   s += fmt::format(
       "  candidates: {} equivalent by abstract expression ({} split-reduction), {} with a "
-      "constant out of place, {} invalid on {}, {} verified, {} rejected, {} {} the top {}\n",
+      "constant out of place, {} invalid on {}, {} verified{}, {} rejected, {} {} the top {}\n",
       r.candidates, r.split_candidates, r.screened, r.invalid, config.target, r.verified,
+      r.numerically_rejected > 0
+          ? fmt::format(" ({} of them numerically unacceptable)", r.numerically_rejected)
+          : std::string(),
       r.rejected, r.unverified,
       r.verification_stopped ? "left unverified at the time budget, short of" : "not needed for",
       config.top_k);
