@@ -173,16 +173,38 @@ struct Enumerator {
   }
 };
 
-// Estimated device-memory bytes a schedule loads (replicated loads counted once per block).
-double load_bytes(const std::vector<TensorType>& operands, const BlockSchedule& s) {
-  double total = 0;
+// Estimated device-memory bytes a schedule loads per busy SM (replicated loads counted once per
+// block) when its for-loop is spread over `split` times as many blocks (1: as it is).
+double load_bytes_per_busy_sm(const std::vector<TensorType>& operands, const BlockSchedule& s,
+                              int64_t split, int64_t sm_count) {
+  const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2] * split;
+  double per_block = 0;
   for (size_t i = 0; i < operands.size(); ++i) {
     TensorType t = iter_tile_type(operands[i], s.iters[i], s);
-    double per_block = static_cast<double>(numel(t.shape)) * dtype_bytes(t.dtype);
-    if (!s.iters[i].post && s.iters[i].fmap >= 0) per_block *= static_cast<double>(s.loop);
-    total += per_block * static_cast<double>(s.grid[0] * s.grid[1] * s.grid[2]);
+    double bytes = static_cast<double>(numel(t.shape)) * dtype_bytes(t.dtype);
+    if (!s.iters[i].post && s.iters[i].fmap >= 0) bytes *= static_cast<double>(s.loop / split);
+    per_block += bytes;
   }
-  return total;
+  return per_block * static_cast<double>(blocks) /
+         static_cast<double>(std::max<int64_t>(1, std::min(blocks, sm_count)));
+}
+
+// The order's estimate: the traffic per busy SM, or in final mode, where a for-loop that only
+// sums may be split over more blocks (search/split_reduction.h: a loop of at least 4, a free grid
+// dim, no post-loop iterator), the least of it over the splits that step would try, so a schedule
+// whose blocks are few but whose split fills the machine is not searched last.
+double order_estimate(const std::vector<TensorType>& operands, const BlockSchedule& s,
+                      const SearchConfig& config, const Target& target, bool final_mode) {
+  double best = load_bytes_per_busy_sm(operands, s, 1, target.sm_count);
+  const bool free_dim = s.grid[0] == 1 || s.grid[1] == 1 || s.grid[2] == 1;
+  const bool post_iter =
+      std::any_of(s.iters.begin(), s.iters.end(), [](const IterChoice& c) { return c.post; });
+  if (!final_mode || !config.split_reductions || s.loop < 4 || !free_dim || post_iter) return best;
+  const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
+  for (int64_t f = 2; f <= s.loop / 2; ++f)
+    if (s.loop % f == 0 && blocks * f <= config.max_blocks)
+      best = std::min(best, load_bytes_per_busy_sm(operands, s, f, target.sm_count));
+  return best;
 }
 
 }  // namespace
@@ -225,12 +247,8 @@ std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& op
   // Least traffic per busy SM first (a memory-bound kernel's time), so good kernels are found
   // early; ties keep enumeration order. Only the order depends on this estimate.
   std::vector<std::pair<double, size_t>> order;
-  for (size_t i = 0; i < e.out.size(); ++i) {
-    const BlockSchedule& s = e.out[i];
-    double busy =
-        static_cast<double>(std::min<int64_t>(s.grid[0] * s.grid[1] * s.grid[2], target.sm_count));
-    order.emplace_back(load_bytes(operands, s) / std::max(1.0, busy), i);
-  }
+  for (size_t i = 0; i < e.out.size(); ++i)
+    order.emplace_back(order_estimate(operands, e.out[i], config, target, rules.final_mode), i);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<BlockSchedule> sorted;

@@ -65,6 +65,16 @@ TEST(CudaEmulation, MatchesInterpreterOnSearchResults) {
   EXPECT_GE(checked, 3);
 }
 
+// Partial results side by side along the KV dim, combined by `sum(t2, dim=2, to=16)`: element g
+// sums g, g+16, ... (strided groups). The CUDA emitter once summed contiguous groups; each kernel
+// alone still matched the interpreter, only the pair against the program showed it.
+TEST(CudaEmulation, AStridedSumOfPartialResultsComputesTheProgram) {
+  Graph split =
+      test::load_graph_file(test::source_path("tests/data/split_kv_strided_combine.weft"));
+  Graph program = test::load_graph_file(test::source_path("tests/golden/lower/gqa_attention.weft"));
+  expect_emulation_computes(split, program);
+}
+
 // Split-KV attention (a partial kernel whose grid cuts the KV axis, then a combine kernel with a
 // strided `sum to`): at test size it ranks below the single kernel, so its candidates are taken
 // straight from the kernel search (tests/split_reduction_test.cpp verifies them).

@@ -32,7 +32,10 @@ void Emitter::reduction(const Step& s, const Operand& in, const Operand& out, co
   }
   auto idx = open_elements(out.shape, units, "o");
   std::vector<std::string> in_idx = idx;
-  in_idx[dim] = idx[dim] == "0" ? "j" : fmt::format("{} * {} + j", idx[dim], group);
+  // Strided groups (the operator's semantics, ir/ops.cpp): result element g combines elements
+  // g, g + to, g + 2 to, ... of the reduced dim, the layout an omap gives per-block partial
+  // results side by side.
+  in_idx[dim] = idx[dim] == "0" ? "j" : fmt::format("j * {} + {}", out.shape[dim], idx[dim]);
   line("float acc = {};", f.identity);
   if (warp) {
     open(fmt::format("for ({0} j = rlane; j < {1}; j += 32) {{", w.itype, group));
