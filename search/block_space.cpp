@@ -190,24 +190,30 @@ double load_bytes_per_busy_sm(const std::vector<TensorType>& operands, const Blo
 }
 
 // The order's estimate: the traffic per busy SM, or in final mode, where a for-loop that only
-// sums may be split over more blocks (search/split_reduction.h: a loop of at least 4, a free grid
-// dim, no post-loop iterator), the least of it over the splits that step would try, so a schedule
+// sums may be split over more blocks (loop_split_factors; the split also needs no post-loop
+// iterator), the least of it over the splits that step would try, so a schedule
 // whose blocks are few but whose split fills the machine is not searched last.
 double order_estimate(const std::vector<TensorType>& operands, const BlockSchedule& s,
                       const SearchConfig& config, const Target& target, bool final_mode) {
   double best = load_bytes_per_busy_sm(operands, s, 1, target.sm_count);
-  const bool free_dim = s.grid[0] == 1 || s.grid[1] == 1 || s.grid[2] == 1;
   const bool post_iter =
       std::any_of(s.iters.begin(), s.iters.end(), [](const IterChoice& c) { return c.post; });
-  if (!final_mode || !config.split_reductions || s.loop < 4 || !free_dim || post_iter) return best;
-  const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
-  for (int64_t f = 2; f <= s.loop / 2; ++f)
-    if (s.loop % f == 0 && blocks * f <= config.max_blocks)
-      best = std::min(best, load_bytes_per_busy_sm(operands, s, f, target.sm_count));
+  if (!final_mode || !config.split_reductions || post_iter) return best;
+  for (int64_t f : loop_split_factors(s, config))
+    best = std::min(best, load_bytes_per_busy_sm(operands, s, f, target.sm_count));
   return best;
 }
 
 }  // namespace
+
+std::vector<int64_t> loop_split_factors(const BlockSchedule& s, const SearchConfig& config) {
+  std::vector<int64_t> factors;
+  if (s.loop < 4 || (s.grid[0] != 1 && s.grid[1] != 1 && s.grid[2] != 1)) return factors;
+  const int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
+  for (int64_t f = 2; f <= s.loop / 2; ++f)
+    if (s.loop % f == 0 && blocks * f <= config.max_blocks) factors.push_back(f);
+  return factors;
+}
 
 std::array<int8_t, 3> grid_classes(const BlockSchedule& s, const ScheduleRules& rules) {
   std::array<int8_t, 3> cls = {kAnyClass, kAnyClass, kAnyClass};

@@ -30,6 +30,12 @@ struct BlockSchedule {
 // The block-level tile each operand's iterator yields under `s`.
 TensorType iter_tile_type(const TensorType& operand, const IterChoice& c, const BlockSchedule& s);
 
+// The factors f by which `s`'s for-loop may be spread over f times as many blocks (the
+// split-reduction step, search/split_reduction.h): f divides the loop, at least two iterations stay
+// per block, the grid stays within config.max_blocks; none when the loop is shorter than 4 or no
+// grid dim is free to take the split.
+std::vector<int64_t> loop_split_factors(const BlockSchedule& s, const SearchConfig& config);
+
 // Axis rules for schedules (see dim_classes.h); without `classes` none apply.
 struct ScheduleRules {
   const DimClasses* classes = nullptr;

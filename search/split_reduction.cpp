@@ -53,11 +53,11 @@ std::vector<SplitVariant> split_reduction_variants(const BlockSketch& sk,
   std::vector<SplitVariant> out;
   const BlockSchedule& s = sk.schedule;
   const int n_iters = static_cast<int>(operand_types.size());
-  if (s.loop < 4 || sk.saves.empty()) return out;
+  const std::vector<int64_t> factors = loop_split_factors(s, config);
+  if (factors.empty() || sk.saves.empty()) return out;
   int free_dim = -1;
   for (int g = 0; g < 3 && free_dim < 0; ++g)
     if (s.grid[g] == 1) free_dim = g;
-  if (free_dim < 0) return out;
 
   // The accumulators the rest of the block graph reads or saves, and the post-loop operators.
   std::vector<bool> needed(static_cast<size_t>(n_iters) + sk.ops.size(), false);
@@ -87,9 +87,7 @@ std::vector<SplitVariant> split_reduction_variants(const BlockSketch& sk,
   if (partials.empty()) return out;
   const std::array<int8_t, 3>& omap0 = sk.saves.front().omap;
 
-  int64_t blocks = s.grid[0] * s.grid[1] * s.grid[2];
-  for (int64_t f = 2; f <= s.loop / 2; ++f) {
-    if (s.loop % f != 0 || blocks * f > config.max_blocks) continue;
+  for (int64_t f : factors) {
     SplitVariant var;
     BlockSketch& p = var.partial;
     p.schedule = s;
