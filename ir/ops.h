@@ -334,6 +334,8 @@ struct OpInfo {
   bool commutative = false;
   uint8_t homogeneous = 0;               // bit i: op(.., c x_i, ..) = c op(..) for every constant c
   bool same_operands_redundant = false;  // op(x, x) is another operator or a constant
+  // Graph rewrites (rewrite/): the rule generator enumerates graphs over the rows marked here.
+  bool rewrite = false;
   // Fusion, code and cost.
   FusionPattern fusion = FusionPattern::opaque;
   ScalarCode code = {};  // elementwise operators
