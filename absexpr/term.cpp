@@ -150,14 +150,9 @@ TermId TermStore::make(TermNode n) {
   WEFT_CHECK(arity < 1 || n.a < have, "operand {} does not exist", n.a);
   WEFT_CHECK(arity < 2 ? n.b == kNoTerm : n.b < have, "bad second operand {}", n.b);
   if (arity < 1) WEFT_CHECK(n.a == kNoTerm, "leaf with an operand");
-  {
-    std::shared_lock lock(mu_);
-    auto it = index_.find(n);
-    if (it != index_.end()) return it->second;
-  }
-  std::unique_lock lock(mu_);
-  auto it = index_.find(n);
-  if (it != index_.end()) return it->second;
+  if (auto it = index_.find(n); it != index_.end()) return it->second;
+  std::lock_guard<std::mutex> lock(insert_mu_);
+  if (auto it = index_.find(n); it != index_.end()) return it->second;
   uint32_t id = count_.load(std::memory_order_relaxed);
   size_t chunk = id >> kChunkBits;
   WEFT_CHECK(chunk < kMaxChunks, "term store is full ({} terms)", id);
@@ -167,8 +162,10 @@ TermId TermStore::make(TermNode n) {
     chunks_[chunk].store(block, std::memory_order_release);
   }
   block[id & (kChunkSize - 1)] = n;
-  index_.emplace(n, id);
+  // The node and the count are published before the index entry: a reader that finds the id
+  // can read its node.
   count_.store(id + 1, std::memory_order_release);
+  index_.emplace(n, id);
   return id;
 }
 
