@@ -4,7 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "rewrite/axioms.h"
 
 namespace weft {
 
@@ -47,6 +53,41 @@ RuleCheck check_rule_finite_field(const Rule& rule, const std::vector<std::vecto
     const int b = r.bound <= 0 ? -1000 : static_cast<int>(std::floor(std::log2(r.bound)));
     out.log2_bound = std::max(out.log2_bound, b);
   }
+  return out;
+}
+
+std::vector<RuleVerdict> check_and_prove(const std::vector<Rule>& rules, bool check, bool prove,
+                                         uint64_t seed, int threads,
+                                         const std::function<void(const std::string&)>& progress) {
+  std::vector<RuleVerdict> out(rules.size());
+  std::atomic<size_t> next{0};
+  std::mutex progress_mu;
+  size_t done = 0;             // under progress_mu
+  std::exception_ptr failure;  // the first, under progress_mu; rethrown after the join
+  auto work = [&] {
+    for (size_t i = next++; i < rules.size(); i = next++) {
+      try {
+        if (check) out[i].check = check_rule_finite_field(rules[i], rule_check_sizes(), seed);
+        if (prove && (!check || out[i].check.verdict == Verdict::equivalent))
+          out[i].proof = prove_rule(rules[i], axioms());
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        if (!failure) failure = std::current_exception();
+        next = rules.size();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(progress_mu);
+      if (++done % 500 == 0 && progress)
+        progress(fmt::format("rules: checked {} of {}", done, rules.size()));
+    }
+  };
+  const size_t n = std::min<size_t>(
+      rules.size(), threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   return out;
 }
 

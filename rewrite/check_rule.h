@@ -1,11 +1,14 @@
-// Finite-field identity testing of a rule: both sides instantiated at chosen sizes and compared
-// by the equivalence verifier (verify/), uninterpreted operators as seeded random functions.
+// Checking rules: finite-field identity testing of one rule (both sides instantiated at chosen
+// sizes and compared by the equivalence verifier, verify/; uninterpreted operators as seeded
+// random functions), and a list of rules tested and proved in parallel.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "rewrite/prove.h"
 #include "rewrite/rule.h"
 #include "verify/equivalence.h"
 
@@ -23,5 +26,20 @@ struct RuleCheck {
 // Checks `rule` at each instantiation of `sizes` (per rule variable, see instantiation()).
 RuleCheck check_rule_finite_field(const Rule& rule, const std::vector<std::vector<int64_t>>& sizes,
                                   uint64_t seed = 1);
+
+// What the two checks say of one rule; a check not asked for keeps its default (error /
+// not proven).
+struct RuleVerdict {
+  RuleCheck check;
+  ProofResult proof;
+};
+
+// Checks each rule by finite field at rule_check_sizes() (`check`) and proves it from the axioms
+// (`prove`; a rule that failed its check is not proved), each rule on its own, on `threads`
+// threads (0: the cores), verdicts in rule order. `progress` (may be empty) hears a line every
+// 500 rules.
+std::vector<RuleVerdict> check_and_prove(const std::vector<Rule>& rules, bool check, bool prove,
+                                         uint64_t seed, int threads,
+                                         const std::function<void(const std::string&)>& progress);
 
 }  // namespace weft

@@ -4,20 +4,14 @@
 
 #include <fmt/format.h>
 
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <map>
-#include <mutex>
 #include <set>
 #include <tuple>
 
 #include "core/error.h"
-#include "rewrite/axioms.h"
 #include "rewrite/check_rule.h"
-#include "rewrite/prove.h"
 #include "verify/field.h"
 
 namespace weft {
@@ -81,36 +75,24 @@ class Generator {
       return std::make_tuple(a.source.size() + a.target.size(), a.source, a.target) <
              std::make_tuple(b.source.size() + b.target.size(), b.source, b.target);
     });
-    // Each rule is checked and proved on its own: in parallel, results in rule order.
-    std::vector<RuleCheck> checks(out.rules.size());
-    std::vector<ProofVerdict> proofs(out.rules.size(), ProofVerdict::not_proven);
-    std::atomic<int64_t> done{0};
-    std::mutex progress_mu;
-    tbb::parallel_for(size_t{0}, out.rules.size(), [&](size_t i) {
-      out.rules[i].id = static_cast<int>(i);
-      if (options_.check)
-        checks[i] = check_rule_finite_field(out.rules[i], rule_check_sizes(), options_.seed);
-      if (options_.prove && (!options_.check || checks[i].verdict == Verdict::equivalent))
-        proofs[i] = prove_rule(out.rules[i], axioms()).verdict;
-      const int64_t n = ++done;
-      if (options_.progress && n % 500 == 0) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        options_.progress(fmt::format("rules: checked {} of {}", n, out.rules.size()));
-      }
-    });
+    for (size_t i = 0; i < out.rules.size(); ++i) out.rules[i].id = static_cast<int>(i);
+    const std::vector<RuleVerdict> verdicts =
+        check_and_prove(out.rules, options_.check, options_.prove, options_.seed, options_.threads,
+                        options_.progress);
     std::vector<Rule> checked;
     for (size_t i = 0; i < out.rules.size(); ++i) {
       Rule& r = out.rules[i];
       if (options_.check) {
-        if (checks[i].verdict != Verdict::equivalent) {
+        const RuleCheck& c = verdicts[i].check;
+        if (c.verdict != Verdict::equivalent) {
           ++out.counts.rejected;
-          if (options_.progress) options_.progress("rules: dropped, " + checks[i].message);
+          if (options_.progress) options_.progress("rules: dropped, " + c.message);
           continue;
         }
         r.status = RuleStatus::finite_field;
-        r.log2_bound = checks[i].log2_bound;
+        r.log2_bound = c.log2_bound;
       }
-      if (proofs[i] == ProofVerdict::proven) {
+      if (verdicts[i].proof.verdict == ProofVerdict::proven) {
         r.status = RuleStatus::proven;  // keeps its finite-field bound
         ++out.counts.proven;
       } else if (r.status == RuleStatus::finite_field) {

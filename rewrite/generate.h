@@ -20,6 +20,7 @@ struct GenerateOptions {
   uint64_t seed = 1;
   bool check = true;  // finite-field check of every rule kept (else: status unverified)
   bool prove = true;  // Z3 proof from the axioms (rewrite/axioms.h) of every rule kept
+  int threads = 0;    // for the checks and proofs (0: the cores)
   std::function<void(const std::string&)> progress;
 };
 

@@ -20,6 +20,8 @@
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
+// Rules are checked and proved in parallel (oneTBB, one Z3 context per proof).
+WEFT_TEST_TIERS_OF("RuleGenerator.*", "tsan");
 
 namespace weft {
 namespace {

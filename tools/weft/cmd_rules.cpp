@@ -6,12 +6,9 @@
 #include <iostream>
 
 #include "core/source_file.h"
-#include "rewrite/axioms.h"
 #include "rewrite/check_rule.h"
 #include "rewrite/generate.h"
-#include "rewrite/prove.h"
 #include "tools/weft/command.h"
-#include "tools/weft/thread_flags.h"
 
 namespace weft::cli {
 namespace {
@@ -65,18 +62,18 @@ Register reg(
       generate->add_option("-o,--output", *out, "the rule file to write (default: stdout)");
       generate->add_flag("-q,--quiet", *quiet, "no progress lines on stderr");
       auto threads = std::make_shared<int>(0);
-      add_threads_option(*generate, *threads);
+      const char* threads_help = "threads for the checks and proofs (0: the cores)";
+      generate->add_option("--threads", *threads, threads_help)->check(CLI::NonNegativeNumber);
       CLI::App* verify = sub.add_subcommand(
           "verify", "Prove every rule of a file from the axioms (Z3) and test it at fresh sizes");
       verify->add_option("FILE", *file, "rule file")->required();
       verify->add_option("--seed", *seed, "seed of the checks");
       verify->add_option("-o,--output", *out,
                          "write the file again with each rule's status from this check");
-      add_threads_option(*verify, *threads);
+      verify->add_option("--threads", *threads, threads_help)->check(CLI::NonNegativeNumber);
       CLI::App* list = sub.add_subcommand("list", "One line per rule: status, source, target");
       list->add_option("FILE", *file, "rule file")->required();
       return [=]() -> int {
-        ThreadCap cap(*threads);
         if (generate->parsed()) {
           if (*depth < 1 || *depth > 4 || (*depth == 4 && !*deep))
             throw UserError(fmt::format(
@@ -86,6 +83,7 @@ Register reg(
           options.seed = *seed;
           options.check = !*no_check;
           options.prove = !*no_prove;
+          options.threads = *threads;
           if (!*quiet) options.progress = [](const std::string& l) { std::cerr << l << "\n"; };
           const GenerateResult r = generate_rules(
               default_input_pool(), options,
@@ -112,9 +110,13 @@ Register reg(
           return 0;
         }
         int failed = 0;
-        for (Rule& r : rules) {
-          const RuleCheck c = check_rule_finite_field(r, rule_check_sizes(), *seed);
-          const ProofResult p = prove_rule(r, axioms());
+        const std::vector<RuleVerdict> verdicts =
+            check_and_prove(rules, /*check=*/true, /*prove=*/true, *seed, *threads,
+                            [](const std::string& l) { std::cerr << l << "\n"; });
+        for (size_t i = 0; i < rules.size(); ++i) {
+          Rule& r = rules[i];
+          const RuleCheck& c = verdicts[i].check;
+          const ProofResult& p = verdicts[i].proof;
           if (c.verdict == Verdict::equivalent) {
             r.status =
                 p.verdict == ProofVerdict::proven ? RuleStatus::proven : RuleStatus::finite_field;
