@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
@@ -545,11 +546,17 @@ const std::vector<OperatorAxioms>& operator_axioms() {
 const std::vector<Rule>& axioms() {
   static const std::vector<Rule> all = [] {
     std::vector<Rule> out;
+    // A rewrite row without an entry would be enumerated with nothing to prove its rules from.
+    for (const OpInfo& info : all_ops())
+      WEFT_CHECK(!info.rewrite ||
+                     std::any_of(operator_axioms().begin(), operator_axioms().end(),
+                                 [&](const OperatorAxioms& a) { return a.kind == info.kind; }),
+                 "rewrite row {} has no entry in operator_axioms()", info.name);
     for (const OperatorAxioms& a : operator_axioms()) {
+      WEFT_CHECK(op_info(a.kind).rewrite, "axioms for {}, which is not a rewrite row",
+                 op_kind_name(a.kind));
       const std::string name = fmt::format("<axioms of {}>", op_kind_name(a.kind));
       for (Rule r : parse_rules(a.rules, name)) {
-        WEFT_CHECK(op_info(a.kind).rewrite, "axioms for {}, which is not a rewrite row",
-                   op_kind_name(a.kind));
         r.id = static_cast<int>(out.size());
         out.push_back(std::move(r));
       }

@@ -23,11 +23,10 @@ uint64_t multiset_hash(const std::vector<uint64_t>& hs) {
   return h;
 }
 
-// A candidate as written: which graph is the source, and the input renaming.
+// A candidate as written: which graph is the source.
 struct Oriented {
   const GenGraph* source;
   const GenGraph* target;
-  std::vector<int> perm;
 };
 
 class Generator {
@@ -119,7 +118,7 @@ class Generator {
       if (reads_input(a, static_cast<int>(i)) || reads_input(b, static_cast<int>(i)))
         used.push_back(static_cast<int>(i));
     std::pair<uint64_t, uint64_t> best = {~uint64_t{0}, ~uint64_t{0}};
-    Oriented chosen{&a, &b, identity_};
+    Oriented chosen{&a, &b};
     for (int flip = 0; flip < 2; ++flip) {
       const GenGraph& s = flip ? b : a;
       const GenGraph& t = flip ? a : b;
@@ -147,7 +146,7 @@ class Generator {
             ff::mix64(multiset_hash(ht), sinks_hash(t, ct))};
         if (k < best) {
           best = k;
-          chosen = Oriented{&s, &t, identity_};
+          chosen = Oriented{&s, &t};
         }
       } while (std::next_permutation(order.begin(), order.end()));
     }
@@ -265,34 +264,22 @@ class Generator {
     return order;
   }
 
+  // The rule in the pool's names: the inputs either graph reads, in pool order; source outputs
+  // ordered by their cone, each matched with an unused target output of the same fingerprint.
   Rule write_rule(const Oriented& o) const {
     const size_t np = pool_.inputs.size();
     Rule rule;
     rule.provenance = fmt::format("generated:{}", options_.depth);
-    std::vector<std::string> names_s(o.source->num_values()), names_t(o.target->num_values());
-    std::vector<bool> used(np, false);
-    for (const GenGraph* g : {o.source, o.target})
-      for (const GenOp& op : g->ops)
-        for (int x : op.operands)
-          if (x < static_cast<int>(np)) used[x] = true;
-    for (const GenGraph* g : {o.source, o.target})
-      for (int s : g->sinks)
-        if (s < static_cast<int>(np)) used[s] = true;
-    // Input i is written as the pool input perm[i]; listed in the order of those names.
-    std::vector<int> listed;
-    for (size_t i = 0; i < np; ++i)
-      if (used[i]) listed.push_back(static_cast<int>(i));
-    std::sort(listed.begin(), listed.end(), [&](int x, int y) { return o.perm[x] < o.perm[y]; });
-    for (int i : listed) {
-      RuleInput in{pool_.inputs[o.perm[i]].name, {}};
-      for (int d : pool_.inputs[o.perm[i]].dims) in.dims.push_back(pool_.variables[d]);
+    for (size_t i = 0; i < np; ++i) {
+      const int input = static_cast<int>(i);
+      if (!reads_input(*o.source, input) && !reads_input(*o.target, input)) continue;
+      RuleInput in{pool_.inputs[i].name, {}};
+      for (int d : pool_.inputs[i].dims) in.dims.push_back(pool_.variables[d]);
       rule.inputs.push_back(in);
     }
-    // Source outputs ordered by their renamed cone; each matched with an unused target output
-    // of the same fingerprint.
     std::vector<uint64_t> hs, ht;
-    const std::vector<uint64_t> cs = gen_cones(*o.source, np, o.perm, &hs);
-    const std::vector<uint64_t> ct = gen_cones(*o.target, np, o.perm, &ht);
+    const std::vector<uint64_t> cs = gen_cones(*o.source, np, identity_, &hs);
+    const std::vector<uint64_t> ct = gen_cones(*o.target, np, identity_, &ht);
     std::vector<int> out_s = o.source->sinks;
     std::sort(out_s.begin(), out_s.end(), [&](int x, int y) { return cs[x] < cs[y]; });
     std::vector<int> rest_t = o.target->sinks;
@@ -306,26 +293,23 @@ class Generator {
       out_t.push_back(*it);
       rest_t.erase(it);
     }
-    rule.source = side(*o.source, hs, out_s, o.perm);
-    rule.target = side(*o.target, ht, out_t, o.perm);
+    rule.source = side(*o.source, hs, out_s);
+    rule.target = side(*o.target, ht, out_t);
     return rule;
   }
 
+  // One side's canonical statements: ops in canonical order, results named t0, t1, ...
   std::vector<std::string> side(const GenGraph& g, const std::vector<uint64_t>& op_hashes,
-                                const std::vector<int>& outputs,
-                                const std::vector<int>& perm) const {
+                                const std::vector<int>& outputs) const {
     const size_t np = pool_.inputs.size();
     const std::vector<int> order = canonical_order(g, op_hashes, np);
-    // Pool input i is renamed perm[i]: built with the pool's names permuted.
-    InputPool renamed = pool_;
-    for (size_t i = 0; i < np; ++i) renamed.inputs[i].name = pool_.inputs[perm[i]].name;
     std::vector<std::string> names(g.num_values());
-    for (size_t i = 0; i < np; ++i) names[i] = renamed.inputs[i].name;
+    for (size_t i = 0; i < np; ++i) names[i] = pool_.inputs[i].name;
     int fresh = 0;
     for (int i : order)
       for (int r : g.ops[i].results) names[r] = fmt::format("t{}", fresh++);
-    const std::vector<int64_t> sizes = {2, 3, 5, 7};
-    return side_lines(build_program(renamed, g, sizes, outputs, names, order));
+    const std::vector<int64_t> sizes = {2, 3, 5, 7};  // any sizes: the text does not show them
+    return side_lines(build_program(pool_, g, sizes, outputs, names, order));
   }
 
   const InputPool& pool_;

@@ -14,9 +14,6 @@
 namespace weft {
 namespace {
 
-// Sizes a side is instantiated at to read its statements (any sizes its shapes allow).
-const std::vector<int64_t> kReadSizes = {3, 5, 7, 11, 13, 17, 19, 23};
-
 struct Unsupported {
   std::string why;
 };
@@ -85,12 +82,13 @@ class Encoder {
     for (size_t i = 0; i < op.inputs.size(); ++i) domain.push_back(tensor_);
     z3::func_decl f = ctx_.function(name.c_str(), domain, tensor_);
     functions_.emplace(name, f);
-    add_shape_axioms(op, result, f);
+    add_shape_axioms(op, f);
     return f;
   }
 
   // dim(i, f(x, ...)) for rank-2 results, from the operator's shape rule.
-  void add_shape_axioms(const Op& op, size_t result, const z3::func_decl& f) {
+  // Every result of an operator has the same dims (split's parts are equal).
+  void add_shape_axioms(const Op& op, const z3::func_decl& f) {
     z3::expr_vector xs(ctx_);
     for (size_t i = 0; i < op.inputs.size(); ++i)
       xs.push_back(ctx_.constant(fmt::format("x{}", i).c_str(), tensor_));
@@ -128,7 +126,6 @@ class Encoder {
       case OpClass::model:
         break;
     }
-    (void)result;
     for (const z3::expr& fact : facts) shape_axioms_.push_back(z3::forall(xs, fact));
   }
 
@@ -142,7 +139,7 @@ class Encoder {
 // Instantiated sides of a rule: the statements are read from programs at some sizes (which the
 // encoding forgets); only rank-2 tensors are modelled.
 std::pair<Graph, Graph> read_sides(const Rule& rule) {
-  const auto sizes = instantiation(rule, kReadSizes);
+  const auto sizes = instantiation(rule, rule_reading_sizes());
   for (const RuleInput& in : rule.inputs)
     if (in.dims.size() != 2)
       throw Unsupported{

@@ -17,10 +17,6 @@
 namespace weft {
 namespace {
 
-// Sizes a parsed rule is type-checked at: distinct odd primes (a split of a bare variable fails,
-// as it would at some instantiation).
-const std::vector<int64_t> kCheckSizes = {3, 5, 7, 11, 13, 17, 19, 23};
-
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -51,6 +47,11 @@ Graph parse_side(const std::vector<std::string>& lines, const std::string& filen
 }
 
 }  // namespace
+
+const std::vector<int64_t>& rule_reading_sizes() {
+  static const std::vector<int64_t> sizes = {3, 5, 7, 11, 13, 17, 19, 23};
+  return sizes;
+}
 
 const char* rule_status_name(RuleStatus status) {
   switch (status) {
@@ -178,7 +179,7 @@ class RuleFileParser {
     const std::vector<size_t> target_lines = body("end");
     r.source = checked_side(r, header_line, input_lines, source_lines, false);
     r.target = checked_side(r, header_line, input_lines, target_lines, true);
-    const auto sizes = instantiation(r, kCheckSizes);
+    const auto sizes = instantiation(r, rule_reading_sizes());
     const Graph s = instantiate(r, false, sizes), t = instantiate(r, true, sizes);
     bool same = s.outputs.size() == t.outputs.size();
     for (size_t o = 0; same && o < s.outputs.size(); ++o)
@@ -279,7 +280,7 @@ class RuleFileParser {
   std::vector<std::string> checked_side(const Rule& r, size_t header_line,
                                         const std::vector<size_t>& input_lines,
                                         const std::vector<size_t>& stmt_lines, bool target_side) {
-    const std::map<std::string, int64_t> sizes = instantiation(r, kCheckSizes);
+    const std::map<std::string, int64_t> sizes = instantiation(r, rule_reading_sizes());
     // Lines outside this side stay blank so the parser's line numbers are the file's.
     std::vector<std::string> text(stmt_lines.empty() ? input_lines.back() + 1
                                                      : stmt_lines.back() + 1);

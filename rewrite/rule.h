@@ -44,6 +44,11 @@ std::vector<std::string> rule_variables(const Rule& rule);
 // size-1 dim broadcasts, which would let a rule hold only by accident).
 std::map<std::string, int64_t> instantiation(const Rule& rule, const std::vector<int64_t>& sizes);
 
+// Sizes a rule is read and type-checked at where any sizes its shapes allow will do (parsing,
+// the prover's reading of its statements): distinct odd primes, so a split of a bare variable
+// fails here as it would at some instantiation.
+const std::vector<int64_t>& rule_reading_sizes();
+
 // One side as a kernel-level program at the given variable sizes: inputs in rule order (every
 // input, used by the side or not), then the statements. Throws UserError when the sizes do not
 // type-check (a split of an odd size).
