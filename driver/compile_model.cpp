@@ -1,4 +1,4 @@
-// The model compile pipeline as a named list of steps (expand, specialize, partition,
+// The model compile pipeline as a named list of steps (expand, rewrite, specialize, partition,
 // superoptimize, replace), each a function of the state the earlier steps leave.
 #include "driver/compile_model.h"
 
@@ -15,6 +15,7 @@
 #include "model/deduce.h"
 #include "model/expand.h"
 #include "model/printer.h"
+#include "rewrite/default_rules.h"
 #include "search/stats.h"
 
 namespace weft {
@@ -51,6 +52,17 @@ struct Pending {
 
 void expand_step(CompileState& s) {
   s.module = expand_composites(s.module, s.prover);
+}
+
+void rewrite_step(CompileState& s) {
+  ModelRewriteOptions options = s.options.rewrite;
+  if (options.mode == RewriteMode::none) return;
+  options.target = s.target.name;
+  if (!s.options.bindings.empty()) options.at = s.options.bindings.front();
+  options.progress = s.options.progress;
+  s.result.rewrites = rewrite_model(
+      s.module, s.options.rules.empty() ? default_rules() : s.options.rules, options, s.prover);
+  s.module = s.result.rewrites.module;
 }
 
 void specialize_step(CompileState& s) {
@@ -239,8 +251,11 @@ struct Step {
 };
 
 const Step kSteps[] = {
-    {"expand", expand_step},       {"specialize", specialize_step},
-    {"partition", partition_step}, {"superoptimize", superoptimize_step},
+    {"expand", expand_step},
+    {"rewrite", rewrite_step},
+    {"specialize", specialize_step},
+    {"partition", partition_step},
+    {"superoptimize", superoptimize_step},
     {"replace", replace_step},
 };
 

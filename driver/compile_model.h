@@ -1,4 +1,5 @@
-// Compiling a model, a named list of steps: composites expanded (expand), entry functions
+// Compiling a model, a named list of steps: composites expanded (expand), generated rules applied
+// by cost (rewrite, rewrite/model_rewrite.h; off unless asked for), entry functions
 // specialized at the given shape bindings (specialize, model/specialize.h), the specialized
 // functions partitioned into regions (partition, driver/partition_module.h), each region
 // superoptimized with a share of the time budget or served from the disk cache (superoptimize,
@@ -14,6 +15,8 @@
 #include "driver/partition_module.h"
 #include "model/module.h"
 #include "model/specialize.h"
+#include "rewrite/model_rewrite.h"
+#include "rewrite/rule.h"
 #include "search/config.h"
 
 namespace weft {
@@ -23,7 +26,7 @@ namespace weft {
 // search's own for one program (time_budget_s in search/config_fields.def).
 inline constexpr double kModelCompileTimeBudgetS = 60;
 
-// The steps in order: expand, specialize, partition, superoptimize, replace.
+// The steps in order: expand, rewrite, specialize, partition, superoptimize, replace.
 const std::vector<std::string>& model_compile_steps();
 
 struct ModelCompileOptions {
@@ -35,6 +38,15 @@ struct ModelCompileOptions {
     config.time_budget_s = kModelCompileTimeBudgetS;
     return config;
   }();
+  // The rewrite step: mode none (the default: on the corpus it finds no win until weight-only
+  // subgraphs are folded, docs/rewrites.md) or backtrack, with `rules` (empty: the default set).
+  // Its target is the compile's and its sizes the first binding's.
+  ModelRewriteOptions rewrite = [] {
+    ModelRewriteOptions r;
+    r.mode = RewriteMode::none;
+    return r;
+  }();
+  std::vector<Rule> rules;
   int max_region_ops = kDefaultMaxRegionOps;  // PartitionOptions::max_region_ops
   std::string cache_dir;                      // empty: no cache
   // false: each region becomes its own µGraph unsearched and uncached (with max_region_ops 1,
@@ -68,6 +80,7 @@ struct ModelCompileResult {
   Module module;  // deduced; passes check_module (when every step ran)
   std::vector<Specialization> specializations;
   std::vector<std::string> skipped;  // entry functions a binding did not specialize
+  ModelRewriteResult rewrites;       // the rewrite step's (no functions when it was off)
   std::vector<CompiledRegion> regions;
   int cache_hits = 0, searched = 0;
   std::vector<std::string> warnings;  // unreadable cache entries

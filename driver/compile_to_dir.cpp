@@ -15,6 +15,7 @@
 #include "ir/printer.h"
 #include "model/printer.h"
 #include "model/specialize.h"
+#include "rewrite/default_rules.h"
 #include "runtime/build_cache.h"
 
 namespace weft {
@@ -95,6 +96,23 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
     e["search_s"] = std::round(c.search_s * 1e3) / 1e3;
     j["regions"].push_back(e);
   }
+  j["rewrite"] = nlohmann::ordered_json::array();
+  for (const FunctionRewrite& f : r.rewrites.functions) {
+    nlohmann::ordered_json e;
+    e["function"] = f.function;
+    e["rewrites"] = nlohmann::ordered_json::array();
+    for (const RewriteStep& st : f.steps)
+      e["rewrites"].push_back({{"rule", st.rule}, {"reversed", st.reverse}, {"at", st.at}});
+    e["kernels_before"] = f.kernels_before;
+    e["kernels_after"] = f.kernels_after;
+    e["predicted_before_us"] = us(f.before_s);
+    e["predicted_after_us"] = us(f.after_s);
+    e["graphs"] = f.graphs;
+    e["stop"] = stop_reason_name(f.stop);
+    if (!f.rejected.empty()) e["not_used"] = f.rejected;
+    e["search_s"] = f.search_s;
+    j["rewrite"].push_back(e);
+  }
   j["totals"] = {{"regions", r.regions.size()},
                  {"compiled", compiled},
                  {"kernels_before", before},
@@ -169,6 +187,8 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
   mco.search.time_budget_s = options.time_budget_s;
   mco.search.state_budget = options.state_budget;
   mco.max_region_ops = options.max_region_ops;
+  mco.rewrite.mode = options.rewrite;
+  if (!options.rules.empty()) mco.rules = load_rules(options.rules);
   if (!options.no_cache)
     mco.cache_dir = options.cache_dir.empty()
                         ? (fs::path(default_cache_directory("")) / "regions").string()

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "exec/vm.h"
 #include "ir/expand_composites.h"
+#include "model/evaluate_at.h"
 #include "search/partition.h"
 
 namespace weft {
@@ -56,14 +56,6 @@ std::vector<int> operand_ranks(const Binding& b, const std::map<std::string, MTy
     ranks.push_back(it == types.end() ? 0 : it->second.rank);
   }
   return ranks;
-}
-
-std::map<std::string, MType> value_types(const Function& f) {
-  std::map<std::string, MType> types;
-  for (const Param& p : f.params) types[p.name] = p.type;
-  for (const Block& blk : f.blocks)
-    for (const Binding& b : blk.bindings) types[b.var] = b.type;
-  return types;
 }
 
 void partition_function(const Function& f, const PartitionOptions& options,
@@ -146,17 +138,6 @@ void partition_function(const Function& f, const PartitionOptions& options,
   }
 }
 
-std::optional<TensorType> concrete(const MType& t) {
-  if (!t.is_tensor() || !t.dims) return std::nullopt;
-  Shape shape;
-  for (const SymExpr& d : *t.dims) {
-    auto c = d.as_constant();
-    if (!c) return std::nullopt;
-    shape.push_back(*c);
-  }
-  return TensorType{t.dtype, shape};
-}
-
 }  // namespace
 
 std::vector<ModelRegion> partition_module(const Module& module, const PartitionOptions& options) {
@@ -200,14 +181,14 @@ std::optional<Graph> region_graph(const Module& module, const ModelRegion& regio
   std::map<std::string, ValueId> ids;
   for (size_t i = 0; i < region.inputs.size(); ++i) {
     const std::string& v = region.inputs[i];
-    auto t = concrete(types.at(v));
+    auto t = tensor_type_at(types.at(v), {});
     if (!t) return fail(fmt::format("'{}' has type {}, not a fixed shape", v, types.at(v).str()));
     ids[v] = gb.add_input(fmt::format("x{}", i), *t);
   }
   int next = 0;
   for (int i : region.bindings) {
     const Binding& b = blk.bindings[static_cast<size_t>(i)];
-    auto t = concrete(b.type);
+    auto t = tensor_type_at(b.type, {});
     if (!t) return fail(fmt::format("'{}' has type {}, not a fixed shape", b.var, b.type.str()));
     std::vector<ValueId> args;
     for (const std::string& a : b.call.args) args.push_back(ids.at(a));

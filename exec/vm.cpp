@@ -377,27 +377,6 @@ const Program& Vm::ugraph_program(const Graph& g) {
   return *program;
 }
 
-Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLoc& loc) {
-  Attrs out;
-  auto eval = [&](const SymExpr& e) {
-    SymEvalResult r = try_evaluate(e, heap);
-    if (!r.value) throw UserError(loc, fmt::format("cannot evaluate {}: {}", e.str(), r.error));
-    return *r.value;
-  };
-  for (const auto& [name, value] : attrs) {
-    if (auto* e = std::get_if<SymExpr>(&value))
-      out.set(name, eval(*e));
-    else if (auto* r = std::get_if<Rational>(&value))
-      out.set(name, *r);
-    else {
-      std::vector<int64_t> list;
-      for (const SymExpr& x : std::get<std::vector<SymExpr>>(value)) list.push_back(eval(x));
-      out.set(name, list);
-    }
-  }
-  return out;
-}
-
 namespace {
 
 VmValue tensor_value(Tensor<double> t) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "model/evaluate_at.h"
 #include "model/module.h"
 #include "model/plan.h"
 #include "runtime/program.h"
@@ -190,10 +191,6 @@ class Vm {
 // f32), not yet stored in the result's dtype. UserError at the call for bad data.
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
                              const SymBinding& heap, bool cpu_library = true);
-
-// A binding's model attributes as the table's: symbolic values evaluated at `heap`. Throws
-// UserError at `loc` when one cannot be.
-Attrs evaluate_attrs(const MAttrs& attrs, const SymBinding& heap, const SourceLoc& loc);
 
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the
 // value in errors ("match_cast of 'y'", "parameter 'x'"). Throws UserError at `loc` on mismatch.

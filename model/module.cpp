@@ -54,6 +54,14 @@ bool operator==(const IfBranch& a, const IfBranch& b) {
   return a.bindings == b.bindings && a.result == b.result;
 }
 
+std::map<std::string, MType> value_types(const Function& f) {
+  std::map<std::string, MType> types;
+  for (const Param& p : f.params) types[p.name] = p.type;
+  for (const Block& blk : f.blocks)
+    for (const Binding& b : blk.bindings) types[b.var] = b.type;
+  return types;
+}
+
 std::vector<std::string> reads_of(const Call& c) {
   std::vector<std::string> out = c.args;
   for (const IfBranch& br : c.branches) {

@@ -133,6 +133,9 @@ struct Module {
 
 bool operator==(const Module& a, const Module& b);
 
+// The type of every parameter and top-level binding of `f`, by name.
+std::map<std::string, MType> value_types(const Function& f);
+
 std::string_view call_kind_name(CallKind kind);
 
 }  // namespace weft

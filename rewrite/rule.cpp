@@ -281,14 +281,32 @@ class RuleFileParser {
                                         const std::vector<size_t>& input_lines,
                                         const std::vector<size_t>& stmt_lines, bool target_side) {
     const std::map<std::string, int64_t> sizes = instantiation(r, rule_reading_sizes());
-    // Lines outside this side stay blank so the parser's line numbers are the file's.
-    std::vector<std::string> text(stmt_lines.empty() ? input_lines.back() + 1
-                                                     : stmt_lines.back() + 1);
-    text[header_line] = fmt::format("program rule{}_{}", r.id, target_side ? "target" : "source");
-    for (size_t i = 0; i < input_lines.size(); ++i)
-      text[input_lines[i]] = input_line(r.inputs[i], sizes);
-    for (size_t l : stmt_lines) text[l] = lines_[l];
-    const Graph g = parse_side(text, filename_);
+    // Read from this side's lines alone (a file of thousands of rules reads in linear time);
+    // a side with a mistake is read again with the lines outside it blank, so the parser's error
+    // is at the file's line.
+    auto side_text = [&](bool at_file_lines) {
+      std::vector<std::string> text;
+      if (at_file_lines)
+        text.resize(stmt_lines.empty() ? input_lines.back() + 1 : stmt_lines.back() + 1);
+      auto put = [&](size_t line, std::string s) {
+        if (at_file_lines)
+          text[line] = std::move(s);
+        else
+          text.push_back(std::move(s));
+      };
+      put(header_line, fmt::format("program rule{}_{}", r.id, target_side ? "target" : "source"));
+      for (size_t i = 0; i < input_lines.size(); ++i)
+        put(input_lines[i], input_line(r.inputs[i], sizes));
+      for (size_t l : stmt_lines) put(l, lines_[l]);
+      return text;
+    };
+    Graph g;
+    try {
+      g = parse_side(side_text(false), filename_);
+    } catch (const UserError&) {
+      g = parse_side(side_text(true), filename_);
+      WEFT_CHECK(false, "rule {}: a side that fails alone parsed at the file's lines", r.id);
+    }
     if (g.outputs.empty()) {
       at_ = stmt_lines.empty() ? header_line : stmt_lines.back();
       fail(0, fmt::format("the {} has no `output` line", target_side ? "target" : "source"));

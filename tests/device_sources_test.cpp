@@ -29,7 +29,7 @@ std::vector<std::string> tree_files() {
   std::vector<std::string> out;
   for (const auto& [dir, ext] :
        {std::pair{"codegen/cuda/device", ".cuh"}, std::pair{"codegen/cpu/support", ".h"},
-        std::pair{"mpk/device", ".cuh"}})
+        std::pair{"mpk/device", ".cuh"}, std::pair{"rewrite/rules", ".rules"}})
     for (const auto& e : std::filesystem::directory_iterator(source_path(dir)))
       if (e.path().extension() == ext)
         out.push_back(std::string(dir) + "/" + e.path().filename().string());

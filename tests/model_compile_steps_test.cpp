@@ -33,8 +33,9 @@ ModelCompileOptions unsearched(const std::string& stop_after) {
 }
 
 TEST(ModelCompileSteps, TheStepsInOrder) {
-  EXPECT_EQ(model_compile_steps(), (std::vector<std::string>{"expand", "specialize", "partition",
-                                                             "superoptimize", "replace"}));
+  EXPECT_EQ(model_compile_steps(),
+            (std::vector<std::string>{"expand", "rewrite", "specialize", "partition",
+                                      "superoptimize", "replace"}));
 }
 
 TEST(ModelCompileSteps, EachStepLeavesTheModuleItsTextShows) {
@@ -63,7 +64,7 @@ TEST(ModelCompileSteps, AnUnknownStepIsAUserErrorNamingTheSteps) {
     compile_model(m, prover, unsearched("lower"));
     FAIL() << "no error";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("expand, specialize, partition, superoptimize, replace"),
+    EXPECT_NE(e.message().find("expand, rewrite, specialize, partition, superoptimize, replace"),
               std::string::npos)
         << e.message();
   }

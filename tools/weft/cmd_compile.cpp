@@ -146,6 +146,14 @@ static Register reg(
                      "Models: operators per region")
           ->check(CLI::Range(1, 1000))
           ->capture_default_str();
+      auto rewrite = std::make_shared<std::string>("none");
+      sub.add_option("--rewrite", *rewrite,
+                     "Models: apply generated rewrite rules before partitioning: none or "
+                     "backtrack (docs/rewrites.md)")
+          ->check(CLI::IsMember({"none", "backtrack"}))
+          ->capture_default_str();
+      sub.add_option("--rules", model->options.rules,
+                     "Models: the rule file of --rewrite (default: the rules weft ships)");
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
       sub.add_option("-o,--output", *out_dir,
                      "Directory for NAME.plan and NAME.cpp (CPU) or NAME.cu (GPU), or the "
@@ -166,6 +174,7 @@ static Register reg(
           ModelArgs args = *model;
           args.options.target = *target;
           args.options.no_build = *no_build;
+          args.options.rewrite = rewrite_mode_from_name(*rewrite);
           args.options.stop_after = *print_after;
           return compile_model_file(*file, *out_dir, args);
         }

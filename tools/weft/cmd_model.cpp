@@ -1,5 +1,6 @@
-// `weft model check | print | plan | partition | run | import FILE`: the model layer's commands
-// (docs/model-format.md); FILE may be an ONNX model (.onnx), imported first (docs/onnx.md).
+// `weft model check | print | plan | partition | run | import | rewrite FILE`: the model layer's
+// commands (docs/model-format.md); FILE may be an ONNX model (.onnx), imported first
+// (docs/onnx.md).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include "model/plan.h"
 #include "model/printer.h"
 #include "onnx/import.h"
+#include "rewrite/default_rules.h"
+#include "rewrite/model_rewrite.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
 #include "tools/weft/thread_flags.h"
@@ -41,7 +44,7 @@ std::string compiled_step_text(const weft::Module& m, weft::SymProver& prover,
 }
 
 weft::cli::Register reg(
-    "model", "Model files: check, print, plan, partition, run, import", [](CLI::App& sub) {
+    "model", "Model files: check, print, plan, partition, run, import, rewrite", [](CLI::App& sub) {
       sub.require_subcommand(1);
       auto file = std::make_shared<std::string>();
       auto no_types = std::make_shared<bool>(false);
@@ -56,7 +59,7 @@ weft::cli::Register reg(
       auto print_binds = std::make_shared<std::vector<std::string>>();
       print->add_option("--print-after", *print_after,
                         "print the module after this step of the model compile instead: expand, "
-                        "specialize or partition (the search's steps: weft compile MODEL "
+                        "rewrite, specialize or partition (the search's steps: weft compile MODEL "
                         "--print-after STEP)");
       print->add_option(
           "--bind", *print_binds,
@@ -121,7 +124,35 @@ weft::cli::Register reg(
       import->add_option("-o,--output", *out_wmod,
                          "the .wmod to write (its weights go to the same path with .npz); default: "
                          "print the module, write no weights");
-      for (CLI::App* c : {check, print, plan, partition, run, import})
+      CLI::App* rewrite = sub.add_subcommand(
+          "rewrite",
+          "Rewrite a model with generated rules (TASO, docs/rewrites.md): the module after "
+          "composites are expanded and rules applied, and a line per function on stderr");
+      rewrite->add_option("FILE", *file, "model file (.wmod or .onnx)")->required();
+      auto rw = std::make_shared<weft::ModelRewriteOptions>();
+      auto rules_path = std::make_shared<std::string>("default");
+      auto rw_bind = std::make_shared<std::string>();
+      auto rw_mode = std::make_shared<std::string>("backtrack");
+      rewrite->add_option("-o,--output", *out_wmod, "the .wmod to write (default: print it)");
+      rewrite
+          ->add_option("--rules", *rules_path,
+                       "rule file (`weft rules generate`); default: the rules weft ships")
+          ->capture_default_str();
+      rewrite->add_option("--mode", *rw_mode, "none or backtrack")->capture_default_str();
+      rewrite->add_option("--bind", *rw_bind,
+                          "sizes to predict and check at, NAME=VALUE,... (others: 64, or less "
+                          "where bounded)");
+      rewrite->add_option("--time-budget", rw->time_budget_s, "seconds over the model (0: none)")
+          ->capture_default_str();
+      rewrite->add_option("--states", rw->state_budget, "graphs per function (0: unlimited)")
+          ->capture_default_str();
+      rewrite
+          ->add_option("--alpha", rw->alpha,
+                       "graphs up to this factor slower than the best stay in the search")
+          ->capture_default_str();
+      rewrite->add_option("--target", rw->target, "whose cost model judges (see `weft targets`)")
+          ->capture_default_str();
+      for (CLI::App* c : {check, print, plan, partition, run, import, rewrite})
         c->add_option("--bound", *bounds, weft::cli::bound_help());
       return [=]() -> int {
         auto vm_options = [&] {
@@ -156,6 +187,24 @@ weft::cli::Register reg(
           weft::write_npz(npz, model.imported->weights);
           std::cout << fmt::format("{}: {}; {} weights in {}\n", *out_wmod, weft::module_summary(m),
                                    model.imported->weights.size(), npz);
+          return 0;
+        }
+        if (rewrite->parsed()) {
+          weft::ModelRewriteOptions options = *rw;
+          options.mode = weft::rewrite_mode_from_name(*rw_mode);
+          if (!rw_bind->empty()) options.at = weft::cli::parse_binding(*rw_bind, m);
+          options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+          const std::vector<weft::Rule> rules = weft::load_rules(*rules_path);
+          weft::ModelRewriteResult r =
+              weft::rewrite_model(weft::expand_composites(m, prover), rules, options, prover);
+          std::cerr << weft::rewrite_summary(r);
+          if (out_wmod->empty()) {
+            std::cout << weft::print_module(r.module);
+          } else {
+            std::ofstream(*out_wmod) << weft::print_module(r.module);
+            std::cout << fmt::format("{}: {}; {} rewrite(s)\n", *out_wmod,
+                                     weft::module_summary(r.module), r.rewrites());
+          }
           return 0;
         }
         if (check->parsed()) {

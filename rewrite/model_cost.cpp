@@ -1,0 +1,101 @@
+// Per-operator predicted time of a model function, cached per operator, attributes and shapes.
+#include "rewrite/model_cost.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "cost/cost_model.h"
+#include "ir/graph.h"
+#include "model/evaluate_at.h"
+#include "model/specialize.h"
+#include "sym/rewrite.h"
+
+namespace weft {
+
+namespace {
+
+std::string value_text(const AttrValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* r = std::get_if<Rational>(&v)) return r->str();
+  return fmt::format("[{}]", fmt::join(std::get<std::vector<int64_t>>(v), ","));
+}
+
+}  // namespace
+
+ModelCost::Entry ModelCost::entry(const Binding& b, const std::map<std::string, MType>& types) {
+  if (b.call.kind != CallKind::op) return {};
+  auto kind = op_by_name(b.call.callee);
+  if (!kind || !(op_info(*kind).levels & kAtKernel)) return {};
+  try {
+    GraphBuilder gb(Level::kernel, "op");
+    std::vector<ValueId> ids;
+    std::string key = b.call.callee;
+    for (const std::string& a : b.call.args) {
+      auto t = tensor_type_at(types.at(a), at_);
+      if (!t) return {};
+      key += " " + t->str();
+      ids.push_back(gb.add_input(fmt::format("x{}", ids.size()), *t));
+    }
+    const Attrs attrs = evaluate_attrs(b.call.attrs, at_, b.call.loc);
+    for (const auto& [name, value] : attrs.entries())
+      key += fmt::format(" {}={}", name, value_text(value));
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    for (ValueId out : gb.add_op(*kind, ids, attrs)) gb.add_output(out);
+    const CostReport report = predict(std::move(gb).finish(), target_);
+    Entry e{report.total_s, report.kernel_launches()};
+    cache_[key] = e;
+    return e;
+  } catch (const UserError&) {
+    return {};  // not a kernel at this binding: nothing a rule changes
+  }
+}
+
+double ModelCost::binding_s(const Binding& b, const std::map<std::string, MType>& types) {
+  return entry(b, types).seconds;
+}
+
+ModelCost::Entry ModelCost::totals(const Function& f) {
+  const std::map<std::string, MType> types = value_types(f);
+  Entry total;
+  for (const Block& blk : f.blocks)
+    for (const Binding& b : blk.bindings) {
+      const Entry e = entry(b, types);
+      total.seconds += e.seconds;
+      total.kernels += e.kernels;
+    }
+  return total;
+}
+
+double ModelCost::function_s(const Function& f) {
+  return totals(f).seconds;
+}
+
+int ModelCost::kernels(const Function& f) {
+  return totals(f).kernels;
+}
+
+SymBinding representative_binding(const Function& f, const SymBinding& given, int64_t fallback) {
+  SymBinding at;
+  auto visit = [&](const SymExpr& e) {
+    map_variables(e, [&](const SymVar& v) -> SymExpr {
+      if (at.count(v.name())) return v;
+      if (auto it = given.find(v.name()); it != given.end())
+        at[v.name()] = it->second;
+      else
+        at[v.name()] = std::max(v.lo(), std::min(v.hi().value_or(fallback), fallback));
+      return v;
+    });
+  };
+  for (const Param& p : f.params)
+    if (p.type.dims)
+      for (const SymExpr& d : *p.type.dims) visit(d);
+  for (const Block& blk : f.blocks)
+    for (const Binding& b : blk.bindings)
+      if (b.type.dims)
+        for (const SymExpr& d : *b.type.dims) visit(d);
+  return at;
+}
+
+}  // namespace weft

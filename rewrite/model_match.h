@@ -1,0 +1,51 @@
+// Finding a rule side in a model function (TASO's pattern match): each pattern operator mapped to
+// a binding of one block with the same operator and attributes, operands consistent, the rule's
+// variables bound to dims the prover shows consistent, and no intermediate value read outside the
+// match. A rule over [n, m] inputs also matches tensors with more leading dims (the same number
+// for every value of the match: each leading index is one instance of the rule), axes shifted.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/module.h"
+#include "rewrite/pattern.h"
+#include "sym/prove.h"
+
+namespace weft {
+
+// Where a function's values are defined and read: what matching and rewriting look up.
+struct FunctionIndex {
+  struct Site {
+    int block = -1;  // -1: a parameter
+    int binding = -1;
+  };
+  std::map<std::string, Site> defined;
+  // The top-level bindings reading each value (an if reads what its arms read), in order.
+  std::map<std::string, std::vector<Site>> readers;
+  // item bindings of each tuple value: index -> item values.
+  std::map<std::string, std::map<int64_t, std::vector<std::string>>> items;
+  // Table-operator bindings of each operator, in program order.
+  std::map<OpKind, std::vector<Site>> by_kind;
+  std::map<std::string, MType> types;
+  std::string result;
+};
+FunctionIndex index_function(const Function& f);
+
+struct RewriteMatch {
+  int block = 0;
+  int lift = 0;                     // leading dims beyond the rule's
+  std::vector<std::string> inputs;  // the model value of each rule input
+  std::vector<int> ops;             // the binding of each pattern op
+  std::vector<int> items;           // item bindings of multi-result pattern ops
+  // The model value of each pattern output ("" for an unread result of a multi-result op).
+  std::vector<std::string> outputs;
+};
+
+// Every match of `pattern` in `f`, in a deterministic order.
+std::vector<RewriteMatch> find_matches(const Function& f, const FunctionIndex& index,
+                                       const Pattern& pattern, SymProver& prover);
+
+}  // namespace weft

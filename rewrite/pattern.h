@@ -1,0 +1,43 @@
+// One side of a rewrite rule as a pattern over a model function: the rule's inputs (their dims
+// the rule's variables), its operators in order with their operands, and its outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/ops.h"
+#include "rewrite/rule.h"
+
+namespace weft {
+
+// A value of a pattern: rule input `index`, or result `result` of pattern op `index`.
+struct PatternRef {
+  bool input = false;
+  int index = 0;
+  int result = 0;
+  friend bool operator==(const PatternRef&, const PatternRef&) = default;
+};
+
+struct PatternOp {
+  OpKind kind = OpKind::add;
+  Attrs attrs;  // completed with defaults, dims non-negative at the rule's rank
+  std::vector<PatternRef> operands;
+  std::vector<int> result_ranks;
+};
+
+struct Pattern {
+  std::vector<std::vector<std::string>> input_dims;  // per rule input, a variable per dim
+  std::vector<PatternOp> ops;                        // a topological order
+  std::vector<PatternRef> outputs;
+  int rank(const PatternRef& r) const;
+};
+
+// The side `target_side` of `rule` (read at rule_reading_sizes()).
+Pattern rule_pattern(const Rule& rule, bool target_side);
+
+// Whether a table attribute names an axis of the operand (`dim`): it moves when a rule is applied
+// to tensors with more leading dims than the rule's inputs.
+bool axis_attribute(const std::string& name);
+
+}  // namespace weft

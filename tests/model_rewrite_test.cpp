@@ -1,0 +1,258 @@
+// Rules applied to model functions (rewrite/model_*.h): a rule over [n, m] matches tensors with
+// leading dims, intermediate values read elsewhere block a match, multi-result rules deduce
+// through tuples, the search picks the cheaper graph, a wrong rule is caught by the finite-field
+// check, and the rewritten function computes what the original does on the VM.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include "core/target.h"
+#include "exec/vm.h"
+#include "model/deduce.h"
+#include "model/parser.h"
+#include "rewrite/default_rules.h"
+#include "rewrite/model_apply.h"
+#include "rewrite/model_match.h"
+#include "rewrite/model_rewrite.h"
+#include "rewrite/pattern.h"
+#include "tests/test_util.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+
+namespace weft {
+namespace {
+
+// x w + x v = x (w + v); the merged projections of one input.
+const char* kRules = R"(rule 0 unverified from hand
+input a: [n, m]
+input w: [m, k]
+input v: [m, k]
+source
+  t0 = matmul(a, w)
+  t1 = matmul(a, v)
+  t2 = add(t0, t1)
+  output t2
+target
+  t0 = add(w, v)
+  t1 = matmul(a, t0)
+  output t1
+end
+
+rule 1 unverified from hand
+input a: [n, m]
+input w: [m, k]
+input v: [m, k]
+source
+  t0 = matmul(a, w)
+  t1 = matmul(a, v)
+  output t0
+  output t1
+target
+  t0 = concat(w, v, dim=1)
+  t1 = matmul(a, t0)
+  t2, t3 = split(t1, dim=1, parts=2)
+  output t2
+  output t3
+end
+)";
+
+// Two projections of x added, batched: the rule's [n, m] matches [b, n, 64] (one leading dim).
+const char* kBatched = R"(module batched
+sym 1 <= b <= 8, 1 <= n <= 64
+
+fn main(x: f32[b, n, 16], w1: f32[1, 16, 8], w2: f32[1, 16, 8], c: f32[b, n, 8]) -> f32[b, n, 8] {
+  dataflow {
+    p = matmul(x, w1)
+    q = matmul(x, w2)
+    s = add(p, q)
+    o = mul(s, c)
+  }
+  return o
+}
+)";
+
+Module parse(const std::string& text, SymProver& prover) {
+  return parse_module(text, "test.wmod", prover);
+}
+
+VmValue varied(Shape shape, double seed) {
+  Tensor<double> t(shape, 0.0);
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = std::sin(seed + 0.37 * static_cast<double>(i));
+  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+}
+
+std::vector<double> run_main(const Module& m, const std::vector<VmValue>& args) {
+  Vm vm(m);
+  return vm.run("main", args).tensor()->data;
+}
+
+TEST(ModelRewrite, ARankTwoRuleMatchesTensorsWithLeadingDims) {
+  SymProver prover;
+  const Module m = parse(kBatched, prover);
+  const std::vector<Rule> rules = parse_rules(kRules, "rules");
+  const Function& f = m.functions[0];
+  const FunctionIndex index = index_function(f);
+  const std::vector<RewriteMatch> found =
+      find_matches(f, index, rule_pattern(rules[0], false), prover);
+  ASSERT_EQ(found.size(), 2u);  // add commutes: (x w1) + (x w2) and (x w2) + (x w1)
+  EXPECT_EQ(found[1].inputs, (std::vector<std::string>{"x", "w2", "w1"}));
+  EXPECT_EQ(found[0].lift, 1);
+  EXPECT_EQ(found[0].inputs, (std::vector<std::string>{"x", "w1", "w2"}));
+  EXPECT_EQ(found[0].outputs, (std::vector<std::string>{"s"}));
+  int fresh = 0;
+  auto applied = apply_match(f, index, found[0], rule_pattern(rules[0], true), prover, fresh);
+  ASSERT_TRUE(applied);
+  Module rewritten = m;
+  rewritten.functions[0] = applied->function;
+  EXPECT_NO_THROW(check_module(rewritten, prover));
+  ASSERT_EQ(applied->function.blocks[0].bindings.size(), 3u);
+  EXPECT_EQ(applied->function.blocks[0].bindings[0].call.callee, "add");
+  EXPECT_EQ(applied->function.blocks[0].bindings[1].var, "s");
+}
+
+TEST(ModelRewrite, AnIntermediateReadOutsideTheMatchBlocksIt) {
+  SymProver prover;
+  std::string text = kBatched;
+  text.replace(text.find("o = mul(s, c)"), 13, "o = mul(s, p)");
+  const Module m = parse(text, prover);
+  const std::vector<Rule> rules = parse_rules(kRules, "rules");
+  const Function& f = m.functions[0];
+  EXPECT_TRUE(find_matches(f, index_function(f), rule_pattern(rules[0], false), prover).empty());
+}
+
+TEST(ModelRewrite, AMultiResultRuleBindsItsResultsAsItemsOfATuple) {
+  SymProver prover;
+  const Module m = parse(kBatched, prover);
+  const std::vector<Rule> rules = parse_rules(kRules, "rules");
+  const Function& f = m.functions[0];
+  const FunctionIndex index = index_function(f);
+  const std::vector<RewriteMatch> found =
+      find_matches(f, index, rule_pattern(rules[1], false), prover);
+  ASSERT_FALSE(found.empty());
+  int fresh = 0;
+  auto applied = apply_match(f, index, found[0], rule_pattern(rules[1], true), prover, fresh);
+  ASSERT_TRUE(applied);
+  Module rewritten = m;
+  rewritten.functions[0] = applied->function;
+  EXPECT_NO_THROW(check_module(rewritten, prover));
+  int matmuls = 0, items = 0;
+  for (const Binding& b : applied->function.blocks[0].bindings) {
+    matmuls += b.call.callee == "matmul";
+    items += b.call.kind == CallKind::item;
+  }
+  EXPECT_EQ(matmuls, 1);
+  EXPECT_EQ(items, 2);
+  const RewriteCheck check =
+      check_rewritten_function(f, applied->function, applied->renamed, {{"b", 2}, {"n", 5}}, 1);
+  EXPECT_EQ(check.verdict, Verdict::equivalent) << check.message;
+  EXPECT_EQ(check.changed, 2);
+}
+
+TEST(ModelRewrite, TheSearchTakesTheCheaperGraphAndItComputesTheSame) {
+  SymProver prover;
+  const Module m = parse(kBatched, prover);
+  ModelRewriteOptions options;
+  options.target = "h100";
+  const ModelRewriteResult r = rewrite_model(m, parse_rules(kRules, "rules"), options, prover);
+  ASSERT_EQ(r.functions.size(), 1u);
+  const FunctionRewrite& f = r.functions[0];
+  ASSERT_EQ(f.steps.size(), 1u) << rewrite_summary(r);
+  EXPECT_EQ(f.steps[0].rule, 0);
+  EXPECT_LT(f.after_s, f.before_s);
+  EXPECT_EQ(f.kernels_before, 4);
+  EXPECT_EQ(f.kernels_after, 3);
+  EXPECT_EQ(f.check.verdict, Verdict::equivalent);
+  EXPECT_NO_THROW(check_module(r.module, prover));
+  const std::vector<VmValue> args = {varied({2, 5, 16}, 0.1), varied({1, 16, 8}, 1.3),
+                                     varied({1, 16, 8}, 2.9), varied({2, 5, 8}, 4.4)};
+  const std::vector<double> want = run_main(m, args), got = run_main(r.module, args);
+  double largest = 0;
+  for (double v : want) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.1);  // not a trivially zero result
+  ASSERT_EQ(got.size(), want.size());
+  // Values are stored in f32: the reassociated sum rounds differently in the last place.
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+}
+
+TEST(ModelRewrite, AWrongRuleIsCaughtByTheFiniteFieldCheck) {
+  SymProver prover;
+  const Module m = parse(kBatched, prover);
+  std::string wrong = kRules;
+  wrong.replace(wrong.find("t0 = add(w, v)"), 14, "t0 = add(w, w)");
+  ModelRewriteOptions options;
+  options.target = "h100";
+  const ModelRewriteResult r = rewrite_model(m, parse_rules(wrong, "rules"), options, prover);
+  const FunctionRewrite& f = r.functions[0];
+  EXPECT_TRUE(f.steps.empty());
+  EXPECT_EQ(f.check.verdict, Verdict::not_equivalent);
+  EXPECT_NE(f.rejected.find("finite-field check failed"), std::string::npos) << f.rejected;
+  EXPECT_EQ(r.module, m);
+}
+
+TEST(ModelRewrite, TheDefaultRulesRewriteDistributivityAndExponentials) {
+  SymProver prover;
+  const Module m = parse(R"(module dist
+sym 1 <= n <= 512
+
+fn main(x: f32[n, 64], w1: f32[64, 32], w2: f32[64, 32], a: f32[n, 32], b: f32[n, 32]) -> f32[n, 32] {
+  dataflow {
+    p = matmul(x, w1)
+    q = matmul(x, w2)
+    s = add(p, q)
+    e1 = exp(a)
+    e2 = exp(b)
+    m = mul(e1, e2)
+    o = add(s, m)
+  }
+  return o
+}
+)",
+                         prover);
+  ASSERT_GT(default_rules().size(), 1000u);
+  const ModelRewriteResult r = rewrite_model(m, default_rules(), {}, prover);
+  const FunctionRewrite& f = r.functions[0];
+  EXPECT_EQ(f.steps.size(), 2u) << rewrite_summary(r);
+  EXPECT_EQ(f.kernels_before, 7);
+  EXPECT_EQ(f.kernels_after, 5);
+  EXPECT_EQ(f.stop, StopReason::complete);
+  EXPECT_EQ(f.check.verdict, Verdict::equivalent);
+}
+
+TEST(ModelRewrite, ModeNoneLeavesTheModuleAndAnUnknownModeIsAnError) {
+  SymProver prover;
+  const Module m = parse(kBatched, prover);
+  ModelRewriteOptions options;
+  options.mode = RewriteMode::none;
+  EXPECT_EQ(rewrite_model(m, parse_rules(kRules, "rules"), options, prover).module, m);
+  EXPECT_THROW(rewrite_mode_from_name("egraphs"), UserError);
+}
+
+TEST(ModelRewrite, TheCommandWritesTheRewrittenModuleAndSaysWhatItDid) {
+  const std::string dir = testing::TempDir();
+  const std::string model = dir + "/rewrite_batched.wmod", rules = dir + "/rewrite_two.rules",
+                    out = dir + "/rewrite_batched.out.wmod";
+  std::ofstream(model) << kBatched;
+  std::ofstream(rules) << kRules;
+  auto [code, text] = test::run_weft("model rewrite '" + model + "' --rules '" + rules +
+                                     "' --target h100 -o '" + out + "'");
+  ASSERT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("fn main: 1 rewrite(s) (rule 0 at p), 4 -> 3 kernels"), std::string::npos)
+      << text;
+  SymProver prover;
+  const Module m = parse(test::read_text(out), prover);
+  int matmuls = 0;
+  for (const Binding& b : m.functions[0].blocks[0].bindings) matmuls += b.call.callee == "matmul";
+  EXPECT_EQ(matmuls, 1);
+  // A bad rule file is an error at its line, not a crash.
+  std::ofstream(rules) << "rule 0 proven from hand\ninput a: [n, m]\nsource\n  t0 = frob(a)\n";
+  auto [bad, message] = test::run_weft("model rewrite '" + model + "' --rules '" + rules + "'");
+  EXPECT_EQ(bad, 1);
+  EXPECT_NE(message.find(rules + ":4:"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace weft
