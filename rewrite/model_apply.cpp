@@ -183,11 +183,18 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
     bindings.push_back(blk.bindings[i]);
     priority.push_back(2 * static_cast<int>(i));
   }
+  std::set<std::string> gone;  // removed and not defined again
+  for (int i : removed) gone.insert(blk.bindings[static_cast<size_t>(i)].var);
+  for (const Binding& b : added) gone.erase(b.var);
   for (Binding& b : added) {
     bindings.push_back(std::move(b));
     priority.push_back(2 * first + 1);
   }
   for (Binding& b : bindings) rename_reads(b, out.renamed);
+  for (const Binding& b : bindings)
+    for (const std::string& v : reads_of(b.call))
+      WEFT_CHECK(!gone.count(v) || out.renamed.count(v),
+                 "rewrite of '{}' removes '{}', which '{}' still reads", anchor.var, v, b.var);
   auto ordered = reorder(std::move(bindings), priority);
   if (!ordered) return std::nullopt;
   out.function.blocks[static_cast<size_t>(m.block)].bindings = std::move(*ordered);

@@ -216,6 +216,12 @@ class Matcher {
         }
       }
     }
+    // An input of the rule must come from outside the match (x + 2x is not b + 2a with b the 2a).
+    for (const std::string& v : s.inputs) {
+      if (v.empty()) continue;
+      const FunctionIndex::Site& at = index_.defined.at(v);
+      if (at.block == s.block && members.count(at.binding)) return;
+    }
     std::set<std::pair<int, int>> output_refs;
     for (const PatternRef& o : p_.outputs) {
       if (o.input) return;  // a side that is its input: nothing to find
