@@ -1,5 +1,5 @@
-// The model compile pipeline as a named list of steps (expand, rewrite, specialize, partition,
-// superoptimize, replace), each a function of the state the earlier steps leave.
+// The model compile pipeline as a named list of steps (expand, rewrite, fold, specialize,
+// partition, superoptimize, replace), each a function of the state the earlier steps leave.
 #include "driver/compile_model.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cost/cost_model.h"
+#include "driver/fold_constants.h"
 #include "driver/optimize.h"
 #include "driver/region_cache.h"
 #include "ir/printer.h"
@@ -60,9 +61,22 @@ void rewrite_step(CompileState& s) {
   options.target = s.target.name;
   if (!s.options.bindings.empty()) options.at = s.options.bindings.front();
   options.progress = s.options.progress;
+  if (s.options.constants)
+    for (const auto& [name, value] : *s.options.constants) options.constants.insert(name);
   s.result.rewrites = rewrite_model(
       s.module, s.options.rules.empty() ? default_rules() : s.options.rules, options, s.prover);
   s.module = s.result.rewrites.module;
+}
+
+void fold_step(CompileState& s) {
+  if (!s.options.constants) return;
+  FoldResult folded = fold_constants(s.module, *s.options.constants, s.prover);
+  s.module = std::move(folded.module);
+  s.result.folded = std::move(folded.folded);
+  s.result.folded_bindings = folded.bindings;
+  if (folded.bindings > 0)
+    s.say(fmt::format("fold: {} binding(s) computed from weights alone, {} new weight(s)",
+                      folded.bindings, s.result.folded.size()));
 }
 
 void specialize_step(CompileState& s) {
@@ -251,11 +265,9 @@ struct Step {
 };
 
 const Step kSteps[] = {
-    {"expand", expand_step},
-    {"rewrite", rewrite_step},
-    {"specialize", specialize_step},
-    {"partition", partition_step},
-    {"superoptimize", superoptimize_step},
+    {"expand", expand_step},       {"rewrite", rewrite_step},
+    {"fold", fold_step},           {"specialize", specialize_step},
+    {"partition", partition_step}, {"superoptimize", superoptimize_step},
     {"replace", replace_step},
 };
 

@@ -1,5 +1,6 @@
 // Compiling a model, a named list of steps: composites expanded (expand), generated rules applied
-// by cost (rewrite, rewrite/model_rewrite.h; off unless asked for), entry functions
+// by cost (rewrite, rewrite/model_rewrite.h; off unless asked for), what depends on weights
+// alone computed once (fold, driver/fold_constants.h; when the weights are given), entry functions
 // specialized at the given shape bindings (specialize, model/specialize.h), the specialized
 // functions partitioned into regions (partition, driver/partition_module.h), each region
 // superoptimized with a share of the time budget or served from the disk cache (superoptimize,
@@ -8,10 +9,12 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/budget.h"
+#include "core/tensor.h"
 #include "driver/partition_module.h"
 #include "model/module.h"
 #include "model/specialize.h"
@@ -26,7 +29,7 @@ namespace weft {
 // search's own for one program (time_budget_s in search/config_fields.def).
 inline constexpr double kModelCompileTimeBudgetS = 60;
 
-// The steps in order: expand, rewrite, specialize, partition, superoptimize, replace.
+// The steps in order: expand, rewrite, fold, specialize, partition, superoptimize, replace.
 const std::vector<std::string>& model_compile_steps();
 
 struct ModelCompileOptions {
@@ -47,6 +50,10 @@ struct ModelCompileOptions {
     return r;
   }();
   std::vector<Rule> rules;
+  // Parameters whose values the compile has (an imported model's weights, by name; may be null):
+  // the fold step computes what depends on them alone once (driver/fold_constants.h), and the
+  // rewrite step prices it as free.
+  const std::map<std::string, Tensor<double>>* constants = nullptr;
   int max_region_ops = kDefaultMaxRegionOps;  // PartitionOptions::max_region_ops
   std::string cache_dir;                      // empty: no cache
   // false: each region becomes its own µGraph unsearched and uncached (with max_region_ops 1,
@@ -81,6 +88,9 @@ struct ModelCompileResult {
   std::vector<Specialization> specializations;
   std::vector<std::string> skipped;  // entry functions a binding did not specialize
   ModelRewriteResult rewrites;       // the rewrite step's (no functions when it was off)
+  // The fold step's new parameters (values by name) and how many bindings it folded away.
+  std::map<std::string, Tensor<double>> folded;
+  int folded_bindings = 0;
   std::vector<CompiledRegion> regions;
   int cache_hits = 0, searched = 0;
   std::vector<std::string> warnings;  // unreadable cache entries

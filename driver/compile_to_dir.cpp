@@ -113,6 +113,7 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
     e["search_s"] = f.search_s;
     j["rewrite"].push_back(e);
   }
+  j["folded"] = {{"bindings", r.folded_bindings}, {"weights", r.folded.size()}};
   j["totals"] = {{"regions", r.regions.size()},
                  {"compiled", compiled},
                  {"kernels_before", before},
@@ -194,6 +195,7 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
                         ? (fs::path(default_cache_directory("")) / "regions").string()
                         : options.cache_dir;
   mco.progress = options.progress;
+  if (model.imported) mco.constants = &model.imported->weights;
   mco.stop_after = options.stop_after;
   report.result = compile_model(model.module, prover, mco);
   const ModelCompileResult& r = report.result;
@@ -222,7 +224,10 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
       report.not_built = b.skipped;
   }
   if (model.imported) {
-    write_npz((dir / model_dir::kWeights).string(), model.imported->weights);
+    // The original module's weights and the compiled one's folded values, by parameter name.
+    std::map<std::string, Tensor<double>> weights = model.imported->weights;
+    for (const auto& [name, value] : r.folded) weights.emplace(name, value);
+    write_npz((dir / model_dir::kWeights).string(), weights);
     write_text((dir / model_dir::kOnnxNames).string(),
                onnx_names_json(*model.imported).dump(1) + "\n");
   }

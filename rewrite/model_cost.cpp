@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
 
 #include "cost/cost_model.h"
 #include "ir/graph.h"
@@ -52,15 +53,16 @@ ModelCost::Entry ModelCost::entry(const Binding& b, const std::map<std::string, 
   }
 }
 
-double ModelCost::binding_s(const Binding& b, const std::map<std::string, MType>& types) {
-  return entry(b, types).seconds;
-}
-
 ModelCost::Entry ModelCost::totals(const Function& f) {
   const std::map<std::string, MType> types = value_types(f);
   Entry total;
+  std::set<std::string> constants = constants_;
   for (const Block& blk : f.blocks)
     for (const Binding& b : blk.bindings) {
+      if (!constants.empty() && folds_at_compile_time(b, types, constants)) {
+        constants.insert(b.var);
+        continue;
+      }
       const Entry e = entry(b, types);
       total.seconds += e.seconds;
       total.kernels += e.kernels;
@@ -74,6 +76,39 @@ double ModelCost::function_s(const Function& f) {
 
 int ModelCost::kernels(const Function& f) {
   return totals(f).kernels;
+}
+
+bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>& types,
+                           const std::set<std::string>& constants) {
+  const CallKind k = b.call.kind;
+  if (k != CallKind::op && k != CallKind::item && k != CallKind::tuple) return false;
+  if (k == CallKind::op) {
+    auto kind = op_by_name(b.call.callee);
+    if (!kind || !(op_info(*kind).levels & kAtKernel)) return false;
+  }
+  if (b.call.args.empty()) return false;
+  auto elements = [](const MType& t) -> int64_t {
+    if (t.kind == MTypeKind::tuple) {
+      int64_t n = 0;
+      for (const MType& f : t.fields) {
+        const auto c = tensor_type_at(f, {});
+        if (!c) return -1;
+        n += numel(c->shape);
+      }
+      return n;
+    }
+    const auto c = tensor_type_at(t, {});
+    return c ? numel(c->shape) : -1;
+  };
+  int64_t in = 0;
+  for (const std::string& a : b.call.args) {
+    if (!constants.count(a)) return false;
+    const int64_t n = elements(types.at(a));
+    if (n < 0) return false;
+    in += n;
+  }
+  const int64_t out = elements(b.type);
+  return out >= 0 && (k == CallKind::item || out <= in);
 }
 
 SymBinding representative_binding(const Function& f, const SymBinding& given, int64_t fallback) {

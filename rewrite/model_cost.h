@@ -2,10 +2,12 @@
 // one binding of its symbolic variables, each operator its own kernel on the target (the
 // per-operator program the partitioner and the superoptimizer start from; TASO's sum of operator
 // costs). Model operators, library functions, calls and structure count nothing: no rule changes
-// them.
+// them; nor do bindings computed from constants alone that the compile folds (TASO's weight-only
+// subgraphs, computed once when the model is compiled).
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/target.h"
@@ -14,11 +16,18 @@
 
 namespace weft {
 
+// Whether the compile computes binding `b` once instead of at every run: a table operator, tuple
+// or item whose operands are all `constants` (parameters whose values the compile has, and the
+// values folded from them), its result of fixed shape and no larger than its operands together
+// (a broadcast of a weight stays a run-time operator).
+bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>& types,
+                           const std::set<std::string>& constants);
+
 class ModelCost {
  public:
-  ModelCost(const Target& target, SymBinding at) : target_(target), at_(std::move(at)) {}
-  // Seconds of binding `b` (operand types from `types`).
-  double binding_s(const Binding& b, const std::map<std::string, MType>& types);
+  // `constants`: parameters whose values the compile has (bindings folding from them are free).
+  ModelCost(const Target& target, SymBinding at, std::set<std::string> constants = {})
+      : target_(target), at_(std::move(at)), constants_(std::move(constants)) {}
   // Seconds and kernel launches of all of `f`'s top-level bindings.
   double function_s(const Function& f);
   int kernels(const Function& f);
@@ -33,6 +42,7 @@ class ModelCost {
   Entry totals(const Function& f);
   const Target& target_;
   SymBinding at_;
+  std::set<std::string> constants_;
   std::map<std::string, Entry> cache_;
 };
 

@@ -105,8 +105,11 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
   const auto t0 = std::chrono::steady_clock::now();
   FunctionRewrite rep;
   rep.function = f.name;
+  std::set<std::string> constants;
+  for (const Param& p : f.params)
+    if (options.constants.count(p.name)) constants.insert(p.name);
   ModelCost cost(target_by_name(options.target),
-                 representative_binding(f, options.at, options.fallback_size));
+                 representative_binding(f, options.at, options.fallback_size), constants);
   auto start = std::make_shared<Candidate>();
   start->function = f;
   start->cost = cost.function_s(f);

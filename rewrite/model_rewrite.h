@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ModelRewriteOptions {
   SymBinding at;                // sizes to predict and check at (see representative_binding)
   int64_t fallback_size = 64;   // a variable `at` does not bind
   uint64_t seed = 1;            // the finite-field check
+  // Parameters whose values the compile has (an imported model's weights): what is computed from
+  // them alone is folded at compile time, so it costs nothing (rewrite/model_cost.h).
+  std::set<std::string> constants;
   std::function<void(const std::string&)> progress;  // a line per function
 };
 

@@ -34,7 +34,7 @@ ModelCompileOptions unsearched(const std::string& stop_after) {
 
 TEST(ModelCompileSteps, TheStepsInOrder) {
   EXPECT_EQ(model_compile_steps(),
-            (std::vector<std::string>{"expand", "rewrite", "specialize", "partition",
+            (std::vector<std::string>{"expand", "rewrite", "fold", "specialize", "partition",
                                       "superoptimize", "replace"}));
 }
 
@@ -64,8 +64,9 @@ TEST(ModelCompileSteps, AnUnknownStepIsAUserErrorNamingTheSteps) {
     compile_model(m, prover, unsearched("lower"));
     FAIL() << "no error";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find("expand, rewrite, specialize, partition, superoptimize, replace"),
-              std::string::npos)
+    EXPECT_NE(
+        e.message().find("expand, rewrite, fold, specialize, partition, superoptimize, replace"),
+        std::string::npos)
         << e.message();
   }
 }

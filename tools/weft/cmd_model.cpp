@@ -193,6 +193,9 @@ weft::cli::Register reg(
           weft::ModelRewriteOptions options = *rw;
           options.mode = weft::rewrite_mode_from_name(*rw_mode);
           if (!rw_bind->empty()) options.at = weft::cli::parse_binding(*rw_bind, m);
+          if (model.imported)  // its weights fold when it is compiled: priced as free
+            for (const auto& [name, value] : model.imported->weights)
+              options.constants.insert(name);
           options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
           const std::vector<weft::Rule> rules = weft::load_rules(*rules_path);
           weft::ModelRewriteResult r =

@@ -1,0 +1,112 @@
+// Folding at compile time (driver/fold_constants.h): what depends on the weights alone is computed
+// once and becomes a parameter, so the rewrite search may price it as free — here the summed
+// weights of x w1 + x w2 = x (w1 + w2) — and the compiled module computes what the original does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "driver/compile_model.h"
+#include "driver/fold_constants.h"
+#include "exec/vm.h"
+#include "model/parser.h"
+#include "tests/tiers.h"
+
+WEFT_TEST_TIERS("unit");
+
+namespace weft {
+namespace {
+
+const char* kModel = R"(module projections
+sym 1 <= n <= 64
+
+fn main(x: f32[n, 16], w1: f32[16, 8], w2: f32[16, 8], w3: f32[16, 8]) -> f32[n, 8] {
+  dataflow {
+    wt = reshape(w3, shape=[16, 8])
+    p = matmul(x, w1)
+    q = matmul(x, w2)
+    s = add(p, q)
+    r = matmul(x, wt)
+    o = mul(s, r)
+  }
+  return o
+}
+)";
+
+Tensor<double> varied(Shape shape, double seed) {
+  Tensor<double> t(shape, 0.0);
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = std::sin(seed + 0.37 * static_cast<double>(i));
+  return t;
+}
+
+VmValue value(const Tensor<double>& t) {
+  return VmValue{std::make_shared<const Tensor<double>>(t)};
+}
+
+TEST(FoldConstants, TheRewrittenWeightSumIsComputedOnceAndTheModelComputesTheSame) {
+  SymProver prover;
+  const Module m = parse_module(kModel, "projections.wmod", prover);
+  const std::map<std::string, Tensor<double>> weights = {
+      {"w1", varied({16, 8}, 0.3)}, {"w2", varied({16, 8}, 1.1)}, {"w3", varied({16, 8}, 2.5)}};
+  ModelCompileOptions options;
+  options.bindings = {{{"n", 5}}};
+  options.search_regions = false;
+  options.rewrite.mode = RewriteMode::backtrack;
+  options.rewrite.target = "cpu";
+  options.constants = &weights;
+  const ModelCompileResult r = compile_model(m, prover, options);
+  ASSERT_EQ(r.rewrites.functions.size(), 1u);
+  EXPECT_EQ(r.rewrites.functions[0].steps.size(), 1u) << rewrite_summary(r.rewrites);
+  // The summed weights fold; the reshape of w3 stays a run-time view.
+  EXPECT_EQ(r.folded_bindings, 1);
+  ASSERT_EQ(r.folded.size(), 1u);
+  const auto& [name, sum] = *r.folded.begin();
+  for (size_t i = 0; i < sum.data.size(); ++i)
+    EXPECT_NEAR(sum.data[i], weights.at("w1").data[i] + weights.at("w2").data[i], 1e-6);
+  const Function* main = r.module.find_function("main");
+  ASSERT_TRUE(main);
+  ASSERT_EQ(main->params.size(), 5u);
+  EXPECT_EQ(main->params.back().name, name);
+  const Tensor<double> x = varied({5, 16}, 4.2);
+  Vm before(m), after(r.module);
+  const std::vector<double> want =
+      before
+          .run("main", {value(x), value(weights.at("w1")), value(weights.at("w2")),
+                        value(weights.at("w3"))})
+          .tensor()
+          ->data;
+  const std::vector<double> got =
+      after
+          .run("main", {value(x), value(weights.at("w1")), value(weights.at("w2")),
+                        value(weights.at("w3")), value(sum)})
+          .tensor()
+          ->data;
+  ASSERT_EQ(got.size(), want.size());
+  double largest = 0;
+  for (double v : want) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.1);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+TEST(FoldConstants, WithoutWeightsNothingFoldsAndABroadcastStaysAtRunTime) {
+  SymProver prover;
+  const Module m = parse_module(R"(module b
+fn main(x: f32[4, 8], w: f32[1, 8]) -> f32[4, 8] {
+  dataflow {
+    e = exp(w)
+    big = add(e, x)
+    o = add(big, x)
+  }
+  return o
+}
+)",
+                                "b.wmod", prover);
+  EXPECT_EQ(fold_constants(m, {}, prover).bindings, 0);
+  const FoldResult f = fold_constants(m, {{"w", varied({1, 8}, 0.5)}}, prover);
+  EXPECT_EQ(f.bindings, 1);  // exp(w) folds; add(e, x) reads x, a run-time input
+  ASSERT_EQ(f.folded.count("e"), 1u);
+  EXPECT_NEAR(f.folded.at("e").data[0], std::exp(std::sin(0.5)), 1e-6);
+}
+
+}  // namespace
+}  // namespace weft
