@@ -26,7 +26,7 @@ struct MatchState {
   int block = -1;
   int lift = -1;
   std::vector<int> ops;
-  std::vector<std::string> inputs;
+  std::vector<const std::string*> inputs;  // into the bindings' operands (null: not yet bound)
 };
 
 class Matcher {
@@ -36,9 +36,16 @@ class Matcher {
 
   std::vector<RewriteMatch> run() {
     if (p_.ops.empty()) return {};
+    // A function with fewer bindings of an operator than the pattern has cannot match it.
+    std::map<OpKind, size_t> needed;
+    for (const PatternOp& op : p_.ops) ++needed[op.kind];
+    for (const auto& [kind, n] : needed) {
+      auto it = index_.by_kind.find(kind);
+      if (it == index_.by_kind.end() || it->second.size() < n) return {};
+    }
     MatchState s;
     s.ops.assign(p_.ops.size(), -1);
-    s.inputs.assign(p_.input_dims.size(), "");
+    s.inputs.assign(p_.input_dims.size(), nullptr);
     visit(static_cast<int>(p_.ops.size()) - 1, s);
     return std::move(out_);
   }
@@ -49,9 +56,8 @@ class Matcher {
   }
 
   int model_rank(const std::string& v) const {
-    auto it = index_.types.find(v);
-    if (it == index_.types.end() || !it->second.is_tensor() || !it->second.dims) return -1;
-    return it->second.rank;
+    auto it = index_.rank.find(v);
+    return it == index_.rank.end() ? -1 : it->second;
   }
 
   void visit(int j, const MatchState& s) {
@@ -76,21 +82,28 @@ class Matcher {
 
   bool attrs_match(const PatternOp& po, const Binding& b, int lift) const {
     if (b.call.attrs.size() != po.attrs.entries().size()) return false;
-    Attrs model;
-    try {
-      model = evaluate_attrs(b.call.attrs, {}, b.call.loc);
-    } catch (const UserError&) {
-      return false;  // a symbolic attribute: no rule of constant attributes matches it
-    }
     for (const auto& [name, value] : po.attrs.entries()) {
-      if (!model.has(name)) return false;
-      if (axis_attribute(name)) {
-        int64_t d = model.get_int(name);
-        const int rank = b.call.args.empty() ? 0 : model_rank(b.call.args[0]);
-        if (d < 0) d += rank;
-        if (d != std::get<int64_t>(value) + lift) return false;
-      } else if (!(model.entries().at(name) == value)) {
-        return false;
+      auto it = b.call.attrs.find(name);
+      if (it == b.call.attrs.end()) return false;
+      if (const auto* i = std::get_if<int64_t>(&value)) {
+        const auto* e = std::get_if<SymExpr>(&it->second);
+        auto c = e ? e->as_constant() : std::nullopt;
+        if (!c) return false;  // a symbolic attribute: no rule of constant attributes matches it
+        int64_t d = *c;
+        if (axis_attribute(name)) {
+          if (d < 0) d += b.call.args.empty() ? 0 : model_rank(b.call.args[0]);
+          if (d != *i + lift) return false;
+        } else if (d != *i) {
+          return false;
+        }
+      } else {
+        Attrs model;
+        try {
+          model = evaluate_attrs({{name, it->second}}, {}, b.call.loc);
+        } catch (const UserError&) {
+          return false;
+        }
+        if (!(model.entries().at(name) == value)) return false;
       }
     }
     return true;
@@ -115,8 +128,10 @@ class Matcher {
 
   std::vector<MatchState> assign(int j, int bi, const MatchState& s) {
     const PatternOp& po = p_.ops[static_cast<size_t>(j)];
+    if (index_.kind[static_cast<size_t>(s.block)][static_cast<size_t>(bi)] !=
+        static_cast<int>(po.kind))
+      return {};
     const Binding& b = binding(s.block, bi);
-    if (b.call.kind != CallKind::op || op_by_name(b.call.callee) != po.kind) return {};
     if (b.call.args.size() != po.operands.size()) return {};
     // The result's rank decides the lift.
     int rank0 = -1;
@@ -129,7 +144,6 @@ class Matcher {
     if (rank0 < 0) return {};
     const int lift = rank0 - po.result_ranks[0];
     if (lift < 0 || (s.lift >= 0 && lift != s.lift)) return {};
-    if (!attrs_match(po, b, lift)) return {};
     std::vector<std::vector<size_t>> orders = {{}};
     for (size_t k = 0; k < po.operands.size(); ++k) orders[0].push_back(k);
     if (op_info(po.kind).commutative && po.operands.size() == 2 && b.call.args[0] != b.call.args[1])
@@ -145,9 +159,9 @@ class Matcher {
         if (model_rank(v) != p_.rank(ref) + lift) {
           ok = false;
         } else if (ref.input) {
-          std::string& slot = t.inputs[static_cast<size_t>(ref.index)];
-          ok = slot.empty() || slot == v;
-          slot = v;
+          const std::string*& slot = t.inputs[static_cast<size_t>(ref.index)];
+          ok = !slot || *slot == v;
+          slot = &v;
         } else {
           const int pb = producer(v, ref, t.block);
           int& slot = t.ops[static_cast<size_t>(ref.index)];
@@ -158,14 +172,15 @@ class Matcher {
       }
       if (ok) out.push_back(std::move(t));
     }
+    if (!out.empty() && !attrs_match(po, b, lift)) return {};
     return out;
   }
 
   bool dims_consistent(const MatchState& s) {
     std::map<std::string, SymExpr> vars;
     for (size_t i = 0; i < s.inputs.size(); ++i) {
-      if (s.inputs[i].empty()) continue;
-      const MType& t = index_.types.at(s.inputs[i]);
+      if (!s.inputs[i]) continue;
+      const MType& t = index_.types.at(*s.inputs[i]);
       for (size_t k = 0; k < p_.input_dims[i].size(); ++k) {
         const SymExpr& d = (*t.dims)[static_cast<size_t>(s.lift) + k];
         auto [it, fresh] = vars.emplace(p_.input_dims[i][k], d);
@@ -192,7 +207,7 @@ class Matcher {
     RewriteMatch m;
     m.block = s.block;
     m.lift = s.lift;
-    m.inputs = s.inputs;
+    for (const std::string* v : s.inputs) m.inputs.push_back(v ? *v : "");
     m.ops = s.ops;
     std::set<int> members(s.ops.begin(), s.ops.end());
     // Results of each op: result -> the model values holding it.
@@ -217,7 +232,7 @@ class Matcher {
       }
     }
     // An input of the rule must come from outside the match (x + 2x is not b + 2a with b the 2a).
-    for (const std::string& v : s.inputs) {
+    for (const std::string& v : m.inputs) {
       if (v.empty()) continue;
       const FunctionIndex::Site& at = index_.defined.at(v);
       if (at.block == s.block && members.count(at.binding)) return;
@@ -258,17 +273,23 @@ class Matcher {
 FunctionIndex index_function(const Function& f) {
   FunctionIndex index;
   index.types = value_types(f);
+  for (const auto& [name, t] : index.types)
+    if (t.is_tensor() && t.dims) index.rank[name] = t.rank;
   index.result = f.result;
   for (const Param& p : f.params) index.defined[p.name] = {};
   for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
     const std::vector<Binding>& bs = f.blocks[bi].bindings;
+    index.kind.emplace_back(bs.size(), -1);
     for (size_t i = 0; i < bs.size(); ++i) {
       const FunctionIndex::Site at{static_cast<int>(bi), static_cast<int>(i)};
       const Binding& b = bs[i];
       index.defined[b.var] = at;
       note_reads(b.call, at, index);
       if (b.call.kind == CallKind::op) {
-        if (auto kind = op_by_name(b.call.callee)) index.by_kind[*kind].push_back(at);
+        if (auto kind = op_by_name(b.call.callee)) {
+          index.by_kind[*kind].push_back(at);
+          index.kind[bi][i] = static_cast<int>(*kind);
+        }
       } else if (b.call.kind == CallKind::item && b.call.args.size() == 1) {
         auto idx = b.call.attrs.find("index");
         if (idx != b.call.attrs.end())

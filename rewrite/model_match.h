@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,13 +23,18 @@ struct FunctionIndex {
     int block = -1;  // -1: a parameter
     int binding = -1;
   };
-  std::map<std::string, Site> defined;
+  // Looked up, never iterated: hashed for the matcher's inner loop.
+  std::unordered_map<std::string, Site> defined;
   // The top-level bindings reading each value (an if reads what its arms read), in order.
-  std::map<std::string, std::vector<Site>> readers;
+  std::unordered_map<std::string, std::vector<Site>> readers;
   // item bindings of each tuple value: index -> item values.
-  std::map<std::string, std::map<int64_t, std::vector<std::string>>> items;
+  std::unordered_map<std::string, std::map<int64_t, std::vector<std::string>>> items;
   // Table-operator bindings of each operator, in program order.
   std::map<OpKind, std::vector<Site>> by_kind;
+  // The operator of each block's bindings (-1: not a table operator), by block and binding.
+  std::vector<std::vector<int>> kind;
+  // The rank of each tensor value with known dims (others absent).
+  std::unordered_map<std::string, int> rank;
   std::map<std::string, MType> types;
   std::string result;
 };

@@ -39,19 +39,19 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
 }
 
-std::string attrs_text(const MAttrs& attrs) {
-  std::string out;
+uint64_t attrs_hash(const MAttrs& attrs) {
+  const std::hash<std::string> hs;
+  uint64_t h = 0;
   for (const auto& [name, value] : attrs) {
-    out += name + "=";
+    h = mix(h, hs(name));
     if (const auto* e = std::get_if<SymExpr>(&value))
-      out += e->str();
+      h = mix(h, e->hash());
     else if (const auto* r = std::get_if<Rational>(&value))
-      out += r->str();
+      h = mix(h, hs(r->str()));
     else
-      for (const SymExpr& x : std::get<std::vector<SymExpr>>(value)) out += x.str() + ",";
-    out += ";";
+      for (const SymExpr& x : std::get<std::vector<SymExpr>>(value)) h = mix(h, x.hash());
   }
-  return out;
+  return h;
 }
 
 // A hash of what `f` computes, blind to the names of its bindings (a rewrite reached along two
@@ -63,8 +63,8 @@ uint64_t structure_hash(const Function& f) {
   std::vector<uint64_t> all;
   for (const Block& blk : f.blocks)
     for (const Binding& b : blk.bindings) {
-      uint64_t v = hs(std::string(call_kind_name(b.call.kind)) + " " + b.call.callee + " " +
-                      attrs_text(b.call.attrs));
+      uint64_t v =
+          mix(mix(static_cast<uint64_t>(b.call.kind), hs(b.call.callee)), attrs_hash(b.call.attrs));
       for (const std::string& a : reads_of(b.call)) {
         auto it = h.find(a);
         v = mix(v, it == h.end() ? hs(a) : it->second);
