@@ -41,9 +41,9 @@ struct ModelCompileOptions {
     config.time_budget_s = kModelCompileTimeBudgetS;
     return config;
   }();
-  // The rewrite step: mode none (the default: on the corpus it finds no win until weight-only
-  // subgraphs are folded, docs/rewrites.md) or backtrack, with `rules` (empty: the default set).
-  // Its target is the compile's and its sizes the first binding's.
+  // The rewrite step: mode none (this call's default, so a baseline compiled through it is the
+  // model as written; a compile to a directory turns it on) or backtrack, with `rules` (empty:
+  // the default set). Its target is the compile's and its sizes the first binding's.
   ModelRewriteOptions rewrite = [] {
     ModelRewriteOptions r;
     r.mode = RewriteMode::none;

@@ -3,7 +3,9 @@
 #include "driver/compile_to_dir.h"
 
 #include <fmt/format.h>
+
 #include <fmt/ranges.h>
+#include <algorithm>
 
 #include <cmath>
 #include <filesystem>
@@ -189,6 +191,9 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
   mco.search.state_budget = options.state_budget;
   mco.max_region_ops = options.max_region_ops;
   mco.rewrite.mode = options.rewrite;
+  // The rewrite search's seconds come on top of the regions' (at most half as many).
+  if (options.time_budget_s > 0)
+    mco.rewrite.time_budget_s = std::min(mco.rewrite.time_budget_s, options.time_budget_s / 2);
   if (!options.rules.empty()) mco.rules = load_rules(options.rules);
   if (!options.no_cache)
     mco.cache_dir = options.cache_dir.empty()

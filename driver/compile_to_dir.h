@@ -42,8 +42,10 @@ struct ModelDirOptions {
   bool no_cache = false;
   bool no_build = false;  // write code/ without compiling it
   int max_region_ops = kDefaultMaxRegionOps;
-  RewriteMode rewrite = RewriteMode::none;  // the rewrite step (ModelCompileOptions::rewrite)
-  std::string rules;                        // its rule file; empty: the default set
+  // The rewrite step (ModelCompileOptions::rewrite): on for a compile to a directory (it pays on
+  // the corpus's transformers, docs/rewrites.md); the library call's default is off.
+  RewriteMode rewrite = RewriteMode::backtrack;
+  std::string rules;                                 // its rule file; empty: the default set
   std::function<void(const std::string&)> progress;  // ModelCompileOptions::progress
   std::string stop_after;                            // ModelCompileOptions::stop_after
 };

@@ -100,9 +100,9 @@ std::vector<std::string> CompiledModelDir::input_names(const std::string& functi
 }
 
 std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
-                                                 const NpzArrays& inputs,
-                                                 const std::string& where) const {
-  const Function& fn = function_to_run(compiled_, function, SourceLoc{dir_});
+                                                 const NpzArrays& inputs, const std::string& where,
+                                                 bool original) const {
+  const Function& fn = function_to_run(original ? original_ : compiled_, function, SourceLoc{dir_});
   NpzArrays in = inputs;
   for (const auto& [onnx, wmod] : onnx_inputs_) {
     auto it = in.find(onnx);
@@ -255,14 +255,16 @@ double scaled_error_of(const std::map<std::string, Tensor<double>>& want,
 
 ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::string& where) {
   std::vector<VmValue> args = dir_->arguments(function_, inputs, where);
-  auto time_vm = [&](Vm& vm, VmValue& out) {
-    return time_runs([&] { out = vm.run(function_, args); }, warmup_, reps_);
+  // The original module's (and its per-operator compile's) parameters lack the folded weights.
+  std::vector<VmValue> base_args = dir_->arguments(function_, inputs, where, true);
+  auto time_vm = [&](Vm& vm, const std::vector<VmValue>& with, VmValue& out) {
+    return time_runs([&] { out = vm.run(function_, with); }, warmup_, reps_);
   };
   ModelBenchResult r;
   VmValue a, b, c;
-  r.interpreter = time_vm(*interpreter_, a);
-  r.per_operator = time_vm(*per_operator_vm_, b);
-  r.compiled = time_vm(*compiled_, c);
+  r.interpreter = time_vm(*interpreter_, base_args, a);
+  r.per_operator = time_vm(*per_operator_vm_, base_args, b);
+  r.compiled = time_vm(*compiled_, args, c);
   auto ra = result_arrays(a);
   r.scaled_error = scaled_error_of(ra, result_arrays(c));
   r.outputs_match = r.scaled_error <= 1e-4;
@@ -275,13 +277,13 @@ ModelBenchResult CompiledModelBench::time(const NpzArrays& inputs, const std::st
     r.device_stats = vm.stats();
     std::vector<DeviceValue> base;
     const Function& f = function_to_run(per_operator_gpu_, function_, SourceLoc{dir_->dir()});
-    for (size_t i = 0; i < args.size(); ++i)
-      base.push_back(per_operator_device_->upload(args[i], f.params[i].type));
+    for (size_t i = 0; i < base_args.size(); ++i)
+      base.push_back(per_operator_device_->upload(base_args[i], f.params[i].type));
     r.device_per_operator = per_operator_device_->time(function_, base, warmup_, reps_);
     r.device_scaled_error = scaled_error_of(ra, result_arrays(vm.download(out)));
     r.outputs_match = r.outputs_match && r.device_scaled_error <= 1e-4;
   }
-  r.binding = dir_->binding_of(function_, args);
+  r.binding = dir_->binding_of(function_, base_args);
   r.compiled_binding = dir_->is_compiled_binding(r.binding);
   return r;
 }

@@ -43,8 +43,10 @@ class CompiledModelDir {
   // The arguments of `function`, one per parameter, from the caller's arrays (by
   // input_names()) and the directory's weights; UserError naming `where` for a missing or
   // mismatched array.
+  // `original`: for the original module's function (whose parameters lack the compiled one's
+  // folded weights, driver/fold_constants.h).
   std::vector<VmValue> arguments(const std::string& function, const NpzArrays& inputs,
-                                 const std::string& where) const;
+                                 const std::string& where, bool original = false) const;
   // A result's arrays: by the ONNX graph's output names for an imported model, else "result",
   // "result.0", ... (exec/run_io.h).
   std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;

@@ -98,6 +98,16 @@ target
   t0 = add(x, x)
   output t0
 end
+rule 1 unverified from axiom:scale
+input x: [n, m]
+source
+  t0 = scale(x, factor=4)
+  output t0
+target
+  t0 = scale(x, factor=2)
+  t1 = scale(t0, factor=2)
+  output t1
+end
 )";
 
 // add

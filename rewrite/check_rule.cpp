@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <regex>
 #include <thread>
 
 #include "rewrite/axioms.h"
@@ -54,6 +55,30 @@ RuleCheck check_rule_finite_field(const Rule& rule, const std::vector<std::vecto
     out.log2_bound = std::max(out.log2_bound, b);
   }
   return out;
+}
+
+bool rule_holds_with_base(const Rule& rule, const Rational& base, uint64_t seed) {
+  Rule read = rule;
+  auto rewrite_line = [&](std::string& line) {
+    static const std::regex factor(R"(factor=([0-9./-]+))");
+    std::string out;
+    auto begin = line.cbegin();
+    for (std::smatch m; std::regex_search(begin, line.cend(), m, factor); begin = m[0].second) {
+      out.append(begin, m[0].first);
+      const std::optional<Rational> value = Rational::parse(m[1].str());
+      const std::optional<Rational> now = value ? rule_base_pow(*value, base) : std::nullopt;
+      if (!now) return false;
+      out += "factor=" + now->str();
+    }
+    out.append(begin, line.cend());
+    line = out;
+    return true;
+  };
+  for (std::string& l : read.source)
+    if (!rewrite_line(l)) return false;
+  for (std::string& l : read.target)
+    if (!rewrite_line(l)) return false;
+  return check_rule_finite_field(read, rule_check_sizes(), seed).verdict == Verdict::equivalent;
 }
 
 std::vector<RuleVerdict> check_and_prove(const std::vector<Rule>& rules, bool check, bool prove,

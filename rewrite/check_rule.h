@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rational.h"
 #include "rewrite/prove.h"
 #include "rewrite/rule.h"
 #include "verify/equivalence.h"
@@ -33,6 +34,11 @@ struct RuleVerdict {
   RuleCheck check;
   ProofResult proof;
 };
+
+// Whether `rule` still holds when each of its constants that is a power of 2, 2^k, is read as
+// base^k (rewrite/model_match.h's generalized matches): the rule so rewritten, checked by finite
+// field at rule_check_sizes().
+bool rule_holds_with_base(const Rule& rule, const Rational& base, uint64_t seed = 1);
 
 // Checks each rule by finite field at rule_check_sizes() (`check`) and proves it from the axioms
 // (`prove`; a rule that failed its check is not proved), each rule on its own, on `threads`

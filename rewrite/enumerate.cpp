@@ -57,7 +57,9 @@ struct Variant {
 };
 
 // The variants of every rewrite row for a first operand of rank `rank`: each value of a `dim`
-// attribute, 2 for other required integers (parts, times) and rationals (factor); optional
+// attribute, 2 for other required integers (parts, times), 2 and 4 for rationals (factor: so
+// scale(scale(x, 2), 2) = scale(x, 4) is a rule, and a match may read 2 and 4 as powers of
+// another constant, rewrite/model_match.h); optional
 // attributes keep their defaults.
 std::vector<Variant> variants_for_rank(int rank) {
   std::vector<Variant> out;
@@ -72,7 +74,7 @@ std::vector<Variant> variants_for_rank(int rank) {
       else if (spec.kind == AttrKind::integer)
         values.push_back(int64_t{2});
       else if (spec.kind == AttrKind::rational)
-        values.push_back(Rational(2));
+        values = {Rational(2), Rational(4)};
       else
         WEFT_CHECK(false, "rewrite row {} has attribute {} the generator cannot enumerate",
                    info.name, spec.name);

@@ -24,14 +24,17 @@ bool same_type(const MType& a, const MType& b, SymProver& prover) {
   return true;
 }
 
-MAttrs lifted_attrs(const Attrs& attrs, int lift) {
+std::optional<MAttrs> lifted_attrs(const Attrs& attrs, int lift,
+                                   const std::optional<Rational>& base) {
   MAttrs out;
   for (const auto& [name, value] : attrs.entries()) {
     if (const auto* i = std::get_if<int64_t>(&value))
       out[name] = SymExpr(axis_attribute(name) ? *i + lift : *i);
-    else if (const auto* r = std::get_if<Rational>(&value))
-      out[name] = *r;
-    else if (const auto* l = std::get_if<std::vector<int64_t>>(&value)) {
+    else if (const auto* r = std::get_if<Rational>(&value)) {
+      const std::optional<Rational> q = rule_base_pow(*r, base);
+      if (!q) return std::nullopt;
+      out[name] = *q;
+    } else if (const auto* l = std::get_if<std::vector<int64_t>>(&value)) {
       std::vector<SymExpr> list;
       for (int64_t x : *l) list.emplace_back(x);
       out[name] = list;
@@ -124,7 +127,9 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
     b.call.kind = CallKind::op;
     b.call.callee = std::string(op_info(po.kind).name);
     b.call.loc = anchor.loc;
-    b.call.attrs = lifted_attrs(po.attrs, m.lift);
+    std::optional<MAttrs> attrs = lifted_attrs(po.attrs, m.lift, m.base);
+    if (!attrs) return std::nullopt;
+    b.call.attrs = std::move(*attrs);
     std::vector<MType> in;
     for (const PatternRef& ref : po.operands) {
       const std::string v = value_of(ref);

@@ -25,6 +25,7 @@ constexpr size_t kMaxMatchesPerPattern = 256;
 struct MatchState {
   int block = -1;
   int lift = -1;
+  std::optional<Rational> base;
   std::vector<int> ops;
   std::vector<const std::string*> inputs;  // into the bindings' operands (null: not yet bound)
 };
@@ -37,9 +38,7 @@ class Matcher {
   std::vector<RewriteMatch> run() {
     if (p_.ops.empty()) return {};
     // A function with fewer bindings of an operator than the pattern has cannot match it.
-    std::map<OpKind, size_t> needed;
-    for (const PatternOp& op : p_.ops) ++needed[op.kind];
-    for (const auto& [kind, n] : needed) {
+    for (const auto& [kind, n] : p_.kind_counts) {
       auto it = index_.by_kind.find(kind);
       if (it == index_.by_kind.end() || it->second.size() < n) return {};
     }
@@ -80,7 +79,8 @@ class Matcher {
     }
   }
 
-  bool attrs_match(const PatternOp& po, const Binding& b, int lift) const {
+  bool attrs_match(const PatternOp& po, const Binding& b, int lift,
+                   std::optional<Rational>& base) const {
     if (b.call.attrs.size() != po.attrs.entries().size()) return false;
     for (const auto& [name, value] : po.attrs.entries()) {
       auto it = b.call.attrs.find(name);
@@ -95,6 +95,21 @@ class Matcher {
           if (d != *i + lift) return false;
         } else if (d != *i) {
           return false;
+        }
+      } else if (const auto* p = std::get_if<Rational>(&value)) {
+        const auto* q = std::get_if<Rational>(&it->second);
+        if (!q) return false;
+        const std::optional<int> k = power_of_two(*p);
+        if (!k || *k == 0) {
+          if (!(*q == *p)) return false;
+        } else if (base) {
+          if (rule_base_pow(*p, base) != *q) return false;
+        } else if (*k == 1 || *k == -1) {
+          base = *k == 1 ? *q : Rational::make(q->den(), q->num());
+          if (!base) return false;
+        } else {
+          if (!(*q == *p)) return false;
+          base = Rational(2);
         }
       } else {
         Attrs model;
@@ -172,8 +187,10 @@ class Matcher {
       }
       if (ok) out.push_back(std::move(t));
     }
-    if (!out.empty() && !attrs_match(po, b, lift)) return {};
-    return out;
+    std::vector<MatchState> kept;
+    for (MatchState& t : out)
+      if (attrs_match(po, b, lift, t.base)) kept.push_back(std::move(t));
+    return kept;
   }
 
   bool dims_consistent(const MatchState& s) {
@@ -207,6 +224,7 @@ class Matcher {
     RewriteMatch m;
     m.block = s.block;
     m.lift = s.lift;
+    if (s.base && !(*s.base == Rational(2))) m.base = s.base;
     for (const std::string* v : s.inputs) m.inputs.push_back(v ? *v : "");
     m.ops = s.ops;
     std::set<int> members(s.ops.begin(), s.ops.end());

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/rational.h"
 #include "model/module.h"
 #include "rewrite/pattern.h"
 #include "sym/prove.h"
@@ -46,6 +48,11 @@ struct RewriteMatch {
   std::vector<std::string> inputs;  // the model value of each rule input
   std::vector<int> ops;             // the binding of each pattern op
   std::vector<int> items;           // item bindings of multi-result pattern ops
+  // The rule's constants are powers of 2 (the generator's one constant): a match may take them as
+  // powers of another constant, `base` (scale by 1/2 twice = scale by 1/4). Nullopt: as written.
+  // Whether the rule still holds with that base is for the caller to check
+  // (rule_holds_with_base, rewrite/check_rule.h).
+  std::optional<Rational> base;
   // The model value of each pattern output ("" for an unread result of a multi-result op).
   std::vector<std::string> outputs;
 };

@@ -9,8 +9,10 @@
 #include <functional>
 #include <queue>
 #include <set>
+#include <tuple>
 
 #include "model/deduce.h"
+#include "rewrite/check_rule.h"
 #include "rewrite/model_apply.h"
 #include "rewrite/model_cost.h"
 #include "rewrite/pattern.h"
@@ -21,6 +23,7 @@ namespace {
 
 struct Direction {
   int rule = 0;
+  const Rule* source = nullptr;  // the rule it reads (in rewrite_model's list)
   bool reverse = false;
   Pattern from, to;
 };
@@ -29,8 +32,8 @@ std::vector<Direction> directions(const std::vector<Rule>& rules) {
   std::vector<Direction> out;
   for (const Rule& r : rules) {
     Pattern source = rule_pattern(r, false), target = rule_pattern(r, true);
-    if (!source.ops.empty()) out.push_back({r.id, false, source, target});
-    if (!target.ops.empty()) out.push_back({r.id, true, target, source});
+    if (!source.ops.empty()) out.push_back({r.id, &r, false, source, target});
+    if (!target.ops.empty()) out.push_back({r.id, &r, true, target, source});
   }
   return out;
 }
@@ -99,9 +102,13 @@ std::map<std::string, std::string> compose(std::map<std::string, std::string> ea
   return earlier;
 }
 
+// Rules known to hold (or not) with another constant: (rule, base) -> holds.
+using BaseVerdicts = std::map<std::tuple<int, int64_t, int64_t>, bool>;
+
 FunctionRewrite search_function(const Function& f, const std::vector<Direction>& dirs,
                                 const ModelRewriteOptions& options, const Budget& budget,
-                                SymProver& prover, Function& best_out) {
+                                SymProver& prover, BaseVerdicts& holds_with_base,
+                                Function& best_out) {
   const auto t0 = std::chrono::steady_clock::now();
   FunctionRewrite rep;
   rep.function = f.name;
@@ -133,6 +140,17 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
       for (const RewriteMatch& m : find_matches(cur->function, index, d.from, prover)) {
         auto applied = apply_match(cur->function, index, m, d.to, prover, fresh);
         if (!applied || !seen.insert(structure_hash(applied->function)).second) continue;
+        if (m.base) {
+          // The rule read with another constant holds or not wherever it applies: checked by
+          // finite field once per rule and constant.
+          auto key = std::make_tuple(d.rule, m.base->num(), m.base->den());
+          auto known = holds_with_base.find(key);
+          if (known == holds_with_base.end())
+            known =
+                holds_with_base.emplace(key, rule_holds_with_base(*d.source, *m.base, options.seed))
+                    .first;
+          if (!known->second) continue;
+        }
         if (options.state_budget > 0 && ++rep.graphs > options.state_budget) {
           rep.stop = StopReason::state_budget;
           break;
@@ -206,11 +224,13 @@ ModelRewriteResult rewrite_model(const Module& module, const std::vector<Rule>& 
   const std::vector<Direction> dirs = directions(rules);
   const Budget budget(Budget::Limits{options.time_budget_s, 0, 0});
   const size_t n = module.functions.size();
+  BaseVerdicts holds_with_base;
   for (size_t i = 0; i < n; ++i) {
     const Function& f = module.functions[i];
     Function best;
-    FunctionRewrite rep = search_function(
-        f, dirs, options, budget.share(static_cast<int>(n - i), 0.05), prover, best);
+    FunctionRewrite rep =
+        search_function(f, dirs, options, budget.share(static_cast<int>(n - i), 0.05), prover,
+                        holds_with_base, best);
     if (!rep.steps.empty()) {
       Module trial = out.module;
       trial.functions[i] = best;

@@ -36,6 +36,9 @@ Pattern rule_pattern(const Rule& rule, bool target_side) {
     p.ops.push_back(std::move(po));
   }
   for (ValueId v : g.outputs) p.outputs.push_back(refs.at(v));
+  std::map<OpKind, size_t> counts;
+  for (const PatternOp& op : p.ops) ++counts[op.kind];
+  p.kind_counts.assign(counts.begin(), counts.end());
   return p;
 }
 

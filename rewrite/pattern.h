@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/attrs.h"
@@ -30,6 +31,8 @@ struct Pattern {
   std::vector<std::vector<std::string>> input_dims;  // per rule input, a variable per dim
   std::vector<PatternOp> ops;                        // a topological order
   std::vector<PatternRef> outputs;
+  // How many ops of each operator the pattern has (a function with fewer cannot match it).
+  std::vector<std::pair<OpKind, size_t>> kind_counts;
   int rank(const PatternRef& r) const;
 };
 

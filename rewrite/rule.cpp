@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -47,6 +48,30 @@ Graph parse_side(const std::vector<std::string>& lines, const std::string& filen
 }
 
 }  // namespace
+
+std::optional<int> power_of_two(const Rational& r) {
+  auto log2_of = [](int64_t v) -> std::optional<int> {
+    if (v <= 0 || (v & (v - 1)) != 0) return std::nullopt;
+    int k = 0;
+    while (v > 1) v >>= 1, ++k;
+    return k;
+  };
+  if (r.den() == 1) return log2_of(r.num());
+  if (r.num() == 1)
+    if (auto k = log2_of(r.den())) return -*k;
+  return std::nullopt;
+}
+
+std::optional<Rational> rule_base_pow(const Rational& p, const std::optional<Rational>& base) {
+  const std::optional<int> k = power_of_two(p);
+  if (!base || !k || *k == 0) return p;
+  std::optional<Rational> out = Rational(1);
+  for (int i = 0; i < std::abs(*k) && out; ++i)
+    out = Rational::make(static_cast<__int128>(out->num()) * base->num(),
+                         static_cast<__int128>(out->den()) * base->den());
+  if (out && *k < 0) out = Rational::make(out->den(), out->num());
+  return out;
+}
 
 const std::vector<int64_t>& rule_reading_sizes() {
   static const std::vector<int64_t> sizes = {3, 5, 7, 11, 13, 17, 19, 23};

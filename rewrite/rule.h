@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/rational.h"
 #include "ir/graph.h"
 
 namespace weft {
@@ -59,6 +61,12 @@ std::string print_rules(const std::vector<Rule>& rules, std::string_view header 
 // Parses a rule file. Every mistake is a UserError at `filename`:line:col; each side is
 // type-checked at one instantiation and its statements normalized to the canonical text.
 std::vector<Rule> parse_rules(std::string_view text, const std::string& filename);
+
+// k when `r` is 2^k (the generator's constants are powers of 2), else nullopt.
+std::optional<int> power_of_two(const Rational& r);
+// `p` with each power of 2, 2^k, read as base^k; nullopt on overflow. `p` itself when it is no
+// power of 2 or `base` is nullopt.
+std::optional<Rational> rule_base_pow(const Rational& p, const std::optional<Rational>& base);
 
 // The statement lines of a kernel program's canonical text (no program/input lines, no type
 // comments): how a side is stored.

@@ -224,6 +224,34 @@ fn main(x: f32[n, 64], w1: f32[64, 32], w2: f32[64, 32], a: f32[n, 32], b: f32[n
   EXPECT_EQ(f.check.verdict, Verdict::equivalent);
 }
 
+// Exported attention scales q and k by d^-1/4 each; the generated rule for factor 2 read with 1/2
+// moves both scalings onto one operand (a kernel less), checked to hold for 1/2 first.
+TEST(ModelRewrite, RuleConstantsMatchPowersOfAnotherConstant) {
+  SymProver prover;
+  const Module m = parse(R"(module sc
+sym 1 <= b <= 8, 1 <= s <= 64
+
+fn main(q: f32[b, 2, s, 16], k: f32[b, 2, 16, s]) -> f32[b, 2, s, s] {
+  dataflow {
+    q2 = scale(q, factor=1/2)
+    k2 = scale(k, factor=1/2)
+    m = matmul(q2, k2)
+  }
+  return m
+}
+)",
+                         prover);
+  const ModelRewriteResult r = rewrite_model(m, default_rules(), {}, prover);
+  const FunctionRewrite& f = r.functions[0];
+  ASSERT_EQ(f.steps.size(), 1u) << rewrite_summary(r);
+  EXPECT_EQ(f.kernels_after, 2);
+  EXPECT_EQ(f.check.verdict, Verdict::equivalent);
+  const std::vector<Binding>& bs = r.module.functions[0].blocks[0].bindings;
+  ASSERT_EQ(bs.size(), 2u);
+  EXPECT_EQ(bs[0].call.callee, "scale");
+  EXPECT_EQ(std::get<Rational>(bs[0].call.attrs.at("factor")), *Rational::make(1, 4));
+}
+
 TEST(ModelRewrite, ModeNoneLeavesTheModuleAndAnUnknownModeIsAnError) {
   SymProver prover;
   const Module m = parse(kBatched, prover);

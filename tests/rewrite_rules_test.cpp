@@ -175,6 +175,40 @@ end
 
 // The axioms are validated, not trusted: each holds by the interpreter (f64, random inputs,
 // relu as relu) and by finite-field identity testing, at two size sets.
+// A rule's constants read as powers of another: 2 scalings by 2 are one by 4, so by b twice is by
+// b^2 for any b; but x + x = 2x is about the number 2, and fails for 3.
+TEST(RuleCheck, ARuleHoldsWithAnotherBaseOnlyWhenItsConstantsArePowersOfAScale) {
+  const std::vector<Rule> rules = parse_rules(R"(rule 0 unverified from hand
+input a: [n, m]
+source
+  t0 = scale(a, factor=2)
+  t1 = scale(t0, factor=2)
+  output t1
+target
+  t0 = scale(a, factor=4)
+  output t0
+end
+
+rule 1 unverified from hand
+input a: [n, m]
+source
+  t0 = add(a, a)
+  output t0
+target
+  t0 = scale(a, factor=2)
+  output t0
+end
+)",
+                                              "bases.rules");
+  EXPECT_TRUE(rule_holds_with_base(rules[0], Rational(3)));
+  EXPECT_TRUE(rule_holds_with_base(rules[0], *Rational::make(1, 2)));
+  EXPECT_TRUE(rule_holds_with_base(rules[1], Rational(2)));
+  EXPECT_FALSE(rule_holds_with_base(rules[1], Rational(3)));
+  EXPECT_EQ(rule_base_pow(Rational(4), *Rational::make(1, 2)), *Rational::make(1, 4));
+  EXPECT_EQ(rule_base_pow(*Rational::make(1, 2), Rational(3)), *Rational::make(1, 3));
+  EXPECT_EQ(rule_base_pow(Rational(3), Rational(5)), Rational(3));  // not a power of 2
+}
+
 TEST(Axioms, HoldInTheInterpreterAndByFiniteField) {
   ASSERT_GE(axioms().size(), 30u);
   for (const Rule& a : axioms()) {

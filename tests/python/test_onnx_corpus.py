@@ -252,6 +252,25 @@ def test_no_bound_needed(name, weft_onnx, tmp_path):
 
 
 @pytest.mark.onnx_corpus
+@pytest.mark.parametrize("name", ["bert_classic_dynamic", "gpt2_dynamo_dynamic", "llama_classic_dynamic"])
+def test_compile_with_rewrites(name, weft_onnx, tmp_path):
+    """`weft compile --rewrite backtrack`: the generated rules rewrite these exports (the scaled
+    q and k of attention become one scaling, issue 31), and `weft run DIR` still matches
+    onnxruntime at every reference."""
+    path = CORPUS / f"{name}.onnx"
+    entry = MODELS[name]
+    bind = h.dims_binding(path, references(entry)[0][1])
+    out_dir = tmp_path / "compiled"
+    r = run([weft_onnx, "compile", path, "-o", out_dir, "--time-budget", "4", "--no-cache",
+             "--rewrite", "backtrack", *bound_args(entry), *(["--bind", bind] if bind else [])])
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert sum(len(f["rewrites"]) for f in summary["rewrite"]) >= 1, summary["rewrite"]
+    assert all(f["kernels_after"] < f["kernels_before"] for f in summary["rewrite"])
+    outcome = run_at_references([weft_onnx, "run", out_dir], entry, tmp_path, "weft run DIR")
+    assert outcome.ok, outcome.text
+
+
 def test_bench_with_onnxruntime_as_peer(weft_onnx, tmp_path):
     """`weft bench DIR --peer onnxruntime` times onnxruntime on the same inputs in the same run
     (issue 30): with the test venv's Python (which has it) both times and their ratio print; with

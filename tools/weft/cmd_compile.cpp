@@ -146,7 +146,7 @@ static Register reg(
                      "Models: operators per region")
           ->check(CLI::Range(1, 1000))
           ->capture_default_str();
-      auto rewrite = std::make_shared<std::string>("none");
+      auto rewrite = std::make_shared<std::string>("backtrack");
       sub.add_option("--rewrite", *rewrite,
                      "Models: apply generated rewrite rules before partitioning: none or "
                      "backtrack (docs/rewrites.md)")
