@@ -129,7 +129,15 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
   std::set<uint64_t> seen = {structure_hash(f)};
   int64_t order = 0;
   int fresh = 0;
+  auto last_report = t0;
   while (!queue.empty() && rep.stop == StopReason::complete) {
+    if (options.progress &&
+        std::chrono::steady_clock::now() - last_report > std::chrono::seconds(2)) {
+      last_report = std::chrono::steady_clock::now();
+      options.progress(
+          fmt::format("rewrite: fn {}: {} graphs, best {:.2f} us predicted (from {:.2f})", f.name,
+                      rep.graphs, best->cost * 1e6, rep.before_s * 1e6));
+    }
     std::shared_ptr<Candidate> cur = queue.top();
     queue.pop();
     if (cur->cost > options.alpha * best->cost) continue;
