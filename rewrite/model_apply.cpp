@@ -113,7 +113,11 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
         if (!m.outputs[o].empty() && named.insert(m.outputs[o]).second) return m.outputs[o];
     return fresh_name();
   };
-  std::map<std::string, MType> types = index.types;
+  std::map<std::string, MType> new_types;  // of the values this rewrite adds
+  auto type_of = [&](const std::string& v) -> const MType& {
+    auto it = new_types.find(v);
+    return it != new_types.end() ? it->second : index.types.at(v);
+  };
   std::vector<std::vector<std::string>> values(replacement.ops.size());
   auto value_of = [&](const PatternRef& ref) -> std::string {
     if (ref.input) return m.inputs.at(static_cast<size_t>(ref.index));
@@ -135,7 +139,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
       const std::string v = value_of(ref);
       if (v.empty()) return std::nullopt;  // an input this side reads but the match lacks
       b.call.args.push_back(v);
-      in.push_back(types.at(v));
+      in.push_back(type_of(v));
     }
     std::vector<SymCondition> checks;
     try {
@@ -148,7 +152,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
     const size_t results = po.result_ranks.size();
     if (results == 1) {
       b.var = name_for(static_cast<int>(j), 0);
-      types[b.var] = b.type;
+      new_types[b.var] = b.type;
       values[j].push_back(b.var);
       added.push_back(std::move(b));
       continue;
@@ -167,7 +171,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
       item.call.loc = anchor.loc;
       item.type = fields[r];
       item.var = name_for(static_cast<int>(j), static_cast<int>(r));
-      types[item.var] = item.type;
+      new_types[item.var] = item.type;
       values[j].push_back(item.var);
       added.push_back(std::move(item));
     }
@@ -176,7 +180,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
   for (size_t o = 0; o < m.outputs.size(); ++o) {
     if (m.outputs[o].empty()) continue;
     const std::string now = value_of(replacement.outputs.at(o));
-    if (!same_type(types.at(now), index.types.at(m.outputs[o]), prover)) return std::nullopt;
+    if (!same_type(type_of(now), index.types.at(m.outputs[o]), prover)) return std::nullopt;
     if (now != m.outputs[o]) out.renamed[m.outputs[o]] = now;
   }
   out.function = f;

@@ -30,19 +30,22 @@ ModelCost::Entry ModelCost::entry(const Binding& b, const std::map<std::string, 
   auto kind = op_by_name(b.call.callee);
   if (!kind || !(op_info(*kind).levels & kAtKernel)) return {};
   try {
-    GraphBuilder gb(Level::kernel, "op");
-    std::vector<ValueId> ids;
+    // The key first: most bindings are priced already (every graph of a search repeats them).
+    std::vector<TensorType> in;
     std::string key = b.call.callee;
     for (const std::string& a : b.call.args) {
       auto t = tensor_type_at(types.at(a), at_);
       if (!t) return {};
       key += " " + t->str();
-      ids.push_back(gb.add_input(fmt::format("x{}", ids.size()), *t));
+      in.push_back(*t);
     }
     const Attrs attrs = evaluate_attrs(b.call.attrs, at_, b.call.loc);
     for (const auto& [name, value] : attrs.entries())
       key += fmt::format(" {}={}", name, value_text(value));
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    GraphBuilder gb(Level::kernel, "op");
+    std::vector<ValueId> ids;
+    for (const TensorType& t : in) ids.push_back(gb.add_input(fmt::format("x{}", ids.size()), t));
     for (ValueId out : gb.add_op(*kind, ids, attrs)) gb.add_output(out);
     const CostReport report = predict(std::move(gb).finish(), target_);
     Entry e{report.total_s, report.kernel_launches()};

@@ -159,11 +159,11 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
                     .first;
           if (!known->second) continue;
         }
-        if (options.state_budget > 0 && ++rep.graphs > options.state_budget) {
+        if (options.state_budget > 0 && rep.graphs >= options.state_budget) {
           rep.stop = StopReason::state_budget;
           break;
         }
-        if (options.state_budget <= 0) ++rep.graphs;
+        ++rep.graphs;
         auto next = std::make_shared<Candidate>();
         next->cost = cost.function_s(applied->function);
         next->order = ++order;
@@ -178,7 +178,6 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
       }
     }
   }
-  rep.graphs = std::min(rep.graphs, options.state_budget > 0 ? options.state_budget : rep.graphs);
   rep.after_s = rep.before_s;
   rep.kernels_after = rep.kernels_before;
   best_out = f;

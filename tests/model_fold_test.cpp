@@ -9,6 +9,7 @@
 #include "driver/fold_constants.h"
 #include "exec/vm.h"
 #include "model/parser.h"
+#include "tests/test_util.h"
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("unit");
@@ -32,13 +33,6 @@ fn main(x: f32[n, 16], w1: f32[16, 8], w2: f32[16, 8], w3: f32[16, 8]) -> f32[n,
 }
 )";
 
-Tensor<double> varied(Shape shape, double seed) {
-  Tensor<double> t(shape, 0.0);
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = std::sin(seed + 0.37 * static_cast<double>(i));
-  return t;
-}
-
 VmValue value(const Tensor<double>& t) {
   return VmValue{std::make_shared<const Tensor<double>>(t)};
 }
@@ -46,8 +40,9 @@ VmValue value(const Tensor<double>& t) {
 TEST(FoldConstants, TheRewrittenWeightSumIsComputedOnceAndTheModelComputesTheSame) {
   SymProver prover;
   const Module m = parse_module(kModel, "projections.wmod", prover);
-  const std::map<std::string, Tensor<double>> weights = {
-      {"w1", varied({16, 8}, 0.3)}, {"w2", varied({16, 8}, 1.1)}, {"w3", varied({16, 8}, 2.5)}};
+  const std::map<std::string, Tensor<double>> weights = {{"w1", test::varied_tensor({16, 8}, 0.3)},
+                                                         {"w2", test::varied_tensor({16, 8}, 1.1)},
+                                                         {"w3", test::varied_tensor({16, 8}, 2.5)}};
   ModelCompileOptions options;
   options.bindings = {{{"n", 5}}};
   options.search_regions = false;
@@ -67,7 +62,7 @@ TEST(FoldConstants, TheRewrittenWeightSumIsComputedOnceAndTheModelComputesTheSam
   ASSERT_TRUE(main);
   ASSERT_EQ(main->params.size(), 5u);
   EXPECT_EQ(main->params.back().name, name);
-  const Tensor<double> x = varied({5, 16}, 4.2);
+  const Tensor<double> x = test::varied_tensor({5, 16}, 4.2);
   Vm before(m), after(r.module);
   const std::vector<double> want =
       before
@@ -102,7 +97,7 @@ fn main(x: f32[4, 8], w: f32[1, 8]) -> f32[4, 8] {
 )",
                                 "b.wmod", prover);
   EXPECT_EQ(fold_constants(m, {}, prover).bindings, 0);
-  const FoldResult f = fold_constants(m, {{"w", varied({1, 8}, 0.5)}}, prover);
+  const FoldResult f = fold_constants(m, {{"w", test::varied_tensor({1, 8}, 0.5)}}, prover);
   EXPECT_EQ(f.bindings, 1);  // exp(w) folds; add(e, x) reads x, a run-time input
   ASSERT_EQ(f.folded.count("e"), 1u);
   EXPECT_NEAR(f.folded.at("e").data[0], std::exp(std::sin(0.5)), 1e-6);

@@ -111,11 +111,8 @@ TEST(ModelPlan, GoldenPlanOfASmallFixture) {
   EXPECT_EQ(out, text);
 }
 
-VmValue varied_tensor(Shape shape, double seed) {
-  Tensor<double> t(shape, 0.0);
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = std::sin(seed + 0.37 * static_cast<double>(i));
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+VmValue varied_tensor(const Shape& shape, double seed) {
+  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed))};
 }
 
 std::vector<double> leaves(const VmValue& v) {

@@ -16,6 +16,7 @@
 #include "model/parser.h"
 #include "rewrite/default_rules.h"
 #include "rewrite/model_rewrite.h"
+#include "tests/test_util.h"
 #include "tests/tiers.h"
 
 WEFT_TEST_TIERS("property");
@@ -94,11 +95,8 @@ std::string random_module(std::mt19937& rng, int ops) {
       dims_text(values.back().dims), body, values.back().name);
 }
 
-VmValue varied(Shape shape, double seed) {
-  Tensor<double> t(shape, 0.0);
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = 0.5 * std::sin(seed + 0.37 * static_cast<double>(i));
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+VmValue varied(const Shape& shape, double seed) {
+  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed, 0.5))};
 }
 
 TEST(ModelRewriteProperty, RewrittenRandomFunctionsComputeTheSame) {

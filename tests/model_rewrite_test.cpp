@@ -80,16 +80,31 @@ Module parse(const std::string& text, SymProver& prover) {
   return parse_module(text, "test.wmod", prover);
 }
 
-VmValue varied(Shape shape, double seed) {
-  Tensor<double> t(shape, 0.0);
-  for (size_t i = 0; i < t.data.size(); ++i)
-    t.data[i] = std::sin(seed + 0.37 * static_cast<double>(i));
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+VmValue varied(const Shape& shape, double seed) {
+  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed))};
 }
 
 std::vector<double> run_main(const Module& m, const std::vector<VmValue>& args) {
   Vm vm(m);
   return vm.run("main", args).tensor()->data;
+}
+
+// The first match of `rule`'s source in `m`'s first function replaced by its target; nullopt when
+// there is no match or it does not apply.
+std::optional<AppliedRewrite> apply_first_match(const Module& m, const Rule& rule,
+                                                SymProver& prover) {
+  const Function& f = m.functions[0];
+  const FunctionIndex index = index_function(f);
+  const std::vector<RewriteMatch> found = find_matches(f, index, rule_pattern(rule, false), prover);
+  if (found.empty()) return std::nullopt;
+  int fresh = 0;
+  return apply_match(f, index, found[0], rule_pattern(rule, true), prover, fresh);
+}
+
+// `m` with its first function replaced by `f`.
+Module with_function(Module m, const Function& f) {
+  m.functions[0] = f;
+  return m;
 }
 
 TEST(ModelRewrite, ARankTwoRuleMatchesTensorsWithLeadingDims) {
@@ -108,9 +123,7 @@ TEST(ModelRewrite, ARankTwoRuleMatchesTensorsWithLeadingDims) {
   int fresh = 0;
   auto applied = apply_match(f, index, found[0], rule_pattern(rules[0], true), prover, fresh);
   ASSERT_TRUE(applied);
-  Module rewritten = m;
-  rewritten.functions[0] = applied->function;
-  EXPECT_NO_THROW(check_module(rewritten, prover));
+  EXPECT_NO_THROW(check_module(with_function(m, applied->function), prover));
   ASSERT_EQ(applied->function.blocks[0].bindings.size(), 3u);
   EXPECT_EQ(applied->function.blocks[0].bindings[0].call.callee, "add");
   EXPECT_EQ(applied->function.blocks[0].bindings[1].var, "s");
@@ -131,16 +144,10 @@ TEST(ModelRewrite, AMultiResultRuleBindsItsResultsAsItemsOfATuple) {
   const Module m = parse(kBatched, prover);
   const std::vector<Rule> rules = parse_rules(kRules, "rules");
   const Function& f = m.functions[0];
-  const FunctionIndex index = index_function(f);
-  const std::vector<RewriteMatch> found =
-      find_matches(f, index, rule_pattern(rules[1], false), prover);
-  ASSERT_FALSE(found.empty());
-  int fresh = 0;
-  auto applied = apply_match(f, index, found[0], rule_pattern(rules[1], true), prover, fresh);
+  ASSERT_FALSE(find_matches(f, index_function(f), rule_pattern(rules[1], false), prover).empty());
+  auto applied = apply_first_match(m, rules[1], prover);
   ASSERT_TRUE(applied);
-  Module rewritten = m;
-  rewritten.functions[0] = applied->function;
-  EXPECT_NO_THROW(check_module(rewritten, prover));
+  EXPECT_NO_THROW(check_module(with_function(m, applied->function), prover));
   int matmuls = 0, items = 0;
   for (const Binding& b : applied->function.blocks[0].bindings) {
     matmuls += b.call.callee == "matmul";
@@ -285,14 +292,8 @@ fn main(x: f32[b, n, 16], w1: f32[{}, 16, 8], w2: f32[b, 16, 8]) -> f32[b, n, 8]
                                        first),
                            prover);
     const Function& f = m.functions[0];
-    const FunctionIndex index = index_function(f);
-    const std::vector<RewriteMatch> found =
-        find_matches(f, index, rule_pattern(rules[1], false), prover);
-    ASSERT_FALSE(found.empty());
-    int fresh = 0;
-    const auto applied =
-        apply_match(f, index, found[0], rule_pattern(rules[1], true), prover, fresh);
-    EXPECT_EQ(applied.has_value(), std::string(first) == "b");
+    ASSERT_FALSE(find_matches(f, index_function(f), rule_pattern(rules[1], false), prover).empty());
+    EXPECT_EQ(apply_first_match(m, rules[1], prover).has_value(), std::string(first) == "b");
   }
 }
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,6 +28,13 @@ std::string source_path(const std::string& relative) {
 
 std::string example_path(const std::string& name) {
   return source_path("examples/" + name);
+}
+
+Tensor<double> varied_tensor(const Shape& shape, double seed, double amplitude) {
+  Tensor<double> t(shape, 0.0);
+  for (size_t i = 0; i < t.data.size(); ++i)
+    t.data[i] = amplitude * std::sin(seed + 0.37 * static_cast<double>(i));
+  return t;
 }
 
 std::string read_text(const std::string& path) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor.h"
 #include "ir/graph.h"
 
 namespace weft::test {
@@ -15,6 +16,10 @@ std::string source_dir();
 // source_dir()/relative, and examples/NAME in particular.
 std::string source_path(const std::string& relative);
 std::string example_path(const std::string& name);
+
+// A tensor of `shape` holding amplitude * sin(seed + 0.37 i): reproducible inputs whose elements
+// differ and are not zero, for comparing two runs of a model.
+Tensor<double> varied_tensor(const Shape& shape, double seed, double amplitude = 1);
 
 // The whole file, byte for byte; empty when it cannot be read (callers that need it say so).
 std::string read_text(const std::string& path);
