@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "driver/mpk_program.h"
 #include "mpk/bench/hop_chain.h"
@@ -24,9 +26,17 @@ struct MpkBenchReport {
   std::optional<Timing> resident, resident_batched, per_kernel_decode, per_kernel_graph;
 };
 
+// What bench_megakernel_program measures beyond the step, and whom it tells what it is doing (each
+// build runs nvcc; a decode seeds and places the weights again: minutes at the 0.6B size).
+struct MpkBenchScope {
+  bool decode = true;  // a decode-step program's whole-decode figures
+  std::function<void(const std::string&)> progress;
+};
+
 // `p` prepared for emulation or a GPU (without the decode loop: the decode figures build their
 // own). UserError as for MegakernelProgram and the per-kernel backend.
-MpkBenchReport bench_megakernel_program(const MpkProgram& p, const MegakernelBenchOptions& options);
+MpkBenchReport bench_megakernel_program(const MpkProgram& p, const MegakernelBenchOptions& options,
+                                        const MpkBenchScope& scope = {});
 
 // The empty-task chain on `platform` (emulation or gpu): options.emulated and arch follow it, and
 // 0 workers become default_megakernel_workers.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace weft {
 
 std::string_view level_name(Level level) {
@@ -201,6 +203,33 @@ ValueId GraphBuilder::add(OpKind kind, std::vector<ValueId> inputs, Attrs attrs,
   return out[0];
 }
 
+// The text form names a body's inputs after the op's operands (docs/format.md): a body built
+// elsewhere (a search result spliced into a program whose names it was renamed to avoid) takes
+// them here, and a body value that already holds such a name gets a fresh one.
+void GraphBuilder::name_body_inputs_after_operands(Graph& body,
+                                                   const std::vector<ValueId>& operands) const {
+  std::set<std::string> wanted;
+  for (ValueId v : operands) wanted.insert(g_.values[v].name);
+  std::set<std::string> taken;
+  for (const Value& v : body.values) taken.insert(v.name);
+  std::vector<bool> is_input(body.values.size(), false);
+  for (ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = true;
+  bool renamed = false;
+  for (size_t i = 0; i < operands.size(); ++i)
+    renamed = renamed || body.values[body.inputs[i]].name != g_.values[operands[i]].name;
+  if (!renamed) return;
+  for (size_t v = 0; v < body.values.size(); ++v) {
+    if (is_input[v] || !wanted.count(body.values[v].name)) continue;
+    std::string fresh;
+    for (int k = 1; fresh.empty() || taken.count(fresh) || wanted.count(fresh); ++k)
+      fresh = fmt::format("{}.{}", body.values[v].name, k);
+    taken.insert(fresh);
+    body.values[v].name = fresh;
+  }
+  for (size_t i = 0; i < operands.size(); ++i)
+    body.values[body.inputs[i]].name = g_.values[operands[i]].name;
+}
+
 std::vector<ValueId> GraphBuilder::add_nested(OpKind kind, std::vector<ValueId> inputs, Graph body,
                                               std::vector<std::string> names, SourceLoc loc,
                                               Stage stage) {
@@ -220,6 +249,7 @@ std::vector<ValueId> GraphBuilder::add_nested(OpKind kind, std::vector<ValueId> 
     WEFT_CHECK(body.type(body.inputs[i]) == g_.values[inputs[i]].type,
                "'{}' operand {} type mismatch", info.name, i);
   }
+  name_body_inputs_after_operands(body, inputs);
   if (body.outputs.empty())
     WEFT_USER_ERROR(loc, "this {} produces no results ({})", info.name,
                     kind == OpKind::kernel ? "add a save" : "add an output statement");

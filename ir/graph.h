@@ -120,6 +120,7 @@ class GraphBuilder {
   Graph finish() && { return std::move(g_); }
 
  private:
+  void name_body_inputs_after_operands(Graph& body, const std::vector<ValueId>& operands) const;
   ValueId new_value(std::string name, TensorType type, const SourceLoc& loc);
   std::string fresh_name();
   Graph g_;

@@ -3,7 +3,9 @@
 # are not for compiling weft), with every shared library they need beside them, so that a GPU
 # machine without a package registry runs them as they are:
 #
-#   .gpu-bundle/bin/weft, bin/weft_tests   debug info stripped, RUNPATH $ORIGIN/../lib
+#   .gpu-bundle/bin/weft, bin/weft_tests   debug info stripped, RUNPATH $ORIGIN/../lib; weft_tests
+#                                          gzipped (bin/weft_tests.gz, 16 MiB -> 5), unpacked
+#                                          like the libraries
 #   .gpu-bundle/lib/*.so*                  each with RUNPATH $ORIGIN; those over 16 MiB (oneDNN,
 #                                          Z3) gzipped as lib/NAME.gz, unpacked where the bundle
 #                                          runs (`unpack DIR`, which gpu-check.sh calls)
@@ -23,10 +25,10 @@ cd "$(dirname "$0")/.."
 limit_mib=60
 pack_mib=16
 
-# The gzipped libraries of DIR unpacked beside their .gz (each once); prints what it unpacked.
+# The gzipped files of DIR unpacked beside their .gz (each once); prints what it unpacked.
 unpack() {
   local z
-  for z in "$1"/lib/*.gz; do
+  for z in "$1"/lib/*.gz "$1"/bin/*.gz; do
     [ -e "$z" ] || continue
     [ -f "${z%.gz}" ] && continue
     gunzip -k "$z"
@@ -58,7 +60,7 @@ system_library() {
 # system's allowed set, with no help from LD_LIBRARY_PATH; the bundle fits the limit.
 check() {
   local dir=$1 bad=0 f line name path
-  [ -x "$dir/bin/weft" ] && [ -x "$dir/bin/weft_tests" ] || {
+  [ -x "$dir/bin/weft" ] && { [ -x "$dir/bin/weft_tests" ] || [ -f "$dir/bin/weft_tests.gz" ]; } || {
     echo "gpu-bundle: $dir has no bin/weft or bin/weft_tests (run make gpu-bundle)" >&2
     return 1
   }
@@ -92,13 +94,23 @@ check() {
     echo "gpu-bundle: $dir is $mib MiB, over the $limit_mib MiB limit" >&2
     bad=1
   fi
+  # The device tool carries the checkout's tracked files with the bundle, 64 MiB in all.
+  local tree_mib
+  tree_mib=$(( $(git ls-files -z 2>/dev/null | xargs -0 -r stat -c %s 2>/dev/null |
+    awk '{s += $1} END {print s + 0}') / 1048576 ))
+  if [ $((tree_mib + mib)) -ge 64 ]; then
+    echo "gpu-bundle: the checkout's tracked files ($tree_mib MiB) and $dir ($mib MiB) exceed the" \
+      "64 MiB the device tool carries" >&2
+    bad=1
+  fi
   if ! env -u LD_LIBRARY_PATH "$dir/bin/weft" --version >/dev/null 2>&1; then
     echo "gpu-bundle: $dir/bin/weft --version does not run" >&2
     bad=1
   fi
   # shellcheck disable=SC2086  # one path per line, none with spaces (the bundle's own names)
   [ -z "$unpacked" ] || rm -f $unpacked
-  [ $bad -eq 0 ] && echo "gpu-bundle: $dir checked: $mib MiB, every library inside it or the system's"
+  [ $bad -eq 0 ] && echo "gpu-bundle: $dir checked: $mib MiB (with the checkout $((tree_mib + mib)) of" \
+    "the 64 MiB carried), every library inside it or the system's"
   return $bad
 }
 
@@ -126,6 +138,7 @@ for b in weft weft_tests; do
   objcopy --strip-debug "$build/$b" "$dest/bin/$b"
   patchelf --set-rpath '$ORIGIN/../lib' "$dest/bin/$b"
 done
+gzip -6 "$dest/bin/weft_tests"
 # The dependency closure as this machine resolves it.
 env -u LD_LIBRARY_PATH ldd "$build/weft" "$build/weft_tests" | awk '/=>/ && $3 ~ /^\// {print $1, $3}' |
   sort -u | while read -r name path; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make gpu-check`: the one command for a GPU machine, sized to one device call: at most 8 minutes
-# on one H100 with 16 cores, from a bare machine, when the binaries come prepared
+# `make gpu-check`: the one command for a GPU machine, sized to one device call: at most 9 minutes
+# on one H100 or H200 with 16 cores, from a bare machine, when the binaries come prepared
 # (`make gpu-bundle` here, carried as .gpu-bundle). Its steps run in the order of the value of what
 # they return, each under its own time limit, and summary.md is written (and copied to $OUT) after
 # every step, so a run cut short still reports what it finished:
@@ -26,7 +26,8 @@
 # GPU_CHECK_DRY_RUN=1 runs nothing on a GPU: it prints the plan and every command with its limit,
 # and fails when a program or file a step needs is missing (make gpu-rehearse runs it here).
 #
-# Environment: OUT (where results are copied), GPU_CHECK_PART (quick), GPU_CHECK_BUNDLE
+# Environment: OUT (where results are copied), GPU_CHECK_PART (quick), GPU_CHECK_STEPS (a subset of
+# the part's steps, in the order given: a rerun of what changed), GPU_CHECK_BUNDLE
 # (.gpu-bundle), WEFT_GPU_BUILD (build-gpu, the fallback build), JOBS (nproc), GPU_CHECK_REPS (50),
 # GPU_CHECK_WITHOUT_GPU=1 (run the steps without a GPU: they fail, the script is exercised).
 set -uo pipefail
@@ -47,26 +48,36 @@ case "$part" in
 esac
 mkdir -p "$out"
 
-# ---- the plan: each step's time limit in seconds, estimated for the 16-core H100 machine ----
-# (estimates until a run on a GPU measures them; docs/benchmarks.md keeps the measured times)
+# ---- the plan: each step's time limit in seconds ----
+# Measured on the first run (H200, 16 cores, 2026-11-28, docs/benchmarks.md): probe 5 s, binaries
+# 1, prebuild 4, kernels 21, peers 22, sanitizer 19; mpk-tiny, mpk-0.6b and model-device were cut
+# at 60/60/75 s (nvcc builds each persistent kernel and each per-operator kernel in turn); on the
+# second, with --step-only, mpk-0.6b took 59 s and model-device 128 s.
 if [ -x "$bundle/bin/weft" ]; then binaries_limit=30; else binaries_limit=300; fi
 quick_steps=(probe binaries prebuild kernels peers mpk-tiny mpk-0.6b model-device sanitizer)
-declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=45 [kernels]=60 [peers]=60
-  [mpk-tiny]=60 [mpk-0.6b]=60 [model-device]=75 [sanitizer]=60
+declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=40 [peers]=40
+  [mpk-tiny]=130 [mpk-0.6b]=90 [model-device]=140 [sanitizer]=40
   [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
   [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
   [mpk-soak]=300 [mpk-decode-256]=420)
 full_steps=(probe binaries prebuild gpu-tests memcheck racecheck optimize prebuild-candidates
   peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench mpk-soak mpk-decode-256)
 if [ "$part" = quick ]; then steps=("${quick_steps[@]}"); else steps=("${full_steps[@]}"); fi
+# GPU_CHECK_STEPS="binaries mpk-tiny ...": only these steps (a rerun of what changed).
+if [ -n "${GPU_CHECK_STEPS:-}" ]; then
+  read -r -a steps <<<"$GPU_CHECK_STEPS"
+  for s in "${steps[@]}"; do
+    [ -n "${limit[$s]:-}" ] || { echo "gpu-check: no step '$s' (GPU_CHECK_STEPS)" >&2; exit 2; }
+  done
+fi
 planned=0
 for s in "${steps[@]}"; do planned=$((planned + limit[$s])); done
 echo "gpu-check: part $part, planned step budget $planned s ($((planned / 60)) min $((planned % 60)) s;" \
   "estimates for one H100 with 16 cores, not yet measured on a GPU):"
 for s in "${steps[@]}"; do printf '  %-14s %4d s\n' "$s" "${limit[$s]}"; done
-if [ "$part" = quick ] && [ $planned -gt 480 ]; then
-  echo "gpu-check: the plan exceeds 8 minutes: without a bundle weft is built here first;" \
-    "run \`make gpu-bundle\` where nvcc is and carry .gpu-bundle"
+if [ "$part" = quick ] && [ $planned -gt 540 ]; then
+  echo "gpu-check: the plan's limits exceed 9 minutes: without a bundle weft is built here" \
+    "first; run \`make gpu-bundle\` where nvcc is and carry .gpu-bundle"
 fi
 
 # ---- results ----
@@ -123,7 +134,8 @@ x() {
     echo "    $*"
     # The GPU machine's own tools are checked by its probe step, not here.
     case "${1##*/}" in nvidia-smi | compute-sanitizer) return 0 ;; esac
-    if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ]; then
+    # A bundled program still gzipped is there: the binaries step unpacks it before it runs.
+    if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ] && [ ! -f "$1.gz" ]; then
       echo "gpu-check: dry run: '$1' is not a program here" >&2
       return 1
     fi
@@ -360,7 +372,8 @@ mpk_tiny() {
   run_tests 60 $(tier_tests gpu '^Mpk') || rc=1
   x "$weft" mpk run examples/qwen3_tiny_decode_step.weft --on gpu --tokens 8 --prompt 1 2 3 2>&1 |
     tee -a "$log" || rc=1
-  x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --reps 20 2>&1 |
+  # The step alone: `mpk run` above already times the tiny decode's per-token paths.
+  x "$weft" mpk bench examples/qwen3_tiny_decode_step.weft --on gpu --reps 20 --step-only 2>&1 |
     tee -a "$log" || rc=1
   x "$weft" mpk hop --on gpu --tasks 1000 2>&1 | tee -a "$log" || rc=1
   [ "$dry" = 1 ] || figures mpk-tiny "$(grep -iE 'token|us|µs|hop|floor' "$log" | head -n 30)"
@@ -370,7 +383,10 @@ mpk_tiny() {
 mpk_06b() {
   local f=$out/qwen3_0_6b.weft log=$out/mpk-0.6b-figures.log rc=0
   x "$weft" mpk decoder --config qwen3-0.6b --cache 512 -o "$f" || return 1
-  x "$weft" mpk bench "$f" --on gpu --reps 5 --iterations-per-launch 2 2>&1 | tee "$log" || rc=1
+  # One step alone: the whole-decode figures seed and place 1.2 GB of weights per decode (the
+  # full part's mpk-bench times them).
+  x "$weft" mpk bench "$f" --on gpu --reps 5 --iterations-per-launch 2 --step-only 2>&1 |
+    tee "$log" || rc=1
   [ "$dry" = 1 ] || figures mpk-0.6b "$(grep -iE 'us|µs|floor|GB/s' "$log" | head -n 20)"
   return $rc
 }
@@ -385,7 +401,7 @@ model_device() {
   x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/cpu.npz" --backend cpu || rc=1
   x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/gpu.npz" --backend cuda ||
     rc=1
-  x "$weft" bench "$d/compiled" --inputs "$d/inputs.npz" --backend cuda 2>&1 |
+  x "$weft" bench "$d/compiled" --inputs "$d/inputs.npz" --backend cuda --reps 10 2>&1 |
     tee "$out/model-device-bench.log" || rc=1
   [ "$dry" = 1 ] || figures model-device "$(tail -n 8 "$out/model-device-bench.log")"
   return $rc

@@ -354,6 +354,43 @@ void expect_decode_trace(const MegakernelProgram& mk, const ResidentDecode& got,
   }
 }
 
+// The host's decode against a device's: the two round differently, so they agree token for token
+// only until a step whose two best logits are closer than that rounding. Up to the
+// first differing token, each step's logits agree within `tolerance` of the step's largest logit;
+// at that token, the GPU's logits for the two choices lie within that tolerance too.
+void expect_same_decode_up_to_rounding(const DecodeResult& host, const DecodeResult& device,
+                                       double tolerance) {
+  ASSERT_EQ(host.tokens.size(), device.tokens.size());
+  ASSERT_EQ(host.logits.size(), device.logits.size());
+  ASSERT_GE(device.tokens.size(), device.logits.size());
+  // The last token is the last step's argmax: token i comes from step i - offset.
+  const size_t offset = device.tokens.size() - device.logits.size();
+  for (size_t i = 0; i < device.tokens.size(); ++i) {
+    if (i < offset) {
+      ASSERT_EQ(host.tokens[i], device.tokens[i]) << "token " << i << " was fed, not chosen";
+      continue;
+    }
+    const std::vector<float>& want = device.logits[i - offset];
+    const std::vector<float>& got = host.logits[i - offset];
+    ASSERT_EQ(got.size(), want.size());
+    double scale = 0, diff = 0;
+    for (size_t v = 0; v < want.size(); ++v) {
+      scale = std::max(scale, std::abs(static_cast<double>(want[v])));
+      diff = std::max(diff, std::abs(static_cast<double>(got[v]) - want[v]));
+    }
+    ASSERT_GT(scale, 0) << "step " << i - offset << ": every logit is zero";
+    EXPECT_LE(diff, tolerance * scale) << "step " << i - offset << ": the logits differ";
+    if (host.tokens[i] == device.tokens[i]) continue;
+    const double margin = std::abs(static_cast<double>(want[static_cast<size_t>(host.tokens[i])]) -
+                                   want[static_cast<size_t>(device.tokens[i])]);
+    EXPECT_LE(margin, tolerance * scale)
+        << "token " << i << ": the host chose " << host.tokens[i] << ", the GPU "
+        << device.tokens[i] << ", whose logits differ by " << margin << " (largest logit " << scale
+        << "): more than rounding explains";
+    return;  // after a near tie the two sequences go their own ways
+  }
+}
+
 // The loop with its state on the device against the per-kernel path with the host hooks: the same
 // tokens, and bit for bit the same logits (one launch per token), and the same tokens with several
 // tokens per launch (each launch's last logits equal that step's).
@@ -369,14 +406,20 @@ void expect_resident_decodes_like_per_kernel(const char* path, const DecodeOptio
   ASSERT_GT(distinct.size(), 2u) << "the decoded sequence is trivial";
   {
     // The host's decode (the CPU plan, f32 activations, the weights rounded to their declared
-    // dtypes) chooses the same tokens here too.
+    // dtypes) chooses the same tokens as the emulation, and as a GPU up to its rounding.
     const ProgramPlan cpu =
         lower_graph(test::load_graph_file(test::source_path(path)), target_by_name("cpu"));
     auto program = build_cpu_program(cpu, generate_source(cpu, Backend::cpu), host_build_options());
     DecodeOptions host = d;
     for (const std::string& n : plan.inputs) host.declared[n] = plan.find_tensor(n)->dtype;
-    EXPECT_EQ(decode_sequential(cpu, *program, host).tokens, want.tokens)
-        << "the host's sequential decode";
+    const DecodeResult host_result = decode_sequential(cpu, *program, host);
+    if (emulated) {
+      EXPECT_EQ(host_result.tokens, want.tokens) << "the host's sequential decode";
+    }
+    // The device plan keeps intermediates in their declared dtypes (bf16) where the host's keeps
+    // f32: the logits differ by about 1% of the largest (measured: 0.9-1.5% on an H200 and the
+    // same to 5 digits in emulation), and a near tie within that may pick another token.
+    expect_same_decode_up_to_rounding(host_result, want, 3e-2);
   }
   MegakernelProgram mk(plan, resident_options(plan, emulated ? 3 : 16, emulated));
   for (int per_launch : tokens_per_launch) {

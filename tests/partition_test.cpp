@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ir/expand_composites.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/validate.h"
 #include "search/baselines.h"
@@ -41,6 +42,7 @@ void expect_stitch_equivalent(const Graph& g, const std::vector<SubProgram>& par
                               const std::vector<Graph>& replacements) {
   Graph s = stitch(g, parts, replacements);
   EXPECT_TRUE(check_graph(s, target_by_name("h100")).empty()) << print_graph(s);
+  EXPECT_EQ(parse_graph(print_graph(s), "stitched"), s) << print_graph(s);
   EXPECT_EQ(verify_equivalent(g, s).verdict, Verdict::equivalent) << print_graph(s);
 }
 
@@ -140,6 +142,43 @@ TEST(Partition, StitchingThePartsGivesAnEquivalentProgram) {
     expect_stitch_equivalent(g, parts, same);
     expect_stitch_equivalent(g, parts, fused);
   }
+}
+
+// A replacement's intermediate named like a program value the part removes is renamed; the kernel
+// reading it names its body's input after the renamed operand, so the text form reads back (a
+// compiled model's µGraph once failed to load: "'y2' is not defined").
+TEST(Partition, AStitchedKernelsBodyReadsItsRenamedOperand) {
+  const Graph g = parse_graph(R"(program p
+input x0: f32[16, 16]
+y2 = exp(x0)
+y9 = sqr(y2)
+output y9
+)",
+                              "p.weft");
+  const Graph two_kernels = parse_graph(R"(program r
+input x0: f32[16, 16]
+y2 = kernel(x0, grid=[1], block=128, loop=1) {
+after:
+  b0 = iter(x0)
+  b1 = exp(b0)
+  y2 = save(b1)
+}
+y9 = kernel(y2, grid=[1], block=128, loop=1) {
+after:
+  b0 = iter(y2)
+  b1 = sqr(b0)
+  y9 = save(b1)
+}
+output y9
+)",
+                                        "r.weft");
+  const std::vector<SubProgram> parts = partition_program(g, SearchConfig{});
+  ASSERT_EQ(parts.size(), 1u);
+  expect_stitch_equivalent(g, parts, {two_kernels});
+  const Graph s = stitch(g, parts, {two_kernels});
+  const Graph& second = *s.ops.back().body;
+  EXPECT_EQ(second.value(second.inputs[0]).name, s.value(s.ops.back().inputs[0]).name);
+  EXPECT_NE(s.value(s.ops.back().inputs[0]).name, "y2") << "the clash was not renamed";
 }
 
 }  // namespace

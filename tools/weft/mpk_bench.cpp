@@ -37,13 +37,16 @@ void print_floor(const MpkBenchReport& r) {
 }
 
 int bench(const MpkArgs& a, const std::string& on, uint32_t schedulers,
-          const MegakernelBenchOptions& bo) {
+          const MegakernelBenchOptions& bo, bool step_only) {
   MpkProgramOptions o;
   o.platform = mpk_platform_by_name(on);
   o.schedulers = schedulers;
   const MpkProgram p = prepare_mpk_file(a, o);
   const bool gpu = o.platform == MpkPlatform::gpu;
-  const MpkBenchReport r = bench_megakernel_program(p, bo);
+  MpkBenchScope scope;
+  scope.decode = !step_only;
+  scope.progress = [](const std::string& line) { fmt::print(stderr, "mpk bench: {}\n", line); };
+  const MpkBenchReport r = bench_megakernel_program(p, bo, scope);
   fmt::print("{} on {} ({}): {} tasks on {} workers ({}), {} plan kernels\n", p.name,
              p.target->name, gpu ? "GPU" : "host emulation: thread times, not GPU times", r.tasks,
              p.options.mpk.assign.workers, a.dispatch, p.plan.kernels.size());
@@ -79,6 +82,7 @@ MpkSubcommand add_mpk_bench(CLI::App& mpk) {
     MegakernelBenchOptions options;
     std::string on = "emulation";
     uint32_t schedulers = 1;
+    bool step_only = false;
   };
   auto a = std::make_shared<Args>();
   CLI::App* sub = mpk.add_subcommand(
@@ -98,7 +102,10 @@ MpkSubcommand add_mpk_bench(CLI::App& mpk) {
   sub->add_option("--iterations-per-launch", a->options.iterations_per_launch,
                   "Also time this many steps in one launch (0: no)")
       ->capture_default_str();
-  return {sub, [a]() { return bench(a->mpk, a->on, a->schedulers, a->options); }};
+  sub->add_flag("--step-only", a->step_only,
+                "Time one step alone, without a decode-step program's whole decodes (each of "
+                "which seeds and places the weights again)");
+  return {sub, [a]() { return bench(a->mpk, a->on, a->schedulers, a->options, a->step_only); }};
 }
 
 MpkSubcommand add_mpk_hop(CLI::App& mpk) {
