@@ -66,7 +66,7 @@ std::optional<Function> fold_function(const Module& module, const Function& f,
   for (const Param& p : f.params)
     if (values.count(p.name) && read.count(p.name)) {
       g.params.push_back(p);
-      args.push_back(VmValue{std::make_shared<const Tensor<double>>(values.at(p.name))});
+      args.push_back(VmValue{std::make_shared<Tensor<double>>(values.at(p.name))});
     }
   Block body;
   body.dataflow = true;

@@ -105,7 +105,7 @@ VmValue DeviceVm::download(const DeviceValue& value) {
   std::vector<float> f(static_cast<size_t>(numel(t->shape)));
   decode_from(bytes.data(), f.size(), t->dtype, f.data());
   return VmValue{
-      std::make_shared<const Tensor<double>>(t->shape, std::vector<double>(f.begin(), f.end()))};
+      std::make_shared<Tensor<double>>(t->shape, std::vector<double>(f.begin(), f.end()))};
 }
 
 VmValue DeviceVm::run_host(const std::string& name, const std::vector<VmValue>& args) {

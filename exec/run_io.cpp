@@ -28,7 +28,7 @@ VmValue argument_value(const Param& p, const NpyArray& a, const std::string& wha
     }
     case MTypeKind::tensor:
     case MTypeKind::shape:
-      return VmValue{std::make_shared<const Tensor<double>>(a.tensor)};
+      return VmValue{std::make_shared<Tensor<double>>(a.tensor)};
     case MTypeKind::tuple:
       throw UserError(p.loc, fmt::format("parameter '{}' is a tuple; a run passes tensors and "
                                          "integers only",

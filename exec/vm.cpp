@@ -380,7 +380,7 @@ const Program& Vm::ugraph_program(const Graph& g) {
 namespace {
 
 VmValue tensor_value(Tensor<double> t) {
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+  return VmValue{std::make_shared<Tensor<double>>(std::move(t))};
 }
 
 VmValue results_value(std::vector<Tensor<double>> outs) {
@@ -393,7 +393,7 @@ VmValue results_value(std::vector<Tensor<double>> outs) {
 }  // namespace
 
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
-                             const SymBinding& heap, bool cpu_library) {
+                             const SymBinding& heap, bool cpu_library, bool* in_f32) {
   const Call& c = b.call;
   if (c.kind == CallKind::op) {
     const OpKind kind = *op_by_name(c.callee);
@@ -406,6 +406,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
       std::optional<Tensor<double>> done;
       if (cpu_library) done = run_on_cpu_library(kind, tensors, attrs);
       if (!done) done = elementwise_on_host(kind, tensors, attrs);
+      if (done && in_f32) *in_f32 = true;
       if (!done && impl) done = impl->eval(tensors, attrs);
       if (done) return tensor_value(std::move(*done));
     } catch (const UserError& e) {
@@ -429,7 +430,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
 }
 
 VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
-                    int depth) {
+                    int depth, bool* in_f32) {
   const Call& c = b.call;
   std::vector<const Tensor<double>*> tensors;
   for (const VmValue* v : in) tensors.push_back(v->tensor());
@@ -441,26 +442,27 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::op:
     case CallKind::lib:
       require_tensors();
-      return run_operator_on_host(b, tensors, heap, options_.cpu_library);
+      return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32);
     case CallKind::ugraph: {
       require_tensors();
       const Graph& g = *module_.find_ugraph(c.callee)->graph;
-      std::vector<Tensor<double>> inputs;
       std::vector<Shape> shapes;
-      for (const Tensor<double>* t : tensors) {
-        inputs.push_back(*t);
-        shapes.push_back(t->shape);
-      }
+      for (const Tensor<double>* t : tensors) shapes.push_back(t->shape);
       try {
         check_input_shapes(g, shapes);
       } catch (const UserError& e) {
         throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
       }
       // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
-      if (options_.ugraph_executor == UGraphExecutor::interpreter)
+      if (options_.ugraph_executor == UGraphExecutor::interpreter) {
+        std::vector<Tensor<double>> inputs;
+        for (const Tensor<double>* t : tensors) inputs.push_back(*t);
         return results_value(evaluate_real(g, inputs, true));
+      }
       std::vector<std::vector<float>> flat;
-      for (const auto& t : inputs) flat.emplace_back(t.data.begin(), t.data.end());
+      flat.reserve(tensors.size());
+      for (const Tensor<double>* t : tensors) flat.emplace_back(t->data.begin(), t->data.end());
+      if (in_f32) *in_f32 = true;
       auto raw = ugraph_program(g).run(flat);
       std::vector<Tensor<double>> outs;
       for (size_t i = 0; i < raw.size(); ++i)

@@ -156,8 +156,11 @@ class Vm {
   // A call's frame of the register program (exec/register_program.h, exec/vm_frame.cpp).
   class Frame;
   VmValue call_function(const VmFunction& f, const std::vector<VmValue>& args, int depth);
+  // `*in_f32` (where given) is set when every element of the result is already an f32 value (the
+  // CPU library, the elementwise path and compiled µGraphs compute in f32), so storing it as f32
+  // changes nothing and is skipped.
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
-                  int depth);
+                  int depth, bool* in_f32 = nullptr);
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
   // Whether `bytes` more fit under the memory limit with what the VM holds now.
@@ -178,6 +181,8 @@ class Vm {
   // Static arenas not held by a frame, per function: allocated once, reused by later calls.
   std::map<const VmFunction*, std::vector<std::shared_ptr<std::vector<double>>>> arenas_;
   VmStats stats_;
+  // Argument tensors found to hold f32 values (Vm::run skips scanning them again while they live).
+  std::map<const Tensor<double>*, std::weak_ptr<const Tensor<double>>> f32_arguments_;
   int64_t live_bytes_ = 0;
   int64_t outside_bytes_ = 0;  // live tensors not in planned storage
   int64_t storage_bytes_ = 0;  // planned storage held by frames
@@ -189,8 +194,10 @@ class Vm {
 // as the VM computes it (convolution and matmul by the CPU library in f32 where `cpu_library` and
 // weft has one, other model operators and libraries in f64, table operators by the interpreter in
 // f32), not yet stored in the result's dtype. UserError at the call for bad data.
+// `*in_f32` (where given) tells whether every element of the result is an f32 value.
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
-                             const SymBinding& heap, bool cpu_library = true);
+                             const SymBinding& heap, bool cpu_library = true,
+                             bool* in_f32 = nullptr);
 
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the
 // value in errors ("match_cast of 'y'", "parameter 'x'"). Throws UserError at `loc` on mismatch.

@@ -109,16 +109,35 @@ namespace {
 // `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
 // (shared, not copied, where no element changes). Values that do not match the type are left for
 // vm_match to report.
-VmValue stored(const VmValue& v, const MType& type) {
+// Whether rounding `data` to f32 changes an element: a branch-free pass the compiler vectorizes
+// (every operator's result goes through here; an early exit would cost more than it saves). A NaN
+// is kept as stored_value keeps it (x == x is false only for NaN).
+bool f32_rounding_changes(const std::vector<double>& data) {
+  bool changes = false;
+  for (double x : data) changes |= (static_cast<double>(static_cast<float>(x)) != x) & (x == x);
+  return changes;
+}
+
+VmValue stored(VmValue v, const MType& type) {
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
-    // f32, the common dtype, inline: a round trip through float; a NaN is kept as stored_value
-    // keeps it (x == x is false only for NaN).
-    auto changes = [&](double x) {
-      if (type.dtype == DType::f32)
-        return static_cast<double>(static_cast<float>(x)) != x && x == x;
-      return !std::isnan(x) && stored_value(x, type.dtype) != x;
-    };
-    if (std::none_of(t->data.begin(), t->data.end(), changes)) return v;
+    const auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
+    // A result nothing else holds (an operator's fresh tensor) is rounded where it is. The VM
+    // makes its tensors as non-const objects behind const pointers, so this write is defined.
+    if (owner.use_count() == 1) {
+      auto& data = const_cast<Tensor<double>*>(t)->data;
+      if (type.dtype == DType::f32) {
+        for (double& x : data) x = x == x ? static_cast<double>(static_cast<float>(x)) : x;
+      } else {
+        for (double& x : data) x = stored_value(x, type.dtype);
+      }
+      return v;
+    }
+    const bool changes = type.dtype == DType::f32
+                             ? f32_rounding_changes(t->data)
+                             : std::any_of(t->data.begin(), t->data.end(), [&](double x) {
+                                 return !std::isnan(x) && stored_value(x, type.dtype) != x;
+                               });
+    if (!changes) return v;
     auto copy = std::make_shared<Tensor<double>>(*t);
     for (double& x : copy->data) x = stored_value(x, type.dtype);
     return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
@@ -130,6 +149,13 @@ VmValue stored(const VmValue& v, const MType& type) {
   return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
 }
 
+// Whether every tensor of `type` is stored as f32 (a tensor, or a tuple of them).
+bool only_f32_tensors(const MType& type) {
+  if (type.is_tensor()) return type.dtype == DType::f32;
+  if (type.kind != MTypeKind::tuple) return false;
+  return std::all_of(type.fields.begin(), type.fields.end(), only_f32_tensors);
+}
+
 }  // namespace
 
 VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
@@ -137,8 +163,32 @@ VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
   // each call's result).
   const VmFunction& f = compiled(name);
   std::vector<VmValue> typed;
-  for (size_t i = 0; i < args.size(); ++i)
-    typed.push_back(i < f.fn->params.size() ? stored(args[i], f.fn->params[i].type) : args[i]);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i >= f.fn->params.size()) {
+      typed.push_back(args[i]);
+      continue;
+    }
+    const MType& type = f.fn->params[i].type;
+    // The weights come back run after run as the same tensors: one found to hold f32 values is
+    // not scanned again while it lives (the tensor is const; its owner keeps it alive).
+    const auto* owner = std::get_if<std::shared_ptr<const Tensor<double>>>(&args[i].v);
+    const bool f32_param = owner && *owner && type.is_tensor() && type.dtype == DType::f32;
+    if (f32_param) {
+      auto known = f32_arguments_.find(owner->get());
+      if (known != f32_arguments_.end() && known->second.lock() == *owner) {
+        typed.push_back(args[i]);
+        continue;
+      }
+    }
+    typed.push_back(stored(args[i], type));
+    if (f32_param && std::get_if<std::shared_ptr<const Tensor<double>>>(&typed.back().v) &&
+        std::get<std::shared_ptr<const Tensor<double>>>(typed.back().v) == *owner) {
+      // Inputs that change every run leave dead entries: dropped once they outnumber the rest.
+      if (f32_arguments_.size() >= 2 * args.size() + 64)
+        std::erase_if(f32_arguments_, [](const auto& e) { return e.second.expired(); });
+      f32_arguments_[owner->get()] = *owner;
+    }
+  }
   return call_function(f, typed, 0);
 }
 
@@ -164,7 +214,7 @@ bool holds_slot(const VmValue& v) {
 VmValue resolve(const VmValue& v) {
   if (const VmSlot* s = v.slot()) {
     auto first = s->buffer->begin() + s->offset;
-    return VmValue{std::make_shared<const Tensor<double>>(
+    return VmValue{std::make_shared<Tensor<double>>(
         s->shape, std::vector<double>(first, first + numel(s->shape)))};
   }
   if (!holds_slot(v)) return v;
@@ -362,8 +412,11 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   if (in.binding->call.kind != CallKind::func) vm_.require_memory_for(*in.binding, heap);
   // Each operator computes in f32 or wider and stores its result in the result's dtype
   // (a function's result is stored by the callee's own calls).
-  VmValue out = vm_.execute(*in.binding, operands, heap, depth_);
-  if (fresh(in.reg) && in.binding->call.kind != CallKind::func) out = stored(out, in.binding->type);
+  bool in_f32 = false;
+  VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32);
+  if (fresh(in.reg) && in.binding->call.kind != CallKind::func &&
+      !(in_f32 && only_f32_tensors(in.binding->type)))
+    out = stored(std::move(out), in.binding->type);
   if (fresh(in.reg)) {
     int64_t bytes = tensor_bytes(out);
     vm_.stats_.total_alloc_bytes += bytes;

@@ -80,7 +80,7 @@ std::vector<VmValue> arguments(const Function& fn, const SymBinding& binding, ui
     for (double& x : t.data)
       x = p.name == "tokens" ? static_cast<double>(rng() % static_cast<uint64_t>(vocabulary))
                              : uniform(rng);
-    args.emplace_back().v = std::make_shared<const Tensor<double>>(std::move(t));
+    args.emplace_back().v = std::make_shared<Tensor<double>>(std::move(t));
   }
   return args;
 }

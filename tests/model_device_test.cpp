@@ -41,7 +41,7 @@ VmValue random_tensor(const Shape& shape, std::mt19937_64& rng, double lo = -2, 
   std::uniform_real_distribution<double> u(lo, hi);
   std::uniform_int_distribution<int> k(0, std::max(ints - 1, 0));
   for (double& x : t.data) x = ints > 0 ? k(rng) : u(rng);
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+  return VmValue{std::make_shared<Tensor<double>>(std::move(t))};
 }
 
 // The largest |a - b| over the largest |b| (every leaf of a tuple).
@@ -313,7 +313,7 @@ fn tuples(x: f32[3, 5], ids: f32[2, 2]) -> f32[2] {
   std::mt19937_64 rng(4);
   VmValue table = random_tensor({7, 4}, rng), x = random_tensor({3, 5}, rng);
   auto ids = [](std::vector<double> v, Shape s) {
-    return VmValue{std::make_shared<const Tensor<double>>(std::move(s), std::move(v))};
+    return VmValue{std::make_shared<Tensor<double>>(std::move(s), std::move(v))};
   };
   auto error_of = [&](const std::string& fn, const std::vector<VmValue>& args) -> std::string {
     try {
@@ -379,7 +379,7 @@ TEST(DeviceVm, TheOnnxOperatorSuitesRunOnDeviceKernelsLikeTheHostVm) {
         if (ids) {
           Tensor<double> t = *args.back().tensor();
           for (double& v : t.data) v -= static_cast<double>(extent);
-          args.back() = VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+          args.back() = VmValue{std::make_shared<Tensor<double>>(std::move(t))};
         }
         ASSERT_GT(spread(args.back()), 0.5) << file << " " << p.name;
       }
@@ -618,8 +618,8 @@ TEST(DeviceVm, CompiledTransformersRunDeviceResidentLikeTheCpuPathAtTwoShapes) {
       auto got = dir.run("main", in, "inputs", UGraphExecutor::cuda_emulation);
       ASSERT_EQ(got.size(), want.size());
       for (const auto& [k, w] : want) {
-        VmValue a{std::make_shared<const Tensor<double>>(got.at(k))};
-        VmValue b{std::make_shared<const Tensor<double>>(w)};
+        VmValue a{std::make_shared<Tensor<double>>(got.at(k))};
+        VmValue b{std::make_shared<Tensor<double>>(w)};
         ASSERT_GT(spread(b), 0.1) << name << " " << k << ": the reference must not be trivial";
         EXPECT_LE(scaled_error(a, b), 1e-4) << name << " " << k << " at " << binding_str(at);
       }

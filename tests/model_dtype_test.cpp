@@ -68,7 +68,7 @@ fn half(x: f16[n], y: bf16[n]) -> tuple(f16[n], bf16[n], f16[n]) {
 
 VmValue tensor_arg(std::vector<double> values) {
   Shape shape{static_cast<int64_t>(values.size())};
-  return VmValue{std::make_shared<const Tensor<double>>(shape, std::move(values))};
+  return VmValue{std::make_shared<Tensor<double>>(shape, std::move(values))};
 }
 
 // The arguments are rounded to the parameters' dtypes when bound, and each binding's result to its
@@ -78,7 +78,11 @@ TEST(ModelDtype, VmStoresArgumentsAndResultsInTheirDtypes) {
   Module m = parse_module(kModule, "stores.wmod", prover, ".");
   Vm vm(m);
   std::vector<double> x = {0.1, 1.0 / 3, 1000.7, -2.2}, y = {0.1, 1.0 / 3, 3.3, -7.01};
-  VmValue r = vm.run("half", {tensor_arg(x), tensor_arg(y)});
+  const VmValue x_arg = tensor_arg(x), y_arg = tensor_arg(y);
+  VmValue r = vm.run("half", {x_arg, y_arg});
+  // Results are rounded in place where nothing else holds them: never the caller's arguments.
+  EXPECT_EQ(x_arg.tensor()->data, x);
+  EXPECT_EQ(y_arg.tensor()->data, y);
   const VmTuple& out = *r.tuple();
   ASSERT_EQ(out.size(), 3u);
   bool rounded = false;
@@ -94,6 +98,34 @@ TEST(ModelDtype, VmStoresArgumentsAndResultsInTheirDtypes) {
     rounded = rounded || static_cast<float>(y[i] * y[i]) != out[1].tensor()->data[i];
   }
   EXPECT_TRUE(rounded);
+}
+
+// An f32 argument seen before is not scanned again; a new tensor is, however its values come.
+TEST(ModelDtype, ArgumentsAreRoundedOnEveryRunThatBringsNewOnes) {
+  SymProver prover;
+  Module m = parse_module(R"(module f32_args
+sym 1 <= n <= 8
+
+fn pass(x: f32[n]) -> f32[n] {
+  dataflow {
+    r = add(x, x)
+  }
+  return r
+}
+)",
+                          "f32_args.wmod", prover, ".");
+  Vm vm(m);
+  const VmValue exact = tensor_arg({0.5, 0.25, -3.0});
+  for (int run = 0; run < 2; ++run)
+    EXPECT_EQ(vm.run("pass", {exact}).tensor()->data, (std::vector<double>{1.0, 0.5, -6.0}));
+  for (int run = 0; run < 3; ++run) {
+    const double v = 0.1 * (run + 1);  // not an f32 value
+    const VmValue fresh = tensor_arg({v, v, v});
+    const double twice = 2.0 * static_cast<double>(static_cast<float>(v));
+    EXPECT_EQ(vm.run("pass", {fresh}).tensor()->data, (std::vector<double>{twice, twice, twice}))
+        << "run " << run;
+    EXPECT_EQ(fresh.tensor()->data[0], v) << "the caller's tensor was changed";
+  }
 }
 
 TEST(ModelDtype, OutputsAreWrittenInTheClosestNumpyType) {

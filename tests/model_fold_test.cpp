@@ -34,7 +34,7 @@ fn main(x: f32[n, 16], w1: f32[16, 8], w2: f32[16, 8], w3: f32[16, 8]) -> f32[n,
 )";
 
 VmValue value(const Tensor<double>& t) {
-  return VmValue{std::make_shared<const Tensor<double>>(t)};
+  return VmValue{std::make_shared<Tensor<double>>(t)};
 }
 
 TEST(FoldConstants, TheRewrittenWeightSumIsComputedOnceAndTheModelComputesTheSame) {

@@ -112,7 +112,7 @@ TEST(ModelPlan, GoldenPlanOfASmallFixture) {
 }
 
 VmValue varied_tensor(const Shape& shape, double seed) {
-  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed))};
+  return VmValue{std::make_shared<Tensor<double>>(test::varied_tensor(shape, seed))};
 }
 
 std::vector<double> leaves(const VmValue& v) {

@@ -96,7 +96,7 @@ std::string random_module(std::mt19937& rng, int ops) {
 }
 
 VmValue varied(const Shape& shape, double seed) {
-  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed, 0.5))};
+  return VmValue{std::make_shared<Tensor<double>>(test::varied_tensor(shape, seed, 0.5))};
 }
 
 TEST(ModelRewriteProperty, RewrittenRandomFunctionsComputeTheSame) {

@@ -81,7 +81,7 @@ Module parse(const std::string& text, SymProver& prover) {
 }
 
 VmValue varied(const Shape& shape, double seed) {
-  return VmValue{std::make_shared<const Tensor<double>>(test::varied_tensor(shape, seed))};
+  return VmValue{std::make_shared<Tensor<double>>(test::varied_tensor(shape, seed))};
 }
 
 std::vector<double> run_main(const Module& m, const std::vector<VmValue>& args) {

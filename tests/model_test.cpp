@@ -183,8 +183,8 @@ TEST(ModelIf, TheVmTakesTheArmTheConditionSelects) {
       Tensor<double> x({n, 16}, 0.0), w({1, 16}, 0.0);
       for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = std::sin(0.3 * static_cast<double>(i));
       for (size_t i = 0; i < w.data.size(); ++i) w.data[i] = std::cos(0.7 * static_cast<double>(i));
-      VmValue out = vm.run("main", {VmValue{p}, VmValue{std::make_shared<const Tensor<double>>(x)},
-                                    VmValue{std::make_shared<const Tensor<double>>(w)}});
+      VmValue out = vm.run("main", {VmValue{p}, VmValue{std::make_shared<Tensor<double>>(x)},
+                                    VmValue{std::make_shared<Tensor<double>>(w)}});
       ASSERT_NE(out.tensor(), nullptr);
       for (size_t i = 0; i < x.data.size(); ++i) {
         double h = std::exp(x.data[i]);
@@ -217,8 +217,8 @@ fn main(x: f32[n, 4]) -> f32[ndim=2] {
   EXPECT_TRUE(parse_module(print_module(m), "again", prover) == m);
   Vm vm(m);
   for (int64_t n : {3, 6}) {
-    VmValue out = vm.run(
-        "main", {VmValue{std::make_shared<const Tensor<double>>(Tensor<double>({n, 4}, 1.5))}});
+    VmValue out =
+        vm.run("main", {VmValue{std::make_shared<Tensor<double>>(Tensor<double>({n, 4}, 1.5))}});
     EXPECT_EQ(out.tensor()->shape, (Shape{n <= 4 ? 2 * n : n, 4}));
   }
 }
@@ -236,7 +236,7 @@ fn main(x: f32[n, 4], y: f32[ndim=2]) -> f32[n, 4] {
 VmValue tensor_arg(Shape shape, double seed) {
   Tensor<double> t(shape, 0.0);
   for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = seed + 0.25 * static_cast<double>(i);
-  return VmValue{std::make_shared<const Tensor<double>>(std::move(t))};
+  return VmValue{std::make_shared<Tensor<double>>(std::move(t))};
 }
 
 TEST(ModelVm, MatchCastMismatchNamesTheVariableAndBothValues) {

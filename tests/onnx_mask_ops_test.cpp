@@ -134,9 +134,7 @@ TEST(MaskOps, AModelOfEveryNewOperatorDeducesRoundTripsAndRuns) {
   std::iota(x.data.begin(), x.data.end(), -20.0);
   x.data[3] = kNaN;
   j.data[1] = 3;  // row 0 of batch 0 picks x[0, 0, 3] (NaN), the rest x[b, 0, 0]
-  auto value = [](const Tensor<double>& t) {
-    return VmValue{std::make_shared<const Tensor<double>>(t)};
-  };
+  auto value = [](const Tensor<double>& t) { return VmValue{std::make_shared<Tensor<double>>(t)}; };
   VmValue out = Vm(m).run("main", {value(x), value(i), value(j), value(y)});
   const VmTuple& parts = *out.tuple();
   EXPECT_EQ(parts[0].tensor()->data[0], x.data[4]);  // gather_elements: x[0, 1, 0]

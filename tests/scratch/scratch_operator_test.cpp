@@ -145,8 +145,8 @@ fn main(x: f32[6, 8], w: f32[1, 8]) -> f32[6, 8] {
   Tensor<double> x({6, 8}, 0.0), w({1, 8}, 0.0);
   for (double& v : x.data) v = u(rng);
   for (double& v : w.data) v = u(rng);
-  std::vector<VmValue> args = {VmValue{std::make_shared<const Tensor<double>>(x)},
-                               VmValue{std::make_shared<const Tensor<double>>(w)}};
+  std::vector<VmValue> args = {VmValue{std::make_shared<Tensor<double>>(x)},
+                               VmValue{std::make_shared<Tensor<double>>(w)}};
   VmValue want = Vm(m).run("main", args);
   DeviceVm device(m, Backend::cuda_emulation);
   VmValue got = device.run_host("main", args);
