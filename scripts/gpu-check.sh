@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make gpu-check`: the one command for a GPU machine, sized to one device call: at most 9 minutes
+# `make gpu-check`: the one command for a GPU machine, sized to one device call: at most 9.5 minutes
 # on one H100 or H200 with 16 cores, from a bare machine, when the binaries come prepared
 # (`make gpu-bundle` here, carried as .gpu-bundle). Its steps run in the order of the value of what
 # they return, each under its own time limit, and summary.md is written (and copied to $OUT) after
@@ -12,6 +12,7 @@
 #                 test and cannot poison the others) and the examples' fused µGraphs vs the
 #                 interpreter
 #   peers         weft vs PyTorch eager (cuBLAS, SDPA) on the same programs, CUDA events, medians
+#   profile       Nsight Compute on each fused example's kernel: throughput, occupancy, stalls
 #   mpk-tiny      the persistent kernel's GPU tests, the tiny decode vs the per-kernel path, the
 #                 hop latency
 #   mpk-0.6b      one decode step of the Qwen3-0.6B-shaped program vs the weight-bandwidth floor
@@ -54,9 +55,9 @@ mkdir -p "$out"
 # at 60/60/75 s (nvcc builds each persistent kernel and each per-operator kernel in turn); on the
 # second, with --step-only, mpk-0.6b took 59 s and model-device 128 s.
 if [ -x "$bundle/bin/weft" ]; then binaries_limit=30; else binaries_limit=300; fi
-quick_steps=(probe binaries prebuild kernels peers mpk-tiny mpk-0.6b model-device sanitizer)
-declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=40 [peers]=40
-  [mpk-tiny]=130 [mpk-0.6b]=90 [model-device]=140 [sanitizer]=40
+quick_steps=(probe binaries prebuild kernels peers profile mpk-tiny mpk-0.6b model-device sanitizer)
+declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=35 [peers]=35
+  [profile]=45 [mpk-tiny]=120 [mpk-0.6b]=90 [model-device]=135 [sanitizer]=40
   [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
   [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
   [mpk-soak]=300 [mpk-decode-256]=420)
@@ -73,10 +74,10 @@ fi
 planned=0
 for s in "${steps[@]}"; do planned=$((planned + limit[$s])); done
 echo "gpu-check: part $part, planned step budget $planned s ($((planned / 60)) min $((planned % 60)) s;" \
-  "estimates for one H100 with 16 cores, not yet measured on a GPU):"
+  "limits from the measured times of an H200 with 16 cores, 2026-11-28):"
 for s in "${steps[@]}"; do printf '  %-14s %4d s\n' "$s" "${limit[$s]}"; done
-if [ "$part" = quick ] && [ $planned -gt 540 ]; then
-  echo "gpu-check: the plan's limits exceed 9 minutes: without a bundle weft is built here" \
+if [ "$part" = quick ] && [ $planned -gt 570 ]; then
+  echo "gpu-check: the plan's limits exceed 9.5 minutes: without a bundle weft is built here" \
     "first; run \`make gpu-bundle\` where nvcc is and carry .gpu-bundle"
 fi
 
@@ -133,7 +134,7 @@ x() {
   if [ "$dry" = 1 ]; then
     echo "    $*"
     # The GPU machine's own tools are checked by its probe step, not here.
-    case "${1##*/}" in nvidia-smi | compute-sanitizer) return 0 ;; esac
+    case "${1##*/}" in nvidia-smi | compute-sanitizer | ncu) return 0 ;; esac
     # A bundled program still gzipped is there: the binaries step unpacks it before it runs.
     if ! command -v "$1" >/dev/null 2>&1 && [ ! -x "$1" ] && [ ! -f "$1.gz" ]; then
       echo "gpu-check: dry run: '$1' is not a program here" >&2
@@ -299,6 +300,11 @@ prebuild() {
 
 # tier_tests LABEL PATTERN: the tests of a tier (tests/tiers.h) whose name matches PATTERN (grep -E).
 tier_tests() {
+  # A dry run before the bundle is unpacked names the selection instead.
+  if [ "$dry" = 1 ] && [ ! -x "$tests_bin" ]; then
+    echo "TESTS-OF-TIER-$1-MATCHING-$2"
+    return 0
+  fi
   "$tests_bin" --weft_list_tiers | awk -F'\t' -v l="$1" '$2 ~ "(^|,)" l "(,|$)" {print $1}' |
     grep -E "$2"
 }
@@ -361,6 +367,34 @@ peers() {
     --gpu "${gpu:-no GPU}" --driver "${driver:-none}" --reps "$reps" --warmup 10 --no-compile
   local rc=$?
   [ -f "$out/peers.md" ] && figures peers "$(grep '^|' "$out/peers.md")"
+  return $rc
+}
+
+# Nsight Compute on each fused example's main kernel (k0), one launch after warm-up: where its
+# time goes (the first run found every fused kernel 2.5-4.3x its predicted time).
+ncu_bin=$(command -v ncu || true)
+for n in /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu; do
+  [ -n "$ncu_bin" ] || { [ -x "$n" ] && ncu_bin=$n; }
+done
+[ -n "$ncu_bin" ] || ncu_bin=ncu
+profile() {
+  local f name rc=0 log
+  for f in examples/*.fused.weft; do
+    need "$f" || return 1
+    name=$(basename "$f" .fused.weft)
+    log=$out/profile-$name.txt
+    local cmd=("$ncu_bin" --kernel-name k0 --launch-skip 3 --launch-count 1
+      --section SpeedOfLight --section Occupancy --section LaunchStats
+      --section MemoryWorkloadAnalysis --section WarpStateStats
+      "$weft" bench "$f" --backend cuda --target "$target" --warmup 3 --reps 2)
+    if [ "$dry" = 1 ]; then
+      x "${cmd[@]}" || rc=1
+      continue
+    fi
+    "${cmd[@]}" >"$log" 2>&1 || rc=1
+    figures profile "$name: $(grep -E '^\s+(Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Dynamic Shared Memory Per Block)\s' "$log" |
+      awk '{$1=$1; print}' | paste -sd ';' -)"
+  done
   return $rc
 }
 
@@ -495,7 +529,7 @@ full_mpk_decode() {
 }
 
 declare -A fn=([probe]=probe [binaries]=binaries [prebuild]=prebuild [kernels]=kernels
-  [peers]=peers [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
+  [peers]=peers [profile]=profile [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
   [sanitizer]=sanitizer_sample [gpu-tests]=full_gpu_tests [memcheck]=full_memcheck
   [racecheck]=full_racecheck [optimize]=optimize_all [prebuild-candidates]=prebuild_candidates
   [peers-compile]=full_peers [ranking]=full_ranking [mpk-racecheck]=full_mpk_racecheck
