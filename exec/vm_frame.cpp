@@ -106,18 +106,18 @@ void Vm::require_memory_for(const Binding& b, const SymBinding& heap) const {
 
 namespace {
 
-// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
-// (shared, not copied, where no element changes). Values that do not match the type are left for
-// vm_match to report.
-// Whether rounding `data` to f32 changes an element: a branch-free pass the compiler vectorizes
-// (every operator's result goes through here; an early exit would cost more than it saves). A NaN
-// is kept as stored_value keeps it (x == x is false only for NaN).
+// Whether rounding `data` to f32 changes an element: one branch-free pass (no early exit: the
+// values usually hold and the scan runs to the end anyway). A NaN is kept as stored_value keeps it
+// (x == x is false only for NaN).
 bool f32_rounding_changes(const std::vector<double>& data) {
   bool changes = false;
   for (double x : data) changes |= (static_cast<double>(static_cast<float>(x)) != x) & (x == x);
   return changes;
 }
 
+// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
+// (shared, not copied, where no element changes). Values that do not match the type are left for
+// vm_match to report.
 VmValue stored(VmValue v, const MType& type) {
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
     const auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
@@ -181,8 +181,7 @@ VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
       }
     }
     typed.push_back(stored(args[i], type));
-    if (f32_param && std::get_if<std::shared_ptr<const Tensor<double>>>(&typed.back().v) &&
-        std::get<std::shared_ptr<const Tensor<double>>>(typed.back().v) == *owner) {
+    if (f32_param && typed.back().tensor() == owner->get()) {  // held as it came: exact in f32
       // Inputs that change every run leave dead entries: dropped once they outnumber the rest.
       if (f32_arguments_.size() >= 2 * args.size() + 64)
         std::erase_if(f32_arguments_, [](const auto& e) { return e.second.expired(); });

@@ -208,16 +208,16 @@ ValueId GraphBuilder::add(OpKind kind, std::vector<ValueId> inputs, Attrs attrs,
 // them here, and a body value that already holds such a name gets a fresh one.
 void GraphBuilder::name_body_inputs_after_operands(Graph& body,
                                                    const std::vector<ValueId>& operands) const {
-  std::set<std::string> wanted;
-  for (ValueId v : operands) wanted.insert(g_.values[v].name);
-  std::set<std::string> taken;
-  for (const Value& v : body.values) taken.insert(v.name);
-  std::vector<bool> is_input(body.values.size(), false);
-  for (ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = true;
+  // The common case (the parser's bodies, the search's) costs one comparison per operand.
   bool renamed = false;
   for (size_t i = 0; i < operands.size(); ++i)
     renamed = renamed || body.values[body.inputs[i]].name != g_.values[operands[i]].name;
   if (!renamed) return;
+  std::set<std::string> wanted, taken;
+  for (ValueId v : operands) wanted.insert(g_.values[v].name);
+  for (const Value& v : body.values) taken.insert(v.name);
+  std::vector<bool> is_input(body.values.size(), false);
+  for (ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = true;
   for (size_t v = 0; v < body.values.size(); ++v) {
     if (is_input[v] || !wanted.count(body.values[v].name)) continue;
     std::string fresh;

@@ -173,8 +173,6 @@ end
   EXPECT_EQ(prove_rule(parse_rules(rank3, "<r>")[0], axioms()).verdict, ProofVerdict::unsupported);
 }
 
-// The axioms are validated, not trusted: each holds by the interpreter (f64, random inputs,
-// relu as relu) and by finite-field identity testing, at two size sets.
 // A rule's constants read as powers of another: 2 scalings by 2 are one by 4, so by b twice is by
 // b^2 for any b; but x + x = 2x is about the number 2, and fails for 3.
 TEST(RuleCheck, ARuleHoldsWithAnotherBaseOnlyWhenItsConstantsArePowersOfAScale) {
@@ -209,6 +207,8 @@ end
   EXPECT_EQ(rule_base_pow(Rational(3), Rational(5)), Rational(3));  // not a power of 2
 }
 
+// The axioms are validated, not trusted: each holds by the interpreter (f64, random inputs,
+// relu as relu) and by finite-field identity testing, at two size sets.
 TEST(Axioms, HoldInTheInterpreterAndByFiniteField) {
   ASSERT_GE(axioms().size(), 30u);
   for (const Rule& a : axioms()) {
