@@ -46,8 +46,8 @@ void expand_into(std::string_view path, std::set<std::string_view>& done, std::s
 
 }  // namespace
 
-std::string expand_embedded(std::string_view path) {
-  std::set<std::string_view> done;
+std::string expand_embedded(std::string_view path, const std::vector<std::string_view>& pasted) {
+  std::set<std::string_view> done(pasted.begin(), pasted.end());
   std::string out = "// " + std::string(path) + "\n";
   expand_into(path, done, out);
   return out;

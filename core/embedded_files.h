@@ -21,7 +21,9 @@ std::string_view embedded_file(std::string_view path);
 
 // `path`'s text made self-contained: each line `#include "P"` naming an embedded file is
 // replaced by P's text (recursively, each file once, preceded by a `// P` line) and `#pragma once`
-// lines are dropped; other lines are kept as they are.
-std::string expand_embedded(std::string_view path);
+// lines are dropped; other lines are kept as they are. Files in `pasted` (and what they include)
+// are left out: the unit holds them already.
+std::string expand_embedded(std::string_view path,
+                            const std::vector<std::string_view>& pasted = {});
 
 }  // namespace weft

@@ -116,7 +116,11 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
 }
 
 std::map<std::string, Tensor<double>> CompiledModelDir::named_results(const VmValue& v) const {
-  auto arrays = result_arrays(v);
+  return named_arrays(result_arrays(v));
+}
+
+std::map<std::string, Tensor<double>> CompiledModelDir::named_arrays(
+    std::map<std::string, Tensor<double>> arrays) const {
   if (onnx_outputs_.empty()) return arrays;
   std::map<std::string, Tensor<double>> out;
   for (size_t i = 0; i < onnx_outputs_.size(); ++i) {

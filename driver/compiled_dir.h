@@ -50,6 +50,9 @@ class CompiledModelDir {
   // A result's arrays: by the ONNX graph's output names for an imported model, else "result",
   // "result.0", ... (exec/run_io.h).
   std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;
+  // The same for arrays already named as result_arrays names them (exec/run_io.h).
+  std::map<std::string, Tensor<double>> named_arrays(
+      std::map<std::string, Tensor<double>> arrays) const;
   // The element type each of `function`'s results is written as (by its result type: f16 as
   // <f2, bf16 and f32 as <f4), by the names named_results gives.
   std::map<std::string, NpyElement> output_elements(const std::string& function) const;

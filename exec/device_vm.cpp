@@ -7,6 +7,7 @@
 #include "core/dtype_convert.h"
 #include "exec/register_program.h"
 #include "interp/interpreter.h"
+#include "model/library.h"
 
 namespace weft {
 
@@ -61,7 +62,37 @@ DeviceVm::~DeviceVm() {
 std::shared_ptr<DeviceBuffer> DeviceVm::new_buffer(int64_t bytes) {
   auto buffer = std::make_shared<DeviceBuffer>(*device_, bytes);
   if (capturing_) capture_buffers_.push_back(buffer);
+  if (trace_) trace_->buffers.push_back(buffer);
   return buffer;
+}
+
+void DeviceVm::record_launch(const char* kernel, const void* args, size_t bytes) {
+  TracedLaunch l;
+  l.kernel = kernel;
+  const auto* p = static_cast<const unsigned char*>(args);
+  l.args.assign(p, p + bytes);
+  l.op = trace_op_;
+  l.var = trace_var_;
+  trace_->launches.push_back(std::move(l));
+}
+
+DeviceTrace DeviceVm::trace(const std::string& name, const std::vector<DeviceValue>& args,
+                            DeviceValue* result) {
+  WEFT_CHECK(!trace_ && !capturing_, "a trace inside a trace or a capture");
+  DeviceTrace t;
+  t.error_flag = error_flag_->data;
+  trace_ = &t;
+  try {
+    DeviceValue r = call_function(vm_.compiled(name), args, 0);
+    trace_ = nullptr;
+    check_device_errors();
+    if (result) *result = std::move(r);
+  } catch (...) {
+    trace_ = nullptr;
+    throw;
+  }
+  ++stats_.runs;
+  return t;
 }
 
 DeviceTensor DeviceVm::allocate(DType dtype, const Shape& shape) {
@@ -184,10 +215,16 @@ DeviceValue DeviceVm::execute(const Binding& b, const std::vector<const DeviceVa
   switch (c.kind) {
     case CallKind::op:
       require_tensors();
-      return run_op(b, tensors, heap);
-    case CallKind::lib:
+      return run_op(b, op_info(*op_by_name(c.callee)), tensors, heap);
+    case CallKind::lib: {
       require_tensors();
+      // A library function runs as the table operator whose rule it follows where that has a
+      // device kernel (cpu.gemm: the matmul kernel), else on the host.
+      const LibFunction* f = lib_function_by_name(c.callee);
+      if (f && op_info(f->shape_like).device != DeviceKernel::none)
+        return run_op(b, op_info(f->shape_like), tensors, heap);
       return host_fallback(b, tensors, heap);
+    }
     case CallKind::ugraph:
       require_tensors();
       return run_ugraph(b, tensors);
@@ -253,6 +290,19 @@ DeviceValue DeviceVm::run_ugraph(const Binding& b, const std::vector<const Devic
   device_->enqueue([&p, in_ptrs, out_ptrs, workspace = ws ? ws->data : nullptr](void* stream) {
     p.launch_raw(in_ptrs.data(), out_ptrs.data(), workspace, stream);
   });
+  if (trace_) {
+    TracedLaunch l;
+    l.var = b.var;
+    l.program = &p;
+    l.inputs.assign(in_ptrs.begin(), in_ptrs.end());
+    l.outputs.assign(out_ptrs.begin(), out_ptrs.end());
+    l.workspace = ws ? ws->data : nullptr;
+    // A workspace made before the trace (an earlier run's) is the trace's buffer too.
+    if (ws &&
+        std::find(trace_->buffers.begin(), trace_->buffers.end(), ws) == trace_->buffers.end())
+      trace_->buffers.push_back(ws);
+    trace_->launches.push_back(std::move(l));
+  }
   ++stats_.ugraph_launches;
   // Each output in the dtype the module gives it.
   std::vector<DType> want;
@@ -270,6 +320,7 @@ DeviceValue DeviceVm::run_ugraph(const Binding& b, const std::vector<const Devic
 DeviceValue DeviceVm::host_fallback(const Binding& b, const std::vector<const DeviceTensor*>& in,
                                     const SymBinding& heap) {
   if (capturing_) throw NotCapturable{};
+  if (trace_) ++trace_->host_fallbacks[b.call.callee];
   ++stats_.host_fallbacks;
   ++stats_.host_fallback_ops[b.call.callee];
   std::vector<VmValue> host;

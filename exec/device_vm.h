@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "exec/device_trace.h"
 #include "exec/vm.h"
 #include "runtime/device.h"
 
@@ -92,10 +93,16 @@ class DeviceVm {
   // (host clock in emulation). The result stays that of the runs (identical).
   DeviceTiming time(const std::string& name, const std::vector<DeviceValue>& args, int warmup,
                     int reps, DeviceValue* result = nullptr);
+  // Runs `name` on `args` once, launching directly (no graph), and records the run: every buffer,
+  // launch and host fallback (exec/device_trace.h). The trace keeps the buffers it names alive;
+  // `result` receives the run's result. Index errors are reported as by run.
+  DeviceTrace trace(const std::string& name, const std::vector<DeviceValue>& args,
+                    DeviceValue* result = nullptr);
   // Uploads the arguments, runs, downloads the result.
   VmValue run_host(const std::string& name, const std::vector<VmValue>& args);
   const DeviceVmStats& stats() const { return stats_; }
   const Vm& vm() const { return vm_; }
+  const DeviceVmOptions& options() const { return options_; }
 
  private:
   struct Frame;  // a call's frame of the register program (exec/register_program.h)
@@ -111,8 +118,8 @@ class DeviceVm {
   DeviceValue execute(const Binding& b, const std::vector<const DeviceValue*>& in,
                       const SymBinding& heap, int depth);
   // A table operator: its row's device kernel family (OpInfo::device) runs it, or the host.
-  DeviceValue run_op(const Binding& b, const std::vector<const DeviceTensor*>& in,
-                     const SymBinding& heap);
+  DeviceValue run_op(const Binding& b, const OpInfo& info,
+                     const std::vector<const DeviceTensor*>& in, const SymBinding& heap);
   // One operator call as the kernel families see it: the binding and its row, the operands, the
   // evaluated attributes, and the result's shape and dtype.
   struct OpCall {
@@ -147,7 +154,9 @@ class DeviceVm {
   void launch(const char* kernel, const Args& args) {
     device_->launch(kernel, &args, sizeof args);
     ++stats_.kernel_launches;
+    if (trace_) record_launch(kernel, &args, sizeof args);
   }
+  void record_launch(const char* kernel, const void* args, size_t bytes);
 
   Vm vm_;  // the register programs (no memory plan: each device tensor has its own buffer)
   DeviceVmOptions options_;
@@ -172,6 +181,10 @@ class DeviceVm {
   std::map<std::pair<std::string, std::string>, int64_t> index_sites_;
   std::vector<std::pair<SourceLoc, std::string>> site_messages_;
   DeviceVmStats stats_;
+  // While trace() runs: the record, and the operator being run (for its launches).
+  DeviceTrace* trace_ = nullptr;
+  OpKind trace_op_ = OpKind::reshape;
+  std::string trace_var_;
 };
 
 }  // namespace weft

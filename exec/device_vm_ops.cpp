@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "codegen/cuda/device/model_kernel_args.cuh"
+#include "codegen/cuda/model_kernel_families.h"
 #include "exec/device_vm.h"
 #include "model/model_ops.h"
 
@@ -17,18 +18,6 @@ namespace {
 
 constexpr int64_t kHuge = std::numeric_limits<int64_t>::max() / 4;
 
-int dtype_code(DType d) {
-  switch (d) {
-    case DType::f32:
-      return 0;
-    case DType::f16:
-      return 1;
-    case DType::bf16:
-      return 2;
-  }
-  return 0;
-}
-
 // A map that copies `in` element for element into a tensor of `out_shape` (same numel for
 // reshape-like copies; callers edit the per-dim fields for the other movements).
 weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype,
@@ -36,8 +25,8 @@ weft_dk_map_args identity_map(const DeviceTensor& in, void* out, DType out_dtype
   weft_dk_map_args a{};
   a.in = in.data();
   a.out = out;
-  a.in_dtype = dtype_code(in.dtype);
-  a.out_dtype = dtype_code(out_dtype);
+  a.in_dtype = dk_dtype_code(in.dtype);
+  a.out_dtype = dk_dtype_code(out_dtype);
   a.rank = static_cast<int>(out_shape.size());
   a.numel = numel(out_shape);
   auto os = strides_of(out_shape);
@@ -64,9 +53,9 @@ Args index_operands(const DeviceTensor& x, const DeviceTensor& ids, const Device
   a.x = x.data();
   a.ids = ids.data();
   a.out = out.data();
-  a.x_dtype = dtype_code(x.dtype);
-  a.ids_dtype = dtype_code(ids.dtype);
-  a.out_dtype = dtype_code(out_dtype);
+  a.x_dtype = dk_dtype_code(x.dtype);
+  a.ids_dtype = dk_dtype_code(ids.dtype);
+  a.out_dtype = dk_dtype_code(out_dtype);
   a.error = static_cast<int64_t*>(error_flag);
   return a;
 }
@@ -79,16 +68,18 @@ int64_t normalized(int64_t dim, size_t rank) {
 
 DeviceTensor DeviceVm::converted(const DeviceTensor& t, DType dtype) {
   if (t.dtype == dtype) return t;
+  trace_op_ = OpKind::cast;
   DeviceTensor out = allocate(dtype, t.shape);
   weft_dk_map_args a = identity_map(t, out.data(), dtype, t.shape);
   launch("weft_dk_map_launch", a);
   return out;
 }
 
-DeviceValue DeviceVm::run_op(const Binding& b, const std::vector<const DeviceTensor*>& in,
-                             const SymBinding& heap) {
+DeviceValue DeviceVm::run_op(const Binding& b, const OpInfo& info,
+                             const std::vector<const DeviceTensor*>& in, const SymBinding& heap) {
   const Call& c = b.call;
-  const OpInfo& info = op_info(*op_by_name(c.callee));
+  trace_op_ = info.kind;
+  trace_var_ = b.var;
   Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
   // The result's shape and dtype, from the deduced type at this frame's variables; a tuple's
   // parts (split's) take their shapes from the operand.
@@ -135,7 +126,7 @@ DeviceValue DeviceVm::elementwise_op(const OpCall& op) {
   DeviceTensor out = allocate(op.dtype, op.out_shape);
   weft_dk_elementwise_args a{};
   a.out = out.data();
-  a.out_dtype = dtype_code(op.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   a.operands = static_cast<int>(op.in.size());
   a.rank = static_cast<int>(op.out_shape.size());
   a.op = static_cast<int>(op.info.kind);
@@ -151,7 +142,7 @@ DeviceValue DeviceVm::elementwise_op(const OpCall& op) {
   for (size_t d = 0; d < op.out_shape.size(); ++d) a.dims[d] = op.out_shape[d];
   for (size_t j = 0; j < op.in.size(); ++j) {
     a.in[j] = op.in[j]->data();
-    a.in_dtype[j] = dtype_code(op.in[j]->dtype);
+    a.in_dtype[j] = dk_dtype_code(op.in[j]->dtype);
     auto st = broadcast_strides(op.in[j]->shape, op.out_shape);
     for (size_t d = 0; d < st.size(); ++d) a.stride[j][d] = st[d];
   }
@@ -261,8 +252,8 @@ DeviceValue DeviceVm::rows_op(const OpCall& op) {
   weft_dk_rows_args a{};
   a.in = x.data();
   a.out = out.data();
-  a.in_dtype = dtype_code(x.dtype);
-  a.out_dtype = dtype_code(op.dtype);
+  a.in_dtype = dk_dtype_code(x.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   a.inner = 1;
   a.to = 1;
   if (kind == OpKind::global_avg_pool || kind == OpKind::global_max_pool) {
@@ -360,9 +351,9 @@ DeviceValue DeviceVm::matmul_op(const OpCall& op) {
   a.a = x.data();
   a.b = y.data();
   a.out = out.data();
-  a.a_dtype = dtype_code(x.dtype);
-  a.b_dtype = dtype_code(y.dtype);
-  a.out_dtype = dtype_code(op.dtype);
+  a.a_dtype = dk_dtype_code(x.dtype);
+  a.b_dtype = dk_dtype_code(y.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   const size_t r = out_shape.size();
   a.m = out_shape[r - 2];
   a.n = out_shape[r - 1];
@@ -389,8 +380,8 @@ DeviceValue DeviceVm::position_op(const OpCall& op) {
   weft_dk_position_args a{};
   a.in = x.data();
   a.out = out.data();
-  a.in_dtype = dtype_code(x.dtype);
-  a.out_dtype = dtype_code(op.dtype);
+  a.in_dtype = dk_dtype_code(x.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   a.kind = rope ? 0 : 1;
   a.numel = numel(x.shape);
   a.rows = x.shape[x.shape.size() - 2];
@@ -408,7 +399,7 @@ DeviceValue DeviceVm::generate_op(const OpCall& op) {
   DeviceTensor out = allocate(op.dtype, op.out_shape);
   weft_dk_generate_args a{};
   a.out = out.data();
-  a.out_dtype = dtype_code(op.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   a.numel = numel(op.out_shape);
   if (kind == OpKind::fill) {
     a.value = static_cast<float>(op.attrs.get_rational("value").to_double());
@@ -435,8 +426,8 @@ DeviceValue DeviceVm::window_op(const OpCall& op) {
   weft_dk_window_args a{};
   a.x = x.data();
   a.out = out.data();
-  a.x_dtype = dtype_code(x.dtype);
-  a.out_dtype = dtype_code(op.dtype);
+  a.x_dtype = dk_dtype_code(x.dtype);
+  a.out_dtype = dk_dtype_code(op.dtype);
   a.n = x.shape[0];
   a.c = x.shape[1];
   a.group = 1;
@@ -462,7 +453,7 @@ DeviceValue DeviceVm::window_op(const OpCall& op) {
     const DeviceTensor& wt = *op.in[1];
     a.kind = 0;
     a.w = wt.data();
-    a.w_dtype = dtype_code(wt.dtype);
+    a.w_dtype = dk_dtype_code(wt.dtype);
     a.m = wt.shape[0];
     a.group = attrs.get_int("group");
     if (a.group < 1 || a.c != wt.shape[1] * a.group || a.m % a.group != 0)

@@ -100,4 +100,13 @@ PlanBuffer* ProgramPlan::find_tensor(const std::string& name) {
   return nullptr;
 }
 
+bool is_device_kernel_call(const Step& s) {
+  return s.kind == StepKind::call && s.attrs.has("dk");
+}
+
+int64_t library_tasks(const KernelPlan& k) {
+  const Step& s = k.loop_steps.at(0);
+  return is_device_kernel_call(s) ? s.attrs.get_int_or("dk_tasks", 1) : 1;
+}
+
 }  // namespace weft

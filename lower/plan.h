@@ -77,6 +77,17 @@ struct Step {
   friend bool operator==(const Step&, const Step&) = default;
 };
 
+// A library kernel's call step may run a device kernel of the model executor's library
+// (codegen/cuda/device/model_kernels.cuh) instead of its operator's own code: a plan built from a
+// traced model run (driver/model_megakernel_plan.h). Its attributes: `dk` the kernel family
+// (codegen/cuda/model_kernel_families.h), `dk_args` the argument struct as 64-bit words (pointers
+// zero), `dk_ptrs` per pointer field set (field, operand, byte offset) triples, the operand
+// indexing inputs then outputs, `dk_work` the elements its body strides over and `dk_tasks` the
+// tasks a persistent kernel divides them into (each task strides over its share; every task reads
+// and writes the operands whole). `op` names the model operator it ran for. Only the CUDA backend
+// emits these; other consumers refuse them.
+bool is_device_kernel_call(const Step& s);
+
 struct KernelPlan {
   std::string name;
   bool library = false;  // a pre-defined operator: steps = one call, no blocks or buffers
@@ -102,6 +113,10 @@ struct KernelPlan {
   PlanBuffer* find_buffer(const std::string& name);
   friend bool operator==(const KernelPlan&, const KernelPlan&) = default;
 };
+
+// Tasks (blocks) of a library kernel in a persistent kernel: dk_tasks for a device-kernel call,
+// else 1.
+int64_t library_tasks(const KernelPlan& k);
 
 // Bytes between the pipeline slots of a loaded buffer: its size rounded up to 128 bytes (a
 // swizzle row), so every slot keeps the buffer's alignment.

@@ -299,7 +299,6 @@ class Parser {
       expect(t.size() > i, "missing operator");
       auto op = op_by_name(t[i]);
       expect(op.has_value(), fmt::format("unknown operator '{}'", t[i]));
-      expect(!is_model_only(*op), fmt::format("'{}' is a model-level operator, in no plan", t[i]));
       s.op = *op;
       ++i;
     } else {
@@ -336,6 +335,15 @@ class Parser {
       size_t eq = t[j].find('=');
       expect(eq != std::string::npos, fmt::format("expected 'key=value', got '{}'", t[j]));
       std::string key = t[j].substr(0, eq), val = t[j].substr(eq + 1);
+      if (s.kind == StepKind::call && (key == "dk" || key == "dk_args" || key == "dk_ptrs" ||
+                                       key == "dk_work" || key == "dk_tasks")) {
+        // A device-kernel call's attributes (lower/plan.h), whatever its operator.
+        if (val.starts_with('['))
+          s.attrs.set(key, int_list(val));
+        else
+          s.attrs.set(key, to_int(val));
+        continue;
+      }
       const AttrSpec* spec = nullptr;
       for (const AttrSpec& a : op_info(s.op).attrs)
         if (key == a.name) spec = &a;
@@ -357,6 +365,10 @@ class Parser {
         }
       }
     }
+    expect(!is_model_only(s.op) || is_device_kernel_call(s),
+           fmt::format("'{}' is a model-level operator, in a plan only as a device-kernel call "
+                       "(dk=...)",
+                       op_info(s.op).name));
     // A tile that moves with the iteration cannot be loaded once.
     expect(!s.hoisted || s.attrs.get_int_or("fmap", -1) < 0, "a hoisted load has an fmap");
     if (s.kind == StepKind::thread) {

@@ -17,6 +17,8 @@
 #                 hop latency
 #   mpk-0.6b      one decode step of the Qwen3-0.6B-shaped program vs the weight-bandwidth floor
 #   model-device  a compiled ONNX transformer device-resident vs its CPU run
+#   model-megakernel  the same compiled transformer as one persistent kernel (`weft run DIR
+#                 --megakernel --backend cuda`) vs the device-resident run
 #   sanitizer     memcheck on a fused kernel and a graph replay; synccheck and racecheck on the
 #                 tiny persistent kernel
 #
@@ -55,13 +57,17 @@ mkdir -p "$out"
 # at 60/60/75 s (nvcc builds each persistent kernel and each per-operator kernel in turn); on the
 # second, with --step-only, mpk-0.6b took 59 s and model-device 128 s.
 if [ -x "$bundle/bin/weft" ]; then binaries_limit=30; else binaries_limit=300; fi
-quick_steps=(probe binaries prebuild kernels peers profile mpk-tiny mpk-0.6b model-device sanitizer)
+# model-megakernel (new, not yet run on a GPU) took profile's and sanitizer's place in the quick
+# part; both ran clean on the first run and are in the full part.
+quick_steps=(probe binaries prebuild kernels peers mpk-tiny mpk-0.6b model-device model-megakernel)
 declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=35 [peers]=35
-  [profile]=45 [mpk-tiny]=120 [mpk-0.6b]=90 [model-device]=135 [sanitizer]=40
+  [profile]=45 [mpk-tiny]=120 [mpk-0.6b]=90 [model-device]=135 [model-megakernel]=90
+  [sanitizer]=40
   [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
   [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
   [mpk-soak]=300 [mpk-decode-256]=420)
-full_steps=(probe binaries prebuild gpu-tests memcheck racecheck optimize prebuild-candidates
+full_steps=(probe binaries prebuild profile sanitizer gpu-tests memcheck racecheck optimize
+  prebuild-candidates
   peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench mpk-soak mpk-decode-256)
 if [ "$part" = quick ]; then steps=("${quick_steps[@]}"); else steps=("${full_steps[@]}"); fi
 # GPU_CHECK_STEPS="binaries mpk-tiny ...": only these steps (a rerun of what changed).
@@ -441,6 +447,31 @@ model_device() {
   return $rc
 }
 
+# The model-device step's compiled BERT (compiled here when that step did not run) as one
+# persistent kernel on the GPU: its outputs against the device-resident run's, its launch time.
+model_megakernel() {
+  local d=$out/model-device/bert rc=0 log=$out/model-megakernel.log
+  need examples/onnx/bert_tiny.onnx bench/model_inputs.py || return 1
+  mkdir -p "$d"
+  if [ ! -f "$d/gpu.npz" ] || [ ! -d "$d/compiled" ]; then
+    x python3 bench/model_inputs.py bert 2 16 "$d/inputs.npz" || return 1
+    x "$weft" compile examples/onnx/bert_tiny.onnx -o "$d/compiled" --target "$target" \
+      --bind batch=2,seq=16 --bound seq=64 --time-budget 5 || return 1
+    x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/gpu.npz" --backend cuda ||
+      return 1
+  fi
+  x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/megakernel.npz" \
+    --megakernel --backend cuda 2>&1 | tee "$log" || rc=1
+  x python3 -c "
+import numpy as np, sys
+a, b = np.load('$d/megakernel.npz'), np.load('$d/gpu.npz')
+worst = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(b[k]).max(), 1e-30)) for k in b)
+print(f'megakernel vs device-resident: largest scaled difference {worst:.3g}')
+sys.exit(0 if worst <= 1e-5 else 1)" 2>&1 | tee -a "$log" || rc=1
+  [ "$dry" = 1 ] || figures model-megakernel "$(grep -E 'megakernel' "$log" | head -n 6)"
+  return $rc
+}
+
 # cs TOOL COMMAND...: compute-sanitizer with errors as exit 97.
 cs() {
   local tool=$1
@@ -530,6 +561,7 @@ full_mpk_decode() {
 
 declare -A fn=([probe]=probe [binaries]=binaries [prebuild]=prebuild [kernels]=kernels
   [peers]=peers [profile]=profile [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
+  [model-megakernel]=model_megakernel
   [sanitizer]=sanitizer_sample [gpu-tests]=full_gpu_tests [memcheck]=full_memcheck
   [racecheck]=full_racecheck [optimize]=optimize_all [prebuild-candidates]=prebuild_candidates
   [peers-compile]=full_peers [ranking]=full_ranking [mpk-racecheck]=full_mpk_racecheck

@@ -603,6 +603,12 @@ class Emitter {
 }  // namespace
 
 std::string emit_cpu_source(const ProgramPlan& plan) {
+  for (const KernelPlan& k : plan.kernels)
+    if (k.library && is_device_kernel_call(k.loop_steps.at(0)))
+      throw UserError(fmt::format(
+          "plan {}: kernel {} runs a model device kernel, which only the CUDA backends (cuda, "
+          "cuda-emulation) emit",
+          plan.name, k.name));
   return Emitter(plan).run();
 }
 

@@ -40,6 +40,8 @@ class Emitter {
     out_ += (text.empty() ? "" : std::string(2 * ind_, ' ')) + text + "\n";
   }
   void open(const std::string& text);
+  // The model kernels' bodies (emit_model_kernels.h) when a device-kernel call needs them.
+  void model_kernel_bodies();
   void close(const char* text = "}");
 
   // Kernels whose code is the same but for their name and their tensors (a model's layers) share
@@ -93,6 +95,8 @@ class Emitter {
   void library_kernel(const KernelPlan& k);
   // A library step's element loops over the workers `w` (a grid's threads, or a worker CTA's).
   void library_loops(const Step& s, const Workers& w);
+  // A device-kernel call step (lower/plan.h): the model kernel's body over the workers `w`.
+  void device_kernel_call(const Step& s, const Workers& w);
 
   // A library matmul C = A B: row-major m x kd times kd x n per element of C's batch dims
   // (`batch` of them, row-major); size-1 batch dims of an operand broadcast.

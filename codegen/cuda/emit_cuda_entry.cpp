@@ -23,7 +23,7 @@ void Emitter::launcher() {
   for (const KernelPlan& k : p_.kernels) {
     if (k.library) {
       const Step& s = k.loop_steps.at(0);
-      if (s.op == OpKind::matmul) {
+      if (s.op == OpKind::matmul && !is_device_kernel_call(s)) {
         library_matmul(k);
         continue;
       }

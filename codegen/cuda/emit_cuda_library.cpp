@@ -8,12 +8,14 @@
 #include <optional>
 
 #include "codegen/cuda/emit_task_bodies.h"
+#include "codegen/cuda/model_kernel_families.h"
 #include "core/error.h"
 
 namespace weft::cuda_emit {
 
 int64_t Emitter::library_units(const Step& s, const std::vector<Operand>& ins,
                                const std::vector<Operand>& outs) {
+  if (is_device_kernel_call(s)) return s.attrs.get_int("dk_work");
   if (op_info(s.op).op_class == OpClass::reduction) {
     int64_t dim = s.attrs.get_int("dim");
     int64_t group = ins[0].shape[dim] / outs[0].shape[dim];
@@ -27,7 +29,7 @@ int64_t Emitter::library_units(const Step& s, const std::vector<Operand>& ins,
 
 void Emitter::library_kernel(const KernelPlan& k) {
   const Step& s = k.loop_steps.at(0);
-  if (s.op == OpKind::matmul) return;  // cuBLAS, called from the launcher
+  if (s.op == OpKind::matmul && !is_device_kernel_call(s)) return;  // cuBLAS, from the launcher
   line("// kernel {}: library {}", k.name, op_info(s.op).name);
   line("WEFT_KERNEL({}) {}({}) {{", kLibraryThreads, k.name, params(k));
   ++ind_;
@@ -35,7 +37,38 @@ void Emitter::library_kernel(const KernelPlan& k) {
   close();
 }
 
+void Emitter::device_kernel_call(const Step& s, const Workers& w) {
+  const DkFamilyInfo& f = dk_family(static_cast<DkFamily>(s.attrs.get_int("dk")));
+  const std::vector<int64_t>& words = s.attrs.get_list("dk_args");
+  const std::vector<int64_t>& ptrs = s.attrs.get_list("dk_ptrs");
+  WEFT_CHECK(words.size() * 8 == f.args_bytes && ptrs.size() % 3 == 0,
+             "device-kernel call of {}: {} argument words, {} pointer entries", f.name,
+             words.size(), ptrs.size());
+  line("// the model kernel {} (for {}), its arguments as recorded, pointers set here", f.name,
+       op_info(s.op).name);
+  open("{");
+  std::string init;
+  for (int64_t word : words)
+    init += fmt::format("{}0x{:x}ull", init.empty() ? "" : ", ", static_cast<uint64_t>(word));
+  line("static_assert(sizeof({}_args) == {}, \"argument struct of another size\");", f.name,
+       f.args_bytes);
+  line("const uint64_t words_[] = {{{}}};", init);
+  line("{}_args a_;", f.name);
+  line("memcpy(&a_, words_, sizeof a_);");
+  for (size_t i = 0; i < ptrs.size(); i += 3) {
+    const DkPointerField& field = f.pointers.at(static_cast<size_t>(ptrs[i]));
+    const auto operand = static_cast<size_t>(ptrs[i + 1]);
+    const std::string& tensor =
+        operand < s.inputs.size() ? s.inputs.at(operand) : s.outputs.at(operand - s.inputs.size());
+    line("a_.{0} = (decltype(+a_.{0}))(reinterpret_cast<{1}unsigned char*>({2}) + {3});",
+         field.name, field.written ? "" : "const ", device(tensor).ptr, ptrs[i + 2]);
+  }
+  line("{}_body(a_, {}, {});", f.name, w.first, w.step);
+  close();
+}
+
 void Emitter::library_loops(const Step& s, const Workers& w) {
+  if (is_device_kernel_call(s)) return device_kernel_call(s, w);
   std::vector<Operand> ins, outs;
   for (const std::string& n : s.inputs) ins.push_back(device(n));
   for (const std::string& n : s.outputs) outs.push_back(device(n));
@@ -116,7 +149,7 @@ void Emitter::library_body(const KernelPlan& k) {
       k.name, params(k));
   ++ind_;
   line("[[maybe_unused]] const int tid = weft_tid();");
-  if (s.op == OpKind::matmul) {
+  if (s.op == OpKind::matmul && !is_device_kernel_call(s)) {
     const LibraryMatmul mm = library_matmul_shape(k);
     CtaGemmTile t = cta_gemm_tile(mm.m, mm.n);
     WEFT_CHECK(t.smem_bytes() == f.smem_bytes, "kernel {}: GEMM tiles of {} bytes, fit says {}",
@@ -130,6 +163,11 @@ void Emitter::library_body(const KernelPlan& k) {
         t.bm, t.bn, t.bk, f.threads, mm.m, mm.n, mm.kd, mm.a.ptr, batch_base(mm, mm.a), mm.b.ptr,
         batch_base(mm, mm.b), mm.c.ptr, batch_base(mm, mm.c), 4 * t.a_floats());
     close();
+  } else if (is_device_kernel_call(s)) {
+    // Task bx of the call's dk_tasks strides over its share of the elements.
+    const int64_t tasks = library_tasks(k);
+    device_kernel_call(s, Workers{fmt::format("static_cast<int64_t>(bx) * {} + tid", f.threads),
+                                  std::to_string(tasks * f.threads), "int64_t"});
   } else {
     library_loops(s, Workers{"tid", std::to_string(f.threads), "int64_t"});
   }

@@ -13,4 +13,9 @@ namespace weft {
 // weft_dk_{map,elementwise,rows,gather,matmul,position,generate,window}_launch.
 const std::string& model_kernels_source();
 
+// The same kernels' bodies alone (weft_dk_*_body, the argument structs, weft_dk_scalar), without
+// the prelude, kernels or entry points: text for a unit that has the prelude and runs the bodies
+// on its own threads (a persistent kernel's task bodies).
+const std::string& model_kernel_bodies_source();
+
 }  // namespace weft

@@ -90,10 +90,11 @@ TaskBodyFit fit_task_bodies(const ProgramPlan& plan, const TaskBodyOptions& opti
     }
   }
   for (const KernelPlan& k : plan.kernels) {
-    TaskBodyFigure f{k.name, k.library, false, fit.worker_threads, 0, 1};
+    TaskBodyFigure f{
+        k.name, k.library, false, fit.worker_threads, 0, k.library ? library_tasks(k) : 1};
     if (k.library) {
       const Step& s = k.loop_steps.at(0);
-      if (s.op == OpKind::matmul) {
+      if (s.op == OpKind::matmul && !is_device_kernel_call(s)) {
         const Shape& c = plan.find_tensor(s.outputs.at(0))->shape;
         f.gemm = true;
         f.smem_bytes = cta_gemm_tile(c[c.size() - 2], c[c.size() - 1]).smem_bytes();
@@ -139,7 +140,8 @@ std::string emit_task_bodies_check_unit(const ProgramPlan& plan, const TaskBodyO
     order.push_back({plan.kernels.size() + b.index, {1, 1, 1}, b.name});
   for (size_t i = 0; i < plan.kernels.size(); ++i) {
     const KernelPlan& k = plan.kernels[i];
-    order.push_back({i, k.library ? std::array<int64_t, 3>{1, 1, 1} : k.grid, k.name});
+    order.push_back(
+        {i, k.library ? std::array<int64_t, 3>{library_tasks(k), 1, 1} : k.grid, k.name});
   }
   for (const CheckUnitExtras::Body& b : extras.after)
     order.push_back({plan.kernels.size() + b.index, {1, 1, 1}, b.name});

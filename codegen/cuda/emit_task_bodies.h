@@ -44,7 +44,7 @@ struct TaskBodyFigure {
   bool gemm = false;  // a library matmul (the device GEMM)
   int threads = 0;    // threads the body runs on (library bodies: every worker thread)
   int64_t smem_bytes = 0;
-  int64_t tasks = 0;  // blocks of its grid (library: 1)
+  int64_t tasks = 0;  // blocks of its grid (library: lower/plan.h's library_tasks)
 };
 
 struct TaskBodyFit {

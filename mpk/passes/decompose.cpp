@@ -59,15 +59,20 @@ TaskGraph decompose_plan(const ProgramPlan& plan, const std::set<std::string>& d
     Operator op{k.name, static_cast<int>(ki), k.library, k.grid, data_dependent.count(k.name) > 0};
     const int op_id = static_cast<int>(g.ops.size());
     if (k.library) {
-      op.grid = {1, 1, 1};
-      Task t;
-      t.op = op_id;
-      const Step& s = k.loop_steps.at(0);
-      for (const std::string& n : s.inputs)
-        add_access(t.reads, Access{tensor(n), full_box(g.tensors[tensor(n)].shape)});
-      for (const std::string& n : s.outputs)
-        add_access(t.writes, Access{tensor(n), full_box(g.tensors[tensor(n)].shape)});
-      g.tasks.push_back(std::move(t));
+      // One task, or a device-kernel call's share of its elements per task.
+      const int64_t tasks = library_tasks(k);
+      op.grid = {tasks, 1, 1};
+      for (int64_t blk = 0; blk < tasks; ++blk) {
+        Task t;
+        t.op = op_id;
+        t.bid = {blk, 0, 0};
+        const Step& s = k.loop_steps.at(0);
+        for (const std::string& n : s.inputs)
+          add_access(t.reads, Access{tensor(n), full_box(g.tensors[tensor(n)].shape)});
+        for (const std::string& n : s.outputs)
+          add_access(t.writes, Access{tensor(n), full_box(g.tensors[tensor(n)].shape)});
+        g.tasks.push_back(std::move(t));
+      }
     } else {
       for (int64_t blk = 0; blk < k.num_blocks(); ++blk) {
         Task t;

@@ -2,14 +2,16 @@
 // [--compare REF]`: runs a µGraph on seeded random inputs with the reference interpreter (or a
 // backend) and summarizes each output, or compares it to another program's outputs on the same
 // inputs (exit 3 when outside the tolerance). The work is driver/run.h's. `weft run DIR --inputs
-// IN.npz --outputs OUT.npz [--function F]` runs a compiled model
-// (driver/compiled_dir.h).
+// IN.npz --outputs OUT.npz [--function F] [--megakernel [--workers N]]` runs a compiled model
+// (driver/compiled_dir.h), with --megakernel as one persistent kernel (driver/model_megakernel.h).
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "core/target.h"
 #include "driver/compiled_dir.h"
+#include "driver/model_megakernel.h"
+#include "driver/mpk_run.h"
 #include "driver/run.h"
 #include "interp/random_inputs.h"
 #include "tools/weft/command.h"
@@ -25,6 +27,41 @@ void print_summary(const std::string& name, const TensorType& type, const Output
   fmt::print("output {}: {}\n", name, type.str());
   fmt::print("  min {:.6g}  max {:.6g}  mean {:.6g}  l2 {:.6g}\n", s.min, s.max, s.mean, s.l2);
   fmt::print("  first [{}{}]  checksum {:016x}\n", first, s.count > 4 ? ", ..." : "", s.checksum);
+}
+
+// `weft run DIR --megakernel`: the function traced at the inputs' binding, one persistent kernel
+// built from it (in emulation, or on the GPU with --backend cuda) and run; what it built on stderr.
+std::map<std::string, Tensor<double>> run_megakernel(CompiledModelDir& dir,
+                                                     const std::string& function,
+                                                     const std::string& inputs, bool gpu,
+                                                     int workers) {
+  std::vector<VmValue> args = dir.arguments(function, read_npz(inputs), inputs);
+  ModelMegakernelOptions options;
+  options.function = function;
+  options.platform = gpu ? MpkPlatform::gpu : MpkPlatform::emulation;
+  options.workers = workers;
+  ModelMegakernel m = model_megakernel(dir, args, options);
+  MegakernelRunner runner(m.program);
+  const MpkCompiled& c = runner.compiled();
+  fmt::print(stderr,
+             "megakernel: {} plan kernels from {} launches ({} µGraph units, {} model kernels), "
+             "{} tasks, {} events, {} workers ({}), imbalance {:.3f}; traced in {:.2f} s, task "
+             "graph in {:.3f} s\n",
+             m.program.plan.kernels.size(), m.ugraph_launches + m.model_kernel_launches,
+             m.ugraph_launches, m.model_kernel_launches, c.graph.tasks.size(),
+             c.graph.events.size(), c.graph.workers, gpu ? "gpu" : "emulation",
+             c.balance.time_imbalance, m.trace_seconds, c.seconds);
+  MpkRunOptions run;
+  run.inputs = model_megakernel_inputs(m, args);
+  MpkRunReport report = runner.run(run);
+  if (!report.same)
+    throw UserError(fmt::format(
+        "{}: the persistent kernel's outputs differ from its kernels run one by one (a bug: "
+        "please report it with the directory and inputs)",
+        dir.dir()));
+  fmt::print(stderr, "megakernel: ran in {:.3f} ms, outputs equal to its kernels run one by one\n",
+             report.seconds * 1e3);
+  return model_megakernel_results(dir, m, report.outputs);
 }
 
 }  // namespace
@@ -71,6 +108,14 @@ static Register reg(
       sub.add_option("--compare", *compare,
                      "Reference program: run both on the same inputs and compare outputs "
                      "(exit 3 when an output is outside the tolerance)");
+      auto megakernel = std::make_shared<bool>(false);
+      sub.add_flag("--megakernel", *megakernel,
+                   "Compiled models: run the function as one persistent kernel, traced at the "
+                   "inputs' binding (host emulation; on the GPU with --backend cuda)");
+      auto workers = std::make_shared<int>(0);
+      sub.add_option("--workers", *workers,
+                     "With --megakernel: worker CTAs (default: the SMs but one on a GPU, 4 in "
+                     "emulation)");
       auto threads = std::make_shared<int>(0);
       cli::add_threads_option(sub, *threads);
       return [=]() -> int {
@@ -79,10 +124,15 @@ static Register reg(
           if (inputs->empty() || outputs->empty())
             throw UserError("a compiled model runs on --inputs IN.npz --outputs OUT.npz");
           CompiledModelDir dir(*file);
+          if (*megakernel && backend_option->count() > 0 && *backend != "cuda" &&
+              *backend != "cuda-emulation")
+            throw UserError("--megakernel runs with --backend cuda or cuda-emulation");
           const UGraphExecutor executor = backend_option->count() > 0
                                               ? *ugraph_executor_by_name(*backend)
                                               : UGraphExecutor::cpu;
-          auto arrays = dir.run(*function, read_npz(*inputs), *inputs, executor);
+          auto arrays = *megakernel
+                            ? run_megakernel(dir, *function, *inputs, *backend == "cuda", *workers)
+                            : dir.run(*function, read_npz(*inputs), *inputs, executor);
           if (!dir.generic_path_note().empty())
             std::cerr << "note: " << dir.generic_path_note() << "\n";
           write_npz(*outputs, arrays, dir.output_elements(*function));
@@ -90,6 +140,7 @@ static Register reg(
             std::cout << name << ": " << shape_str(t.shape) << "\n";
           return 0;
         }
+        if (*megakernel) throw UserError("--megakernel runs a compiled model directory");
         if (!inputs->empty() || !outputs->empty())
           throw UserError(
               fmt::format("--inputs and --outputs run a compiled model directory; "

@@ -104,3 +104,35 @@ struct weft_dk_matmul_args {
   // The result's batch dims and each operand's element stride per batch dim (0: broadcast).
   int64_t batch_dims[WEFT_DK_MAX_RANK], a_stride[WEFT_DK_MAX_RANK], b_stride[WEFT_DK_MAX_RANK];
 };
+
+// The elements (or rows, or output positions) each family's body strides over: its launch's
+// threads, and the work a persistent kernel's task of it divides.
+inline int64_t weft_dk_map_work(const weft_dk_map_args& a) {
+  return a.numel;
+}
+inline int64_t weft_dk_elementwise_work(const weft_dk_elementwise_args& a) {
+  return a.numel;
+}
+inline int64_t weft_dk_rows_work(const weft_dk_rows_args& a) {
+  return a.outer * a.inner * (a.kind <= 2 ? a.to : 1);
+}
+inline int64_t weft_dk_gather_work(const weft_dk_gather_args& a) {
+  return a.outer * a.count * a.inner;
+}
+inline int64_t weft_dk_index_work(const weft_dk_index_args& a) {
+  return a.numel;
+}
+inline int64_t weft_dk_matmul_work(const weft_dk_matmul_args& a) {
+  return a.batch * a.m * a.n;
+}
+inline int64_t weft_dk_position_work(const weft_dk_position_args& a) {
+  return a.numel;
+}
+inline int64_t weft_dk_generate_work(const weft_dk_generate_args& a) {
+  return a.numel;
+}
+inline int64_t weft_dk_window_work(const weft_dk_window_args& a) {
+  return a.n * (a.kind == 0 ? a.m : a.c) *
+         (a.kind == 4 ? a.in[0] * a.in[1] * a.in[2]
+                      : a.out_dims[0] * a.out_dims[1] * a.out_dims[2]);
+}

@@ -67,8 +67,9 @@ WEFT_DEV void weft_dk_st(void* p, int dtype, int64_t i, float v) {
 // [0, bound_d) the element is `fill` (pad), else s % mod_d (tile, repeat) times in_stride_d
 // (0: broadcast) added to in_offset. The output is written at out_offset + sum c_d out_stride_d
 // (a region of a larger tensor: concat).
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_map(weft_dk_map_args a) {
-  for (int64_t o = weft_gtid(); o < a.numel; o += weft_gthreads()) {
+WEFT_DEV void weft_dk_map_body(const weft_dk_map_args& a, const int64_t w_first,
+                               const int64_t w_step) {
+  for (int64_t o = w_first; o < a.numel; o += w_step) {
     int64_t rest = o, src = a.in_offset, dst = a.out_offset;
     bool inside = true;
     for (int d = a.rank - 1; d >= 0; --d) {
@@ -85,8 +86,9 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_map(weft_dk_map_args a) {
 
 // Elementwise with broadcasting: out[o] = weft_dk_scalar(op, x0, x1, x2, k), operand j read at
 // sum c_d stride[j][d] (0 on broadcast dims).
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_elementwise(weft_dk_elementwise_args a) {
-  for (int64_t o = weft_gtid(); o < a.numel; o += weft_gthreads()) {
+WEFT_DEV void weft_dk_elementwise_body(const weft_dk_elementwise_args& a, const int64_t w_first,
+                                       const int64_t w_step) {
+  for (int64_t o = w_first; o < a.numel; o += w_step) {
     float x[WEFT_DK_MAX_OPERANDS] = {0.0f, 0.0f, 0.0f};
     for (int j = 0; j < a.operands; ++j) {
       int64_t rest = o, at = 0;
@@ -103,9 +105,10 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_elementwise(weft_dk_elementwise_args a) {
 // Row kernels over [outer, n, inner] views (one thread per (outer, inner) pair, f32 partials):
 // kind 0 sum, 1 mean, 2 max over n to size `to` (element g combines g, g + to, ...); 3 softmax
 // over n (max subtracted); 4 layer norm over n (inner = 1; eps in k).
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
+WEFT_DEV void weft_dk_rows_body(const weft_dk_rows_args& a, const int64_t w_first,
+                                const int64_t w_step) {
   const int64_t groups = a.kind <= 2 ? a.to : 1;
-  for (int64_t t = weft_gtid(); t < a.outer * a.inner * groups; t += weft_gthreads()) {
+  for (int64_t t = w_first; t < a.outer * a.inner * groups; t += w_step) {
     const int64_t g = t % groups, q = t / groups, i = q % a.inner, o = q / a.inner;
     const int64_t base = o * a.n * a.inner + i;
     if (a.kind <= 2) {
@@ -145,8 +148,9 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_rows(weft_dk_rows_args a) {
 // Gather along an axis: x viewed as [outer, extent, inner], out as [outer, ids, inner]; an index
 // that is not an integer in [lowest, extent) gives NaN and sets the error flag (a kernel cannot
 // throw: the executor reads the flag back after the run and names the operator).
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_gather(weft_dk_gather_args a) {
-  for (int64_t t = weft_gtid(); t < a.outer * a.count * a.inner; t += weft_gthreads()) {
+WEFT_DEV void weft_dk_gather_body(const weft_dk_gather_args& a, const int64_t w_first,
+                                  const int64_t w_step) {
+  for (int64_t t = w_first; t < a.outer * a.count * a.inner; t += w_step) {
     const int64_t i = t % a.inner, r = (t / a.inner) % a.count, o = t / (a.inner * a.count);
     const float v = weft_dk_ld(a.ids, a.ids_dtype, r);
     float value = NAN;
@@ -174,8 +178,9 @@ WEFT_DEV int64_t weft_dk_checked_index(float v, int64_t extent, int64_t* error, 
 }
 
 // gather_elements and gather_nd, one thread per output element.
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_index(weft_dk_index_args a) {
-  for (int64_t t = weft_gtid(); t < a.numel; t += weft_gthreads()) {
+WEFT_DEV void weft_dk_index_body(const weft_dk_index_args& a, const int64_t w_first,
+                                 const int64_t w_step) {
+  for (int64_t t = w_first; t < a.numel; t += w_step) {
     int64_t src = 0;
     bool ok = true;
     if (a.kind == 0) {
@@ -208,8 +213,9 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_index(weft_dk_index_args a) {
 
 // Batched matmul [.., m, k] x [.., k, n] with broadcast batch dims, one thread per output
 // element, f32 accumulation in k order (the simple, correct path; µGraph matmuls use cuBLAS).
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
-  for (int64_t t = weft_gtid(); t < a.batch * a.m * a.n; t += weft_gthreads()) {
+WEFT_DEV void weft_dk_matmul_body(const weft_dk_matmul_args& a, const int64_t w_first,
+                                  const int64_t w_step) {
+  for (int64_t t = w_first; t < a.batch * a.m * a.n; t += w_step) {
     const int64_t j = t % a.n, i = (t / a.n) % a.m, p = t / (a.n * a.m);
     int64_t oa = 0, ob = 0, rest = p;
     for (int d = a.batch_rank - 1; d >= 0; --d) {
@@ -228,9 +234,10 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_matmul(weft_dk_matmul_args a) {
 // rope: thread per rotated pair (j, j + cols/2) of a row, angle pos * theta^(-2j/cols) in
 // double (positions reach thousands); causal_mask: thread per element, -inf where
 // col > row + offset.
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_position(weft_dk_position_args a) {
+WEFT_DEV void weft_dk_position_body(const weft_dk_position_args& a, const int64_t w_first,
+                                    const int64_t w_step) {
   const int64_t half = a.cols / 2, work = a.kind == 0 ? a.numel / 2 : a.numel;
-  for (int64_t t = weft_gtid(); t < work; t += weft_gthreads()) {
+  for (int64_t t = w_first; t < work; t += w_step) {
     if (a.kind == 0) {
       const int64_t j = t % half, r = t / half, at = r * a.cols + j;
       const double pos = static_cast<double>(a.offset + r % a.rows);
@@ -249,8 +256,9 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_position(weft_dk_position_args a) {
   }
 }
 
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_generate(weft_dk_generate_args a) {
-  for (int64_t t = weft_gtid(); t < a.numel; t += weft_gthreads()) {
+WEFT_DEV void weft_dk_generate_body(const weft_dk_generate_args& a, const int64_t w_first,
+                                    const int64_t w_step) {
+  for (int64_t t = w_first; t < a.numel; t += w_step) {
     const float v = a.kind == 0   ? a.value
                     : a.kind == 1 ? static_cast<float>(a.start + t * a.delta)
                                   : static_cast<float>(a.values[t]);
@@ -261,12 +269,13 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_generate(weft_dk_generate_args a) {
 // One thread per output element: conv sums its group's channels over the window's taps inside
 // the input; the pools take max / mean / argmax of those taps (padding never wins); LRN divides
 // by (bias + alpha / size * the sum of squares over the neighbouring channels)^beta.
-WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_window(weft_dk_window_args a) {
+WEFT_DEV void weft_dk_window_body(const weft_dk_window_args& a, const int64_t w_first,
+                                  const int64_t w_step) {
   const int64_t channels = a.kind == 0 ? a.m : a.c;
   const int64_t plane_in = a.in[0] * a.in[1] * a.in[2];
   const int64_t plane_out = a.out_dims[0] * a.out_dims[1] * a.out_dims[2];
   const int64_t total = a.n * channels * (a.kind == 4 ? plane_in : plane_out);
-  for (int64_t t = weft_gtid(); t < total; t += weft_gthreads()) {
+  for (int64_t t = w_first; t < total; t += w_step) {
     if (a.kind == 4) {
       const int64_t p = t % plane_in, ch = (t / plane_in) % a.c, i = t / (plane_in * a.c);
       const int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
@@ -329,24 +338,28 @@ WEFT_KERNEL(WEFT_DK_THREADS) weft_dk_window(weft_dk_window_args a) {
   }
 }
 
-#define WEFT_DK_ENTRY(name, args_type, work)                                              \
-  extern "C" int name##_launch(const args_type* args, void* stream) {                     \
-    int64_t blocks = ((work) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;                    \
+// Each family's kernel runs its body over the grid's threads. A unit that runs the bodies itself
+// (a persistent kernel's task bodies, mpk/) defines WEFT_DK_BODIES_ONLY and gets no kernels.
+#ifndef WEFT_DK_BODIES_ONLY
+#define WEFT_DK_ENTRY(name)                                                               \
+  WEFT_KERNEL(WEFT_DK_THREADS) name(name##_args a) {                                      \
+    name##_body(a, weft_gtid(), weft_gthreads());                                         \
+  }                                                                                       \
+  extern "C" int name##_launch(const name##_args* args, void* stream) {                   \
+    int64_t blocks = (name##_work(*args) + WEFT_DK_THREADS - 1) / WEFT_DK_THREADS;        \
     if (blocks < 1) blocks = 1;                                                           \
     if (blocks > WEFT_DK_MAX_BLOCKS) blocks = WEFT_DK_MAX_BLOCKS;                         \
     (void)stream;                                                                         \
     WEFT_LAUNCH(name, static_cast<int>(blocks), 1, 1, WEFT_DK_THREADS, 0, stream, *args); \
     return 0;                                                                             \
   }
-WEFT_DK_ENTRY(weft_dk_map, weft_dk_map_args, args->numel)
-WEFT_DK_ENTRY(weft_dk_elementwise, weft_dk_elementwise_args, args->numel)
-WEFT_DK_ENTRY(weft_dk_rows, weft_dk_rows_args, args->outer * args->inner * args->to)
-WEFT_DK_ENTRY(weft_dk_gather, weft_dk_gather_args, args->outer * args->count * args->inner)
-WEFT_DK_ENTRY(weft_dk_index, weft_dk_index_args, args->numel)
-WEFT_DK_ENTRY(weft_dk_matmul, weft_dk_matmul_args, args->batch * args->m * args->n)
-WEFT_DK_ENTRY(weft_dk_position, weft_dk_position_args, args->numel)
-WEFT_DK_ENTRY(weft_dk_generate, weft_dk_generate_args, args->numel)
-WEFT_DK_ENTRY(weft_dk_window, weft_dk_window_args,
-              args->n*(args->kind == 0 ? args->m : args->c) *
-                  (args->kind == 4 ? args->in[0] * args->in[1] * args->in[2]
-                                   : args->out_dims[0] * args->out_dims[1] * args->out_dims[2]))
+WEFT_DK_ENTRY(weft_dk_map)
+WEFT_DK_ENTRY(weft_dk_elementwise)
+WEFT_DK_ENTRY(weft_dk_rows)
+WEFT_DK_ENTRY(weft_dk_gather)
+WEFT_DK_ENTRY(weft_dk_index)
+WEFT_DK_ENTRY(weft_dk_matmul)
+WEFT_DK_ENTRY(weft_dk_position)
+WEFT_DK_ENTRY(weft_dk_generate)
+WEFT_DK_ENTRY(weft_dk_window)
+#endif  // WEFT_DK_BODIES_ONLY

@@ -1,0 +1,59 @@
+// Driver: a function of a compiled model directory as one persistent kernel (docs/mpk.md, "Whole
+// models"): traced once on the device executor at the arguments' binding, its launches turned
+// into one kernel plan (driver/model_megakernel_plan.h) whose task graph the mega-kernel compiles
+// and runs, in host emulation or on a GPU. Structured results; printing is the caller's (`weft run
+// DIR --megakernel`, the tests).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "driver/compiled_dir.h"
+#include "driver/mpk_program.h"
+
+namespace weft {
+
+struct ModelMegakernelOptions {
+  std::string function = "main";  // the directory's function (the overload with a DeviceVm: unread)
+  MpkPlatform platform = MpkPlatform::emulation;  // emulation or gpu
+  int workers = 0;                                // 0: default_megakernel_workers
+  Dispatch dispatch = Dispatch::hybrid;
+};
+
+struct ModelMegakernel {
+  MpkProgram program;  // the plan and the options its task graph is built with
+  // Per plan output, the result's name as exec/run_io.h's result_arrays gives it ("result",
+  // "result.0", ...).
+  std::vector<std::string> result_keys;
+  std::vector<Shape> result_shapes;
+  int64_t model_kernel_launches = 0;  // of the trace: model kernels and µGraph units
+  int64_t ugraph_launches = 0;
+  double trace_seconds = 0;  // the traced run and the plan built from it
+};
+
+// Traces `function` of the executor's module at `args` (on the executor's device: cuda-emulation
+// for the emulation platform, cuda for gpu) and builds the program of its persistent kernel.
+// UserError when an operator runs on the host at this binding, or for an integer result.
+ModelMegakernel model_megakernel(DeviceVm& vm, const std::string& function,
+                                 const std::vector<DeviceValue>& args,
+                                 const ModelMegakernelOptions& options);
+
+// Traces `options.function` of `dir`'s compiled module at `args` (one per parameter, as
+// CompiledModelDir::arguments gives them; weights included) on the device executor (emulation:
+// cuda-emulation; gpu: cuda) and builds the program of its persistent kernel. UserError when an
+// operator runs on the host at this binding, or for an integer result.
+ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValue>& args,
+                                 const ModelMegakernelOptions& options);
+
+// The plan's inputs for `args` (plan input order, as MpkRunOptions::inputs takes them).
+std::vector<std::vector<float>> model_megakernel_inputs(const ModelMegakernel& m,
+                                                        const std::vector<VmValue>& args);
+
+// A run's outputs (plan output order) as `dir` names results (ONNX output names for an imported
+// model).
+std::map<std::string, Tensor<double>> model_megakernel_results(
+    const CompiledModelDir& dir, const ModelMegakernel& m,
+    const std::vector<std::vector<float>>& outputs);
+
+}  // namespace weft
