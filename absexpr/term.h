@@ -4,6 +4,19 @@
 
 #include <tbb/concurrent_unordered_map.h>
 
+// The term index's allocator: TBB's scalable one, but the standard one under ThreadSanitizer,
+// which cannot see libtbbmalloc's own synchronization (it reported the allocator's mmap racing the
+// next owner's first write: `make test-tsan`, fresh clone of dd3867a). (GCC's -Warray-bounds
+// misreads TBB's node casts with the standard allocator, so the other builds keep TBB's.)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TERM_INDEX_STD_ALLOCATOR 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TERM_INDEX_STD_ALLOCATOR 1
+#endif
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -18,6 +31,13 @@
 #include "ir/ops.h"
 
 namespace weft {
+
+struct TermNode;
+#ifdef WEFT_TERM_INDEX_STD_ALLOCATOR
+using TermIndexAllocator = std::allocator<std::pair<const TermNode, uint32_t>>;
+#else
+using TermIndexAllocator = tbb::tbb_allocator<std::pair<const TermNode, uint32_t>>;
+#endif
 
 // The function symbols of abstract expressions. `cst` is the one constant leaf: every `shift`
 // offset becomes add(x, cst) (the value is abstracted away like element positions are). `fn` is an
@@ -111,7 +131,9 @@ class TermStore {
   // no lock: a shared lock's atomic update of one cache line was a fifth of the cycles with two
   // threads (docs/benchmarks.md). New terms are added under `insert_mu_`.
   std::mutex insert_mu_;
-  tbb::concurrent_unordered_map<TermNode, TermId, NodeHash> index_;
+  tbb::concurrent_unordered_map<TermNode, TermId, NodeHash, std::equal_to<TermNode>,
+                                TermIndexAllocator>
+      index_;
   mutable std::shared_mutex mu_;  // names_ and name_index_
   std::deque<std::string> names_;
   std::unordered_map<std::string, int64_t> name_index_;

@@ -115,6 +115,34 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
   return arguments_from_npz(fn, in, where);
 }
 
+std::vector<VmValue> CompiledModelDir::zero_arguments(const std::string& function,
+                                                      const SymBinding& binding) const {
+  const Function& fn = function_to_run(compiled_, function, SourceLoc{dir_});
+  NpzArrays in;
+  for (const Param& p : fn.params) {
+    if (weights_.count(p.name)) continue;
+    auto value = [&](const SymExpr& e) {
+      SymEvalResult r = try_evaluate(e, binding);
+      if (!r.value)
+        throw UserError(p.loc, fmt::format("{}: parameter {} has a dimension the binding does not "
+                                           "give ({}); compile with --bind",
+                                           dir_, p.name, e.str()));
+      return *r.value;
+    };
+    if (p.type.kind == MTypeKind::integer) {
+      in[p.name] =
+          NpyArray{Tensor<double>(Shape{}, static_cast<double>(value(*p.type.value))), true};
+      continue;
+    }
+    Shape shape;
+    if (p.type.dims)
+      for (const SymExpr& d : *p.type.dims) shape.push_back(value(d));
+    in[p.name] = NpyArray{Tensor<double>(shape, 0.0), false};
+  }
+  for (const auto& [name, a] : weights_) in.emplace(name, a);
+  return arguments_from_npz(fn, in, dir_);
+}
+
 std::map<std::string, Tensor<double>> CompiledModelDir::named_results(const VmValue& v) const {
   return named_arrays(result_arrays(v));
 }

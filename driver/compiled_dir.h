@@ -47,6 +47,10 @@ class CompiledModelDir {
   // folded weights, driver/fold_constants.h).
   std::vector<VmValue> arguments(const std::string& function, const NpzArrays& inputs,
                                  const std::string& where, bool original = false) const;
+  // The arguments of `function` at `binding`: the directory's weights, the binding's integers, and
+  // zeros for every other tensor (what a trace needs: shapes, not values). UserError when the
+  // binding leaves a dimension unknown.
+  std::vector<VmValue> zero_arguments(const std::string& function, const SymBinding& binding) const;
   // A result's arrays: by the ONNX graph's output names for an imported model, else "result",
   // "result.0", ... (exec/run_io.h).
   std::map<std::string, Tensor<double>> named_results(const VmValue& result) const;

@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "driver/model_megakernel_plan.h"
 #include "exec/run_io.h"
+#include "lower/plan_text.h"
 
 namespace weft {
 
@@ -43,6 +48,64 @@ std::string identifier(std::string key) {
   for (char& c : key)
     if (c == '.') c = '_';
   return key;
+}
+
+namespace fs = std::filesystem;
+
+// A binding as a file name's part: "batch=1,seq=7" (names in order), "shape" for none.
+std::string binding_key(const SymBinding& b) {
+  std::string key;
+  for (const auto& [name, value] : b)
+    key += fmt::format("{}{}={}", key.empty() ? "" : ",", name, value);
+  return key.empty() ? "shape" : key;
+}
+
+fs::path stored_dir(const CompiledModelDir& dir) {
+  return fs::path(dir.dir()) / "megakernel";
+}
+
+MpkProgramOptions program_options(const ModelMegakernelOptions& options) {
+  MpkProgramOptions o;
+  o.platform = options.platform;
+  o.workers = options.workers == 0 ? default_megakernel_workers(options.platform) : options.workers;
+  o.dispatch = options.dispatch;
+  return o;
+}
+
+// The plan DIR stored for `function` at `binding`, when it has one.
+std::optional<ModelMegakernel> stored_megakernel(const CompiledModelDir& dir,
+                                                 const std::string& function,
+                                                 const SymBinding& binding,
+                                                 const ModelMegakernelOptions& options) {
+  const fs::path index_path = stored_dir(dir) / "index.json";
+  if (!fs::exists(index_path)) return std::nullopt;
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(std::ifstream(index_path));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("{}: {}", index_path.string(), e.what()));
+  }
+  const std::string key = binding_key(binding);
+  for (const auto& entry : index) {
+    if (entry.value("function", "") != function || entry.value("binding", "") != key) continue;
+    const fs::path plan_path = stored_dir(dir) / entry.value("plan", "");
+    std::ifstream in(plan_path);
+    if (!in) throw UserError(fmt::format("{}: cannot read {}", dir.dir(), plan_path.string()));
+    std::stringstream text;
+    text << in.rdbuf();
+    ModelMegakernel m;
+    m.stored = true;
+    m.model_kernel_launches = entry.value("model_kernels", int64_t{0});
+    m.ugraph_launches = entry.value("ugraph_units", int64_t{0});
+    for (const auto& r : entry.at("results")) {
+      m.result_keys.push_back(r.at("name").get<std::string>());
+      m.result_shapes.push_back(r.at("shape").get<Shape>());
+    }
+    m.program =
+        prepare_megakernel(parse_plan(text.str(), plan_path.string()), program_options(options));
+    return m;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -87,17 +150,16 @@ ModelMegakernel model_megakernel(DeviceVm& vm, const std::string& function,
   ProgramPlan plan = megakernel_plan_from_trace(
       trace, inputs, outputs, identifier(vm.vm().module().name + "_" + function), target_name);
   m.trace_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  MpkProgramOptions o;
-  o.platform = options.platform;
-  o.workers = options.workers == 0 ? default_megakernel_workers(options.platform) : options.workers;
-  o.dispatch = options.dispatch;
-  m.program = prepare_megakernel(std::move(plan), o);
+  m.program = prepare_megakernel(std::move(plan), program_options(options));
   return m;
 }
 
 ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValue>& args,
                                  const ModelMegakernelOptions& options) {
   function_to_run(dir.compiled(), options.function, SourceLoc{dir.dir()});
+  if (auto m =
+          stored_megakernel(dir, options.function, dir.binding_of(options.function, args), options))
+    return std::move(*m);
   DeviceVm& vm =
       dir.device_vm(options.platform == MpkPlatform::gpu ? Backend::cuda : Backend::cuda_emulation);
   return model_megakernel(vm, options.function, dir.device_arguments(options.function, args),
@@ -127,6 +189,40 @@ std::map<std::string, Tensor<double>> model_megakernel_results(
         m.result_shapes.at(i), std::vector<double>(outputs[i].begin(), outputs[i].end()));
   }
   return dir.named_arrays(std::move(arrays));
+}
+
+std::vector<std::string> write_dir_megakernels(CompiledModelDir& dir, const std::string& function) {
+  std::vector<SymBinding> bindings = dir.bindings();
+  if (bindings.empty()) bindings.emplace_back();  // a fixed-shape model: its one shape
+  const fs::path out = stored_dir(dir);
+  fs::remove_all(out);
+  fs::create_directories(out);
+  nlohmann::ordered_json index = nlohmann::ordered_json::array();
+  std::vector<std::string> written;
+  for (const SymBinding& b : bindings) {
+    std::vector<VmValue> args = dir.zero_arguments(function, b);
+    const std::string key = binding_key(dir.binding_of(function, args));
+    ModelMegakernelOptions o;
+    o.function = function;
+    ModelMegakernel m = model_megakernel(dir, args, o);
+    const std::string file = fmt::format("{}.{}.plan", function, key);
+    std::ofstream(out / file) << print_plan(m.program.plan);
+    nlohmann::ordered_json results = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < m.result_keys.size(); ++i)
+      results.push_back({{"name", m.result_keys[i]}, {"shape", m.result_shapes[i]}});
+    index.push_back({{"function", function},
+                     {"binding", key},
+                     {"plan", file},
+                     {"ugraph_units", m.ugraph_launches},
+                     {"model_kernels", m.model_kernel_launches},
+                     {"plan_kernels", m.program.plan.kernels.size()},
+                     {"results", results}});
+    written.push_back((out / file).string());
+  }
+  std::ofstream index_file(out / "index.json");
+  index_file << index.dump(1) << "\n";
+  if (!index_file) throw UserError(fmt::format("cannot write {}", (out / "index.json").string()));
+  return written;
 }
 
 }  // namespace weft

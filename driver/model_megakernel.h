@@ -30,6 +30,7 @@ struct ModelMegakernel {
   int64_t model_kernel_launches = 0;  // of the trace: model kernels and µGraph units
   int64_t ugraph_launches = 0;
   double trace_seconds = 0;  // the traced run and the plan built from it
+  bool stored = false;       // the plan came from DIR/megakernel (write_dir_megakernels)
 };
 
 // Traces `function` of the executor's module at `args` (on the executor's device: cuda-emulation
@@ -39,10 +40,18 @@ ModelMegakernel model_megakernel(DeviceVm& vm, const std::string& function,
                                  const std::vector<DeviceValue>& args,
                                  const ModelMegakernelOptions& options);
 
+// `weft compile MODEL --megakernel`: for each binding `dir` was compiled at (a fixed-shape model:
+// its one shape), `function` traced in emulation on zero_arguments and its plan written to
+// DIR/megakernel/FUNCTION.KEY.plan (KEY: the binding, "batch=1,seq=7"), with
+// DIR/megakernel/index.json naming each plan's function, binding and results. Returns the plans'
+// paths. UserError when the directory has neither bindings nor fixed shapes.
+std::vector<std::string> write_dir_megakernels(CompiledModelDir& dir, const std::string& function);
+
 // Traces `options.function` of `dir`'s compiled module at `args` (one per parameter, as
 // CompiledModelDir::arguments gives them; weights included) on the device executor (emulation:
-// cuda-emulation; gpu: cuda) and builds the program of its persistent kernel. UserError when an
-// operator runs on the host at this binding, or for an integer result.
+// cuda-emulation; gpu: cuda) and builds the program of its persistent kernel; a plan the
+// directory stored for the arguments' binding (write_dir_megakernels) is used instead of a trace.
+// UserError when an operator runs on the host at this binding, or for an integer result.
 ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValue>& args,
                                  const ModelMegakernelOptions& options);
 

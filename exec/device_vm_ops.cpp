@@ -264,15 +264,22 @@ DeviceValue DeviceVm::rows_op(const OpCall& op) {
     if (a.outer > 0) launch("weft_dk_rows_launch", a);
     return DeviceValue{out};
   }
-  // The kernel's modes: 0 sum, 1 mean, 2 max (to size `to`), 3 softmax, 4 layer norm (eps in k).
+  // The kernel's modes: 0 sum, 1 mean, 2 max (to size `to`), 3 softmax, 4 layer norm, 5 rms norm
+  // (eps in k).
   int64_t dim = static_cast<int64_t>(x.shape.size()) - 1;
   if (kind == OpKind::sum || kind == OpKind::mean || kind == OpKind::max) {
     a.kind = kind == OpKind::sum ? 0 : kind == OpKind::mean ? 1 : 2;
     dim = normalized(op.attrs.get_int("dim"), x.shape.size());
     a.to = op.attrs.get_int("to");
-  } else if (kind == OpKind::softmax_safe) {
+  } else if (kind == OpKind::softmax_safe || kind == OpKind::softmax) {
+    // The composite softmax (exp(x) / sum) equals the safe one's value; the kernel subtracts the
+    // row's max either way.
     a.kind = 3;
     dim = normalized(op.attrs.get_int("dim"), x.shape.size());
+  } else if (kind == OpKind::rms_norm) {
+    a.kind = 5;
+    dim = normalized(op.attrs.get_int("dim"), x.shape.size());
+    a.k = static_cast<float>(op.attrs.get_rational("eps").to_double());
   } else if (kind == OpKind::layer_norm) {
     a.kind = 4;
     a.k = static_cast<float>(op.attrs.get_rational("eps").to_double());

@@ -366,13 +366,13 @@ std::vector<OpInfo> structural_rows() {
      .shape = shape_rules::normalizing, .symbolic = S::expansion, .homogeneous = 0,
      .fusion = F::opaque, .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3},  // square, sum, multiply by the row's reciprocal root (once per row)
-     .doc = "x / sqrt(mean(x^2, dim) + eps)"},
+     .device = D::rows, .doc = "x / sqrt(mean(x^2, dim) + eps)"},
     {.kind = K::softmax, .min_inputs = 1, .max_inputs = 1,
      .levels = kK, .attrs = {dim_last}, .shape = shape_rules::normalizing,
      .symbolic = S::expansion, .composite_lax = true, .fusion = F::opaque,
      .cost = Cost::per_operand_element,
      .slots = {.fp32 = 3, .sfu = 1},  // exp, sum, multiply by the row's reciprocal sum
-     .doc = "exp(x) / sum(exp(x), dim) (no max subtraction: stays in the Lax fragment)"},
+     .device = D::rows, .doc = "exp(x) / sum(exp(x), dim) (no max subtraction: stays in the Lax fragment)"},
     {.kind = K::iter, .min_inputs = 1, .max_inputs = 1, .levels = kAtBlock,
      .attrs = {{"imap", AttrKind::dim_map, false, std::vector<int64_t>{-1, -1, -1}},
                {"fmap", AttrKind::opt_dim, false, int64_t{-1}}},

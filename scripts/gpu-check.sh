@@ -19,6 +19,7 @@
 #   model-device  a compiled ONNX transformer device-resident vs its CPU run
 #   model-megakernel  the same compiled transformer as one persistent kernel (`weft run DIR
 #                 --megakernel --backend cuda`) vs the device-resident run
+#   (full part)   model-megakernel-bench: its plan timed by `weft mpk bench PLAN --on gpu`
 #   sanitizer     memcheck on a fused kernel and a graph replay; synccheck and racecheck on the
 #                 tiny persistent kernel
 #
@@ -65,10 +66,10 @@ declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=
   [sanitizer]=40
   [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
   [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
-  [mpk-soak]=300 [mpk-decode-256]=420)
-full_steps=(probe binaries prebuild profile sanitizer gpu-tests memcheck racecheck optimize
-  prebuild-candidates
-  peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench mpk-soak mpk-decode-256)
+  [mpk-soak]=300 [mpk-decode-256]=420 [model-megakernel-bench]=300)
+full_steps=(probe binaries prebuild model-megakernel-bench profile sanitizer gpu-tests memcheck
+  racecheck optimize prebuild-candidates peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench
+  mpk-soak mpk-decode-256)
 if [ "$part" = quick ]; then steps=("${quick_steps[@]}"); else steps=("${full_steps[@]}"); fi
 # GPU_CHECK_STEPS="binaries mpk-tiny ...": only these steps (a rerun of what changed).
 if [ -n "${GPU_CHECK_STEPS:-}" ]; then
@@ -461,7 +462,7 @@ model_megakernel() {
       return 1
   fi
   x "$weft" run "$d/compiled" --inputs "$d/inputs.npz" --outputs "$d/megakernel.npz" \
-    --megakernel --backend cuda 2>&1 | tee "$log" || rc=1
+    --megakernel --backend cuda --save-plan "$d/megakernel.plan" 2>&1 | tee "$log" || rc=1
   x python3 -c "
 import numpy as np, sys
 a, b = np.load('$d/megakernel.npz'), np.load('$d/gpu.npz')
@@ -470,6 +471,15 @@ print(f'megakernel vs device-resident: largest scaled difference {worst:.3g}')
 sys.exit(0 if worst <= 1e-5 else 1)" 2>&1 | tee -a "$log" || rc=1
   [ "$dry" = 1 ] || figures model-megakernel "$(grep -E 'megakernel' "$log" | head -n 6)"
   return $rc
+}
+
+# The model-megakernel step's plan (made here when that step did not run) timed: per-kernel
+# launches, their CUDA graph and the persistent kernel against the weight-bandwidth floor.
+full_model_megakernel_bench() {
+  local d=$out/model-device/bert log=$out/model-megakernel-bench.log
+  [ -f "$d/megakernel.plan" ] || model_megakernel || return 1
+  x "$weft" mpk bench "$d/megakernel.plan" --on gpu --reps 20 2>&1 | tee "$log" || return 1
+  [ "$dry" = 1 ] || figures model-megakernel-bench "$(grep -iE 'us|µs|floor|GB/s' "$log" | head -n 12)"
 }
 
 # cs TOOL COMMAND...: compute-sanitizer with errors as exit 97.
@@ -561,7 +571,7 @@ full_mpk_decode() {
 
 declare -A fn=([probe]=probe [binaries]=binaries [prebuild]=prebuild [kernels]=kernels
   [peers]=peers [profile]=profile [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
-  [model-megakernel]=model_megakernel
+  [model-megakernel]=model_megakernel [model-megakernel-bench]=full_model_megakernel_bench
   [sanitizer]=sanitizer_sample [gpu-tests]=full_gpu_tests [memcheck]=full_memcheck
   [racecheck]=full_racecheck [optimize]=optimize_all [prebuild-candidates]=prebuild_candidates
   [peers-compile]=full_peers [ranking]=full_ranking [mpk-racecheck]=full_mpk_racecheck

@@ -43,14 +43,16 @@ fn contraction(x: DT[2, 1, 4, 6], y: DT[1, 3, 6, 5]) -> DT[2, 3, 4, 5] {
   }
   return a
 }
-fn rows(x: DT[3, 8, 5]) -> tuple(DT[3, 1, 5], DT[3, 2, 5], DT[3, 4, 5], DT[3, 8, 5], DT[3, 8, 5]) {
+fn rows(x: DT[3, 8, 5]) -> tuple(DT[3, 1, 5], DT[3, 2, 5], DT[3, 4, 5], DT[3, 8, 5], DT[3, 8, 5], DT[3, 8, 5], DT[3, 8, 5]) {
   dataflow {
     a = sum(x, dim=1)
     b = mean(x, dim=1, to=2)
     c = max(x, dim=1, to=4)
     d = softmax_safe(x, dim=1)
     e = layer_norm(x, eps=1e-5)
-    t = tuple(a, b, c, d, e)
+    f = rms_norm(x, dim=1, eps=1e-6)
+    g = softmax(x, dim=2)
+    t = tuple(a, b, c, d, e, f, g)
   }
   return t
 }

@@ -281,9 +281,12 @@ TEST(ModelMegakernelCli, RunDirAsOnePersistentKernelWritesTheExecutorsResults) {
   fs::create_directories(work);
   const std::string dir = (work / "out").string();
   auto [rc, out] = test::run_weft(
-      fmt::format("compile {} -o {} --bind b=2,n=3 --target h100 --time-budget 3 --no-build",
+      fmt::format("compile {} -o {} --bind b=2,n=3 --target h100 --time-budget 3 --no-build "
+                  "--megakernel",
                   test::source_path("tests/model/tiny_mlp.wmod"), dir));
   ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("megakernel/main.b=2,n=3.plan (one persistent kernel"), std::string::npos)
+      << out;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
   std::map<std::string, Tensor<double>> in;
@@ -302,8 +305,9 @@ TEST(ModelMegakernelCli, RunDirAsOnePersistentKernelWritesTheExecutorsResults) {
   std::tie(rc, out) =
       test::run_weft(run + "--outputs " + (work / "mk.npz").string() + " --megakernel --workers 2");
   ASSERT_EQ(rc, 0) << out;
-  for (const char* line : {"megakernel: ", " plan kernels from ", "µGraph units", "2 workers",
-                           "outputs equal to its kernels run one by one", "result: [2, 3, 32]"})
+  for (const char* line :
+       {"stored for this binding", " plan kernels from ", "µGraph units", "2 workers",
+        "outputs equal to its kernels run one by one", "result: [2, 3, 32]"})
     EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
   std::tie(rc, out) =
       test::run_weft(run + "--outputs " + (work / "vm.npz").string() + " --backend cuda-emulation");
@@ -314,6 +318,15 @@ TEST(ModelMegakernelCli, RunDirAsOnePersistentKernelWritesTheExecutorsResults) {
   double lo = INFINITY, hi = -INFINITY;
   for (double v : vm.at("result").tensor.data) lo = std::min(lo, v), hi = std::max(hi, v);
   EXPECT_GT(hi - lo, 0.5);
+  // At a binding DIR has no plan for, the run is traced.
+  in["x"] = Tensor<double>({1, 2, 32}, 0.25);
+  write_npz((work / "in1.npz").string(), in);
+  std::tie(rc, out) =
+      test::run_weft(fmt::format("run {} --inputs {} --outputs {} --megakernel", dir,
+                                 (work / "in1.npz").string(), (work / "mk1.npz").string()));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("stored for this binding"), std::string::npos) << out;
+  EXPECT_NE(out.find("result: [1, 2, 32]"), std::string::npos) << out;
   std::tie(rc, out) = test::run_weft(run + "--outputs x.npz --megakernel --backend cpu");
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("--megakernel runs with --backend cuda or cuda-emulation"), std::string::npos)

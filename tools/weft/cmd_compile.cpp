@@ -12,6 +12,8 @@
 #include "core/target.h"
 #include "driver/compile.h"
 #include "driver/compile_to_dir.h"
+#include "driver/compiled_dir.h"
+#include "driver/model_megakernel.h"
 #include "lower/pipeline.h"
 #include "tools/weft/command.h"
 #include "tools/weft/model_flags.h"
@@ -30,6 +32,9 @@ struct ModelArgs {
   std::vector<std::string> binds;
   std::vector<std::string> bounds;  // .onnx: NAME=N bounds of dim_param variables
   ModelDirOptions options;
+  // --megakernel: these functions' persistent-kernel plans, one per binding
+  // (driver/model_megakernel.h)
+  std::vector<std::string> megakernel;
 };
 
 int compile_model_file(const std::string& file, const std::string& out_dir, const ModelArgs& args) {
@@ -66,6 +71,12 @@ int compile_model_file(const std::string& file, const std::string& out_dir, cons
                report.ugraphs == 1 ? "" : "s",
                report.not_built.empty() ? "" : fmt::format(" ({})", report.not_built));
   fmt::print("wrote {}\n", out_dir);
+  if (!args.megakernel.empty()) {
+    CompiledModelDir dir(out_dir);
+    for (const std::string& function : args.megakernel)
+      for (const std::string& plan : write_dir_megakernels(dir, function))
+        fmt::print("wrote {} (one persistent kernel: weft run {} --megakernel)\n", plan, out_dir);
+  }
   return 0;
 }
 
@@ -142,6 +153,12 @@ static Register reg(
       sub.add_option("--cache", model->options.cache_dir,
                      "Models: folder of the region cache (default: the build cache's + /regions)");
       sub.add_flag("--no-cache", model->options.no_cache, "Models: search every region again");
+      auto megakernel = std::make_shared<bool>(false);
+      sub.add_flag("--megakernel", *megakernel,
+                   "Models: also trace each binding's run into one persistent kernel's plan "
+                   "(DIR/megakernel/, run by `weft run DIR --megakernel`)");
+      sub.add_option("--megakernel-function", model->megakernel,
+                     "Models: the functions --megakernel traces (repeat; default: main)");
       sub.add_option("--max-region-ops", model->options.max_region_ops,
                      "Models: operators per region")
           ->check(CLI::Range(1, 1000))
@@ -176,10 +193,16 @@ static Register reg(
           args.options.no_build = *no_build;
           args.options.rewrite = rewrite_mode_from_name(*rewrite);
           args.options.stop_after = *print_after;
+          if (*megakernel && args.megakernel.empty()) args.megakernel = {"main"};
+          if (!*megakernel && !args.megakernel.empty())
+            throw UserError("--megakernel-function names what --megakernel traces");
+          if (*megakernel && !print_after->empty())
+            throw UserError("--megakernel writes plans into DIR; --print-after writes nothing");
           return compile_model_file(*file, *out_dir, args);
         }
         if (!model->binds.empty())
           throw UserError("--bind applies to model files (.wmod, .onnx) only");
+        if (*megakernel) throw UserError("--megakernel applies to model files (.wmod, .onnx) only");
         if (!print_after->empty()) {
           CompiledCode code = compile_graph(load_graph(*file), target_by_name(*target),
                                             {.stop_after = *print_after});

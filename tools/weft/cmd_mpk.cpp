@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/target.h"
+#include "lower/plan_text.h"
 #include "mpk/task_graph.h"
 #include "tools/weft/command.h"
 #include "tools/weft/mpk_commands.h"
@@ -13,7 +15,9 @@
 namespace weft::cli {
 
 void add_mpk_flags(CLI::App* sub, MpkArgs& a) {
-  sub->add_option("FILE", a.file, "µGraph file")->required();
+  sub->add_option("FILE", a.file,
+                  "µGraph file, or a kernel plan (.plan: `weft run DIR --megakernel --save-plan`)")
+      ->required();
   sub->add_option("--workers", a.workers,
                   "Workers (one per SM on a GPU; with --on emulation|gpu and in bench, 0: one per "
                   "SM but one on a GPU, 4 in emulation)")
@@ -31,6 +35,17 @@ MpkProgram prepare_mpk_file(const MpkArgs& a, MpkProgramOptions o) {
   o.dispatch = dispatch_by_name(a.dispatch);
   o.data_dependent.insert(a.data_dependent.begin(), a.data_dependent.end());
   o.data_dependent_reads = a.data_dependent_reads;
+  if (a.file.ends_with(".plan")) {
+    std::ifstream in(a.file);
+    if (!in) throw UserError(fmt::format("cannot read {}", a.file));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ProgramPlan plan = parse_plan(text, a.file);
+    // A plan lowered for a GPU (a traced model's) runs as a persistent kernel, emulated unless
+    // the command asked for the GPU.
+    if (o.platform == MpkPlatform::host && target_by_name(plan.target).kind == TargetKind::gpu)
+      o.platform = MpkPlatform::emulation;
+    return prepare_megakernel(std::move(plan), o);
+  }
   return prepare_megakernel(load_graph(a.file), o, std::filesystem::path(a.file).stem().string());
 }
 

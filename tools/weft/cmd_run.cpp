@@ -6,6 +6,7 @@
 // (driver/compiled_dir.h), with --megakernel as one persistent kernel (driver/model_megakernel.h).
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "core/target.h"
@@ -14,6 +15,7 @@
 #include "driver/mpk_run.h"
 #include "driver/run.h"
 #include "interp/random_inputs.h"
+#include "lower/plan_text.h"
 #include "tools/weft/command.h"
 #include "tools/weft/thread_flags.h"
 
@@ -34,15 +36,21 @@ void print_summary(const std::string& name, const TensorType& type, const Output
 std::map<std::string, Tensor<double>> run_megakernel(CompiledModelDir& dir,
                                                      const std::string& function,
                                                      const std::string& inputs, bool gpu,
-                                                     int workers) {
+                                                     int workers, const std::string& save_plan) {
   std::vector<VmValue> args = dir.arguments(function, read_npz(inputs), inputs);
   ModelMegakernelOptions options;
   options.function = function;
   options.platform = gpu ? MpkPlatform::gpu : MpkPlatform::emulation;
   options.workers = workers;
   ModelMegakernel m = model_megakernel(dir, args, options);
+  if (!save_plan.empty()) {
+    std::ofstream out(save_plan);
+    out << print_plan(m.program.plan);
+    if (!out) throw UserError(fmt::format("cannot write {}", save_plan));
+  }
   MegakernelRunner runner(m.program);
   const MpkCompiled& c = runner.compiled();
+  if (m.stored) fmt::print(stderr, "megakernel: the plan {} stored for this binding\n", dir.dir());
   fmt::print(stderr,
              "megakernel: {} plan kernels from {} launches ({} µGraph units, {} model kernels), "
              "{} tasks, {} events, {} workers ({}), imbalance {:.3f}; traced in {:.2f} s, task "
@@ -112,6 +120,10 @@ static Register reg(
       sub.add_flag("--megakernel", *megakernel,
                    "Compiled models: run the function as one persistent kernel, traced at the "
                    "inputs' binding (host emulation; on the GPU with --backend cuda)");
+      auto save_plan = std::make_shared<std::string>();
+      sub.add_option("--save-plan", *save_plan,
+                     "With --megakernel: also write the traced kernel plan (for `weft mpk "
+                     "compile|run|bench|unit FILE.plan`)");
       auto workers = std::make_shared<int>(0);
       sub.add_option("--workers", *workers,
                      "With --megakernel: worker CTAs (default: the SMs but one on a GPU, 4 in "
@@ -130,9 +142,11 @@ static Register reg(
           const UGraphExecutor executor = backend_option->count() > 0
                                               ? *ugraph_executor_by_name(*backend)
                                               : UGraphExecutor::cpu;
-          auto arrays = *megakernel
-                            ? run_megakernel(dir, *function, *inputs, *backend == "cuda", *workers)
-                            : dir.run(*function, read_npz(*inputs), *inputs, executor);
+          if (!save_plan->empty() && !*megakernel)
+            throw UserError("--save-plan writes the plan of --megakernel");
+          auto arrays = *megakernel ? run_megakernel(dir, *function, *inputs, *backend == "cuda",
+                                                     *workers, *save_plan)
+                                    : dir.run(*function, read_npz(*inputs), *inputs, executor);
           if (!dir.generic_path_note().empty())
             std::cerr << "note: " << dir.generic_path_note() << "\n";
           write_npz(*outputs, arrays, dir.output_elements(*function));

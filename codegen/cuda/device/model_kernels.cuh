@@ -104,7 +104,7 @@ WEFT_DEV void weft_dk_elementwise_body(const weft_dk_elementwise_args& a, const 
 
 // Row kernels over [outer, n, inner] views (one thread per (outer, inner) pair, f32 partials):
 // kind 0 sum, 1 mean, 2 max over n to size `to` (element g combines g, g + to, ...); 3 softmax
-// over n (max subtracted); 4 layer norm over n (inner = 1; eps in k).
+// over n (max subtracted); 4 layer norm over n (inner = 1; eps in k); 5 rms norm over n (eps in k).
 WEFT_DEV void weft_dk_rows_body(const weft_dk_rows_args& a, const int64_t w_first,
                                 const int64_t w_step) {
   const int64_t groups = a.kind <= 2 ? a.to : 1;
@@ -129,6 +129,16 @@ WEFT_DEV void weft_dk_rows_body(const weft_dk_rows_args& a, const int64_t w_firs
       for (int64_t j = 0; j < a.n; ++j)
         weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
                    expf(weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) - m) / sum);
+    } else if (a.kind == 5) {
+      float squares = 0.0f;
+      for (int64_t j = 0; j < a.n; ++j) {
+        const float v = weft_dk_ld(a.in, a.in_dtype, base + j * a.inner);
+        squares += v * v;
+      }
+      const float inv = 1.0f / sqrtf(squares / static_cast<float>(a.n) + a.k);
+      for (int64_t j = 0; j < a.n; ++j)
+        weft_dk_st(a.out, a.out_dtype, base + j * a.inner,
+                   weft_dk_ld(a.in, a.in_dtype, base + j * a.inner) * inv);
     } else {
       float mean = 0.0f, var = 0.0f;
       for (int64_t j = 0; j < a.n; ++j) mean += weft_dk_ld(a.in, a.in_dtype, base + j * a.inner);
