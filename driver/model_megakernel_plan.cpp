@@ -13,6 +13,7 @@
 #include "codegen/cuda/device/model_kernel_args.cuh"
 #include "codegen/cuda/model_kernel_families.h"
 #include "core/error.h"
+#include "lower/interval_alloc.h"
 
 namespace weft {
 
@@ -46,18 +47,24 @@ class PlanBuilder {
         {static_cast<const unsigned char*>(t.tensor.data()), b.bytes(), t.name, true, 0});
   }
 
-  void add_buffer(const void* data, int64_t bytes) {
+  // Bytes of the workspace from `offset` on are a traced buffer's (`data`), or, at offset -1,
+  // new bytes after all others (a buffer the plan adds: data null, found by name only).
+  void add_buffer(const void* data, int64_t bytes, int64_t offset = -1) {
     const std::string name = fmt::format("buf{}", buffers_++);
+    if (offset < 0) {
+      offset = workspace_;
+      workspace_ += (std::max<int64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+    }
     // A flat view of the bytes: f16 elements, the smallest the plan has.
     PlanBuffer b =
         device_tensor(name, TensorRole::temp, DType::f16, {std::max<int64_t>(1, bytes / 2)});
-    b.offset = workspace_;
+    b.offset = offset;
     plan_.tensors.push_back(b);
-    // A buffer the plan adds (data null) is found by name only.
     regions_.push_back(
-        {static_cast<const unsigned char*>(data), data ? bytes : 0, name, false, workspace_});
-    workspace_ += (std::max<int64_t>(bytes, 1) + kAlign - 1) / kAlign * kAlign;
+        {static_cast<const unsigned char*>(data), data ? bytes : 0, name, false, offset});
   }
+  // Workspace bytes below `bytes` are the traced buffers' (buffer_offsets).
+  void reserve(int64_t bytes) { workspace_ = std::max(workspace_, bytes); }
 
   void add_launch(const TracedLaunch& l) {
     if (l.program)
@@ -264,6 +271,55 @@ class PlanBuilder {
   int ugraphs_ = 0;
 };
 
+// The traced buffers' workspace offsets, reusing bytes between buffers whose uses do not overlap
+// in launch order (lower/interval_alloc.h), and the bytes they span. A buffer is live from the
+// first launch that touches it to the last (the result copies after every launch); the tasks of
+// launches sharing bytes are then ordered by the task graph's byte-level dependencies.
+std::pair<std::vector<int64_t>, int64_t> buffer_offsets(
+    const DeviceTrace& trace, const std::vector<NamedDeviceTensor>& outputs) {
+  std::vector<LiveBuffer> live;
+  std::map<const unsigned char*, size_t> by_start;
+  for (size_t i = 0; i < trace.buffers.size(); ++i) {
+    const DeviceBuffer& b = *trace.buffers[i];
+    live.push_back({fmt::format("buf{}", i), std::max<int64_t>(b.bytes, 1), -1, -1});
+    by_start[static_cast<const unsigned char*>(b.data)] = i;
+  }
+  auto touch = [&](const void* p, int at) {
+    const auto* q = static_cast<const unsigned char*>(p);
+    auto it = by_start.upper_bound(q);
+    if (it == by_start.begin()) return;  // an input's bytes or the error flag
+    --it;
+    LiveBuffer& b = live[it->second];
+    if (q >= it->first + b.bytes) return;
+    if (b.begin < 0) b.begin = at;
+    b.end = std::max(b.end, at);
+  };
+  for (size_t l = 0; l < trace.launches.size(); ++l) {
+    const TracedLaunch& launch = trace.launches[l];
+    const int at = static_cast<int>(l);
+    if (launch.program) {
+      for (const void* p : launch.inputs) touch(p, at);
+      for (const void* p : launch.outputs) touch(p, at);
+      if (launch.workspace) touch(launch.workspace, at);
+      continue;
+    }
+    const DkFamilyInfo& f = dk_family(*dk_family_by_name(launch.kernel));
+    for (const DkPointerField& field : f.pointers) {
+      const void* p = nullptr;
+      std::memcpy(&p, launch.args.data() + field.offset, sizeof p);
+      if (p) touch(p, at);
+    }
+  }
+  for (const NamedDeviceTensor& t : outputs)
+    touch(t.tensor.data(), static_cast<int>(trace.launches.size()));
+  for (LiveBuffer& b : live)
+    if (b.begin < 0) b.begin = b.end = 0;  // allocated, never touched
+  Allocation a = allocate_intervals(std::move(live), kAlign);
+  std::vector<int64_t> offsets;
+  for (const LiveBuffer& b : a.buffers) offsets.push_back(b.offset);
+  return {offsets, a.peak};
+}
+
 }  // namespace
 
 ProgramPlan megakernel_plan_from_trace(const DeviceTrace& trace,
@@ -282,7 +338,10 @@ ProgramPlan megakernel_plan_from_trace(const DeviceTrace& trace,
   }
   PlanBuilder b(name, target);
   for (const NamedDeviceTensor& t : inputs) b.add_input(t);
-  for (const auto& buffer : trace.buffers) b.add_buffer(buffer->data, buffer->bytes);
+  const auto [offsets, peak] = buffer_offsets(trace, outputs);
+  b.reserve(peak);
+  for (size_t i = 0; i < trace.buffers.size(); ++i)
+    b.add_buffer(trace.buffers[i]->data, trace.buffers[i]->bytes, offsets[i]);
   b.add_buffer(trace.error_flag, sizeof(int64_t));
   for (const TracedLaunch& l : trace.launches) b.add_launch(l);
   for (const NamedDeviceTensor& t : outputs) b.add_output(t);

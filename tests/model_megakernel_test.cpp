@@ -196,6 +196,11 @@ void check_persistent_kernel(CompiledModelDir& dir, const std::string& function,
   // Every µGraph kernel and model kernel is one plan kernel (plus result copies).
   EXPECT_GE(m.program.plan.kernels.size(), static_cast<size_t>(m.model_kernel_launches));
   EXPECT_EQ(parse_plan(print_plan(m.program.plan)), m.program.plan);
+  // Buffers whose uses do not overlap share workspace bytes.
+  int64_t separate = 0;
+  for (const PlanBuffer& t : m.program.plan.tensors)
+    if (t.name.starts_with("buf")) separate += (t.bytes() + 255) / 256 * 256;
+  EXPECT_LT(m.program.plan.workspace_bytes, separate);
 
   MegakernelRunner runner(m.program);
   MpkRunOptions run;

@@ -67,8 +67,13 @@ std::map<std::string, Tensor<double>> run_megakernel(CompiledModelDir& dir,
         "{}: the persistent kernel's outputs differ from its kernels run one by one (a bug: "
         "please report it with the directory and inputs)",
         dir.dir()));
-  fmt::print(stderr, "megakernel: ran in {:.3f} ms, outputs equal to its kernels run one by one\n",
-             report.seconds * 1e3);
+  int64_t separate = 0;  // the traced buffers' bytes without reuse
+  for (const PlanBuffer& t : m.program.plan.tensors)
+    if (t.role == TensorRole::temp && t.name.starts_with("buf")) separate += t.bytes();
+  fmt::print(stderr,
+             "megakernel: ran in {:.3f} ms, outputs equal to its kernels run one by one; "
+             "workspace {} bytes ({} in its buffers without reuse)\n",
+             report.seconds * 1e3, m.program.plan.workspace_bytes, separate);
   return model_megakernel_results(dir, m, report.outputs);
 }
 
