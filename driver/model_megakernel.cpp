@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "driver/model_megakernel_plan.h"
+#include "driver/mpk_run.h"
 #include "exec/run_io.h"
 #include "lower/plan_text.h"
 
@@ -223,6 +224,38 @@ std::vector<std::string> write_dir_megakernels(CompiledModelDir& dir, const std:
   index_file << index.dump(1) << "\n";
   if (!index_file) throw UserError(fmt::format("cannot write {}", (out / "index.json").string()));
   return written;
+}
+
+ModelMegakernelRun run_model_megakernel(const CompiledModelDir& dir, const ModelMegakernel& m,
+                                        const std::vector<VmValue>& args,
+                                        const std::function<void(const std::string&)>& progress) {
+  MegakernelRunner runner(m.program);
+  const MpkCompiled& c = runner.compiled();
+  if (progress) {
+    if (m.stored) progress(fmt::format("the plan {} stored for this binding", dir.dir()));
+    progress(fmt::format(
+        "{} plan kernels from {} launches ({} µGraph units, {} model kernels), {} tasks, {} "
+        "events, {} workers ({}), imbalance {:.3f}; traced in {:.2f} s, task graph in {:.3f} s",
+        m.program.plan.kernels.size(), m.ugraph_launches + m.model_kernel_launches,
+        m.ugraph_launches, m.model_kernel_launches, c.graph.tasks.size(), c.graph.events.size(),
+        c.graph.workers, mpk_platform_name(m.program.platform), c.balance.time_imbalance,
+        m.trace_seconds, c.seconds));
+  }
+  MpkRunOptions run;
+  run.inputs = model_megakernel_inputs(m, args);
+  MpkRunReport report = runner.run(run);
+  if (!report.same)
+    throw UserError(fmt::format(
+        "{}: the persistent kernel's outputs differ from its kernels run one by one (a bug: "
+        "please report it with the directory and inputs)",
+        dir.dir()));
+  ModelMegakernelRun r;
+  r.seconds = report.seconds;
+  r.workspace_bytes = m.program.plan.workspace_bytes;
+  for (const PlanBuffer& t : m.program.plan.tensors)
+    if (t.role == TensorRole::temp && t.name.starts_with("buf")) r.unshared_bytes += t.bytes();
+  r.results = model_megakernel_results(dir, m, report.outputs);
+  return r;
 }
 
 }  // namespace weft

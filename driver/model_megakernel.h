@@ -5,6 +5,7 @@
 // DIR --megakernel`, the tests).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,6 +59,21 @@ ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValu
 // The plan's inputs for `args` (plan input order, as MpkRunOptions::inputs takes them).
 std::vector<std::vector<float>> model_megakernel_inputs(const ModelMegakernel& m,
                                                         const std::vector<VmValue>& args);
+
+struct ModelMegakernelRun {
+  std::map<std::string, Tensor<double>> results;  // as model_megakernel_results names them
+  double seconds = 0;                             // the launch (emulation: host threads)
+  int64_t workspace_bytes = 0;                    // the plan's
+  int64_t unshared_bytes = 0;                     // the traced buffers' without reuse
+};
+
+// Builds `m`'s persistent kernel (emulation: the host compiler; gpu: nvcc) and runs it on `args`.
+// `progress` hears, before the run, what was built (plan kernels, launches, tasks, events,
+// workers, balance, times). UserError when its outputs differ from its kernels run one by one (a
+// bug), or as MegakernelRunner.
+ModelMegakernelRun run_model_megakernel(
+    const CompiledModelDir& dir, const ModelMegakernel& m, const std::vector<VmValue>& args,
+    const std::function<void(const std::string&)>& progress = nullptr);
 
 // A run's outputs (plan output order) as `dir` names results (ONNX output names for an imported
 // model).

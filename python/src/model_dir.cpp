@@ -13,6 +13,7 @@
 
 #include "driver/compile_to_dir.h"
 #include "driver/compiled_dir.h"
+#include "driver/model_megakernel.h"
 #include "python/src/bindings.h"
 #include "python/src/model_arrays.h"
 
@@ -68,7 +69,7 @@ class CompiledDirCore {
   // the outputs by name as f32 (`f32`) or f64 NumPy arrays.
   nb::dict run(const std::string& function, const std::vector<std::string>& names,
                const std::vector<InputF64>& arrays, const std::vector<bool>& integral, bool f32,
-               const std::string& backend) {
+               const std::string& backend, bool megakernel, int workers) {
     const std::optional<UGraphExecutor> executor = ugraph_executor_by_name(backend);
     if (!executor)
       throw UserError(fmt::format(
@@ -83,7 +84,16 @@ class CompiledDirCore {
     {
       nb::gil_scoped_release release;
       std::lock_guard lock(mutex_);
-      outputs = dir_->run(function, inputs, "the inputs", *executor);
+      if (megakernel) {
+        ModelMegakernelOptions o;
+        o.function = function;
+        o.platform = *executor == UGraphExecutor::cuda ? MpkPlatform::gpu : MpkPlatform::emulation;
+        o.workers = workers;
+        std::vector<VmValue> args = dir_->arguments(function, inputs, "the inputs");
+        outputs = run_model_megakernel(*dir_, model_megakernel(*dir_, args, o), args).results;
+      } else {
+        outputs = dir_->run(function, inputs, "the inputs", *executor);
+      }
     }
     nb::dict out;
     for (const auto& [name, t] : outputs) out[nb::str(name.c_str())] = tensor_array(t, f32);
@@ -134,7 +144,8 @@ void bind_model_dir(nb::module_& m) {
       .def(nb::init<std::string>(), nb::arg("dir"))
       .def("input_names", &CompiledDirCore::input_names, nb::arg("function"))
       .def("run", &CompiledDirCore::run, nb::arg("function"), nb::arg("names"), nb::arg("arrays"),
-           nb::arg("integral"), nb::arg("f32"), nb::arg("backend"));
+           nb::arg("integral"), nb::arg("f32"), nb::arg("backend"), nb::arg("megakernel"),
+           nb::arg("workers"));
 }
 
 }  // namespace weft::python

@@ -683,7 +683,8 @@ class CompiledModelDir:
         inputs by ONNX name; its weights are in the directory)."""
         return self._core.input_names(function)
 
-    def run(self, inputs=None, /, function="main", dtype="f32", backend="cpu", **named):
+    def run(self, inputs=None, /, function="main", dtype="f32", backend="cpu", megakernel=False,
+            workers=0, **named):
         """Runs ``function`` on arrays by input name (a dict, keywords, or both) or a sequence in
         input order (``inputs()`` lists the names; integer parameters take ints or 0-d integer arrays). Returns a dict of
         NumPy arrays (``dtype`` 'f32' or 'f64'; the VM computes in f64) by output name: the ONNX
@@ -693,7 +694,10 @@ class CompiledModelDir:
         the interpreter ('interp'), or the whole model device-resident ('cuda' on the GPU,
         'cuda-emulation' the same CUDA on the host: µGraphs as their generated CUDA lowered for the
         directory's target when it is a GPU's, other operators as device kernels, weights kept on
-        the device between runs; docs/model-compile.md)."""
+        the device between runs; docs/model-compile.md). ``megakernel=True`` runs the function as
+        one persistent kernel instead (``weft run DIR --megakernel``: the directory's stored plan
+        for the inputs' binding, or a trace of the device executor; in host emulation, on the GPU
+        with backend 'cuda'; ``workers`` worker CTAs, 0 the default; docs/mpk.md)."""
         if dtype not in ("f32", "f64"):
             raise _user_error(f"CompiledModelDir.run: dtype must be 'f32' or 'f64', not {dtype!r}")
         args, given = _split_inputs(inputs if inputs is not None else {})
@@ -710,7 +714,13 @@ class CompiledModelDir:
             a = _np.asarray(x)
             integral.append(a.dtype.kind in "iub")
             arrays.append(_np.asarray(a, dtype=_np.float64, order="C"))
-        return self._core.run(function, names, arrays, integral, dtype == "f32", backend)
+        if megakernel and backend not in ("cpu", "cuda", "cuda-emulation"):
+            raise _user_error(f"CompiledModelDir.run: megakernel runs with backend 'cuda' or "
+                              f"'cuda-emulation', not {backend!r}")
+        if megakernel:
+            backend = "cuda" if backend == "cuda" else "cuda-emulation"
+        return self._core.run(function, names, arrays, integral, dtype == "f32", backend,
+                              megakernel, workers)
 
     def __repr__(self):
         totals = self.summary.get("totals", {})

@@ -217,3 +217,17 @@ def test_compiled_run_backends_agree(compiled_mlp):
         assert scaled_error(got, want) <= COMPILED_SCALED_ERROR, backend
     with pytest.raises(weft.UserError, match="backend must be"):
         d.run(inputs, backend="tpu")
+
+
+def test_compiled_run_as_one_persistent_kernel(compiled_mlp):
+    """``megakernel=True``: the function traced at the inputs' binding and run as one persistent
+    kernel in host emulation gives the device-resident run's results exactly (the same kernel
+    bodies on the same values)."""
+    d, _, _ = compiled_mlp
+    inputs = mlp_inputs(2, 4, seed=5)
+    want = d.run(inputs, backend="cuda-emulation")["result"]
+    assert np.abs(want).max() > 0.1, "the reference must not be trivial"
+    got = d.run(inputs, megakernel=True, workers=2)["result"]
+    assert np.array_equal(got, want)
+    with pytest.raises(weft.UserError, match="megakernel runs with backend"):
+        d.run(inputs, megakernel=True, backend="interp")

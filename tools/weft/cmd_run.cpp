@@ -48,33 +48,13 @@ std::map<std::string, Tensor<double>> run_megakernel(CompiledModelDir& dir,
     out << print_plan(m.program.plan);
     if (!out) throw UserError(fmt::format("cannot write {}", save_plan));
   }
-  MegakernelRunner runner(m.program);
-  const MpkCompiled& c = runner.compiled();
-  if (m.stored) fmt::print(stderr, "megakernel: the plan {} stored for this binding\n", dir.dir());
-  fmt::print(stderr,
-             "megakernel: {} plan kernels from {} launches ({} µGraph units, {} model kernels), "
-             "{} tasks, {} events, {} workers ({}), imbalance {:.3f}; traced in {:.2f} s, task "
-             "graph in {:.3f} s\n",
-             m.program.plan.kernels.size(), m.ugraph_launches + m.model_kernel_launches,
-             m.ugraph_launches, m.model_kernel_launches, c.graph.tasks.size(),
-             c.graph.events.size(), c.graph.workers, gpu ? "gpu" : "emulation",
-             c.balance.time_imbalance, m.trace_seconds, c.seconds);
-  MpkRunOptions run;
-  run.inputs = model_megakernel_inputs(m, args);
-  MpkRunReport report = runner.run(run);
-  if (!report.same)
-    throw UserError(fmt::format(
-        "{}: the persistent kernel's outputs differ from its kernels run one by one (a bug: "
-        "please report it with the directory and inputs)",
-        dir.dir()));
-  int64_t separate = 0;  // the traced buffers' bytes without reuse
-  for (const PlanBuffer& t : m.program.plan.tensors)
-    if (t.role == TensorRole::temp && t.name.starts_with("buf")) separate += t.bytes();
+  ModelMegakernelRun r = run_model_megakernel(
+      dir, m, args, [](const std::string& line) { fmt::print(stderr, "megakernel: {}\n", line); });
   fmt::print(stderr,
              "megakernel: ran in {:.3f} ms, outputs equal to its kernels run one by one; "
              "workspace {} bytes ({} in its buffers without reuse)\n",
-             report.seconds * 1e3, m.program.plan.workspace_bytes, separate);
-  return model_megakernel_results(dir, m, report.outputs);
+             r.seconds * 1e3, r.workspace_bytes, r.unshared_bytes);
+  return r.results;
 }
 
 }  // namespace
