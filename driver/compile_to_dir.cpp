@@ -210,6 +210,10 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw UserError(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  // Persistent-kernel plans of an earlier compile into this folder belong to that module: `weft
+  // run DIR --megakernel` would run them on this one's weights (write_dir_megakernels writes
+  // new ones).
+  fs::remove_all(dir / "megakernel", ec);
   Module compiled = with_ugraph_files(r.module, dir);
   write_text((dir / model_dir::kCompiledModule).string(), print_module(compiled));
   Module original = model.module;
