@@ -99,6 +99,17 @@ std::vector<std::string> CompiledModelDir::input_names(const std::string& functi
   return out;
 }
 
+std::vector<std::string> CompiledModelDir::parameter_names(const std::string& function) const {
+  std::vector<std::string> out;
+  for (const Param& p : function_to_run(compiled_, function, SourceLoc{dir_}).params) {
+    std::string name = p.name;
+    for (const auto& [onnx, wmod] : onnx_inputs_)
+      if (wmod == p.name) name = onnx;
+    out.push_back(name);
+  }
+  return out;
+}
+
 std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
                                                  const NpzArrays& inputs, const std::string& where,
                                                  bool original) const {
@@ -159,6 +170,13 @@ std::map<std::string, Tensor<double>> CompiledModelDir::named_arrays(
     out[onnx_outputs_[i].first] = it->second;
   }
   return out;
+}
+
+std::string CompiledModelDir::output_name(const std::string& key) const {
+  for (size_t i = 0; i < onnx_outputs_.size(); ++i)
+    if (key == (onnx_outputs_.size() == 1 ? "result" : fmt::format("result.{}", i)))
+      return onnx_outputs_[i].first;
+  return key;
 }
 
 std::map<std::string, NpyElement> CompiledModelDir::output_elements(

@@ -39,6 +39,8 @@ class CompiledModelDir {
   // The parameters a caller gives for `function`: all of them, except an imported model's
   // weights; named as in the ONNX graph for an imported model's main.
   std::vector<std::string> input_names(const std::string& function) const;
+  // Every parameter of `function` in order, weights included, named as input_names() names them.
+  std::vector<std::string> parameter_names(const std::string& function) const;
 
   // The arguments of `function`, one per parameter, from the caller's arrays (by
   // input_names()) and the directory's weights; UserError naming `where` for a missing or
@@ -57,6 +59,8 @@ class CompiledModelDir {
   // The same for arrays already named as result_arrays names them (exec/run_io.h).
   std::map<std::string, Tensor<double>> named_arrays(
       std::map<std::string, Tensor<double>> arrays) const;
+  // The name named_arrays gives the array named `key` ("result", "result.0", ...).
+  std::string output_name(const std::string& key) const;
   // The element type each of `function`'s results is written as (by its result type: f16 as
   // <f2, bf16 and f32 as <f4), by the names named_results gives.
   std::map<std::string, NpyElement> output_elements(const std::string& function) const;

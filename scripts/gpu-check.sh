@@ -19,7 +19,10 @@
 #   model-device  a compiled ONNX transformer device-resident vs its CPU run
 #   model-megakernel  the same compiled transformer as one persistent kernel (`weft run DIR
 #                 --megakernel --backend cuda`) vs the device-resident run
-#   (full part)   model-megakernel-bench: its plan timed by `weft mpk bench PLAN --on gpu`
+#   (full part)   model-decode: the corpus decoder exported with its KV cache decoded greedily
+#                 (`weft decode DIR --megakernel --backend cuda`, one persistent launch a step)
+#                 against onnxruntime's tokens and the per-kernel device path's step latency;
+#                 model-megakernel-bench: its plan timed by `weft mpk bench PLAN --on gpu`
 #   sanitizer     memcheck on a fused kernel and a graph replay; synccheck and racecheck on the
 #                 tiny persistent kernel
 #
@@ -66,8 +69,8 @@ declare -A limit=([probe]=15 [binaries]=$binaries_limit [prebuild]=15 [kernels]=
   [sanitizer]=40
   [gpu-tests]=420 [memcheck]=420 [racecheck]=420 [optimize]=420 [prebuild-candidates]=300
   [peers-compile]=420 [ranking]=420 [mpk-racecheck]=420 [mpk-synccheck]=420 [mpk-bench]=420
-  [mpk-soak]=300 [mpk-decode-256]=420 [model-megakernel-bench]=300)
-full_steps=(probe binaries prebuild model-megakernel-bench profile sanitizer gpu-tests memcheck
+  [mpk-soak]=300 [mpk-decode-256]=420 [model-megakernel-bench]=300 [model-decode]=240)
+full_steps=(probe binaries prebuild model-decode model-megakernel-bench profile sanitizer gpu-tests memcheck
   racecheck optimize prebuild-candidates peers-compile ranking mpk-racecheck mpk-synccheck mpk-bench
   mpk-soak mpk-decode-256)
 if [ "$part" = quick ]; then steps=("${quick_steps[@]}"); else steps=("${full_steps[@]}"); fi
@@ -482,6 +485,45 @@ full_model_megakernel_bench() {
   [ "$dry" = 1 ] || figures model-megakernel-bench "$(grep -iE 'us|µs|floor|GB/s' "$log" | head -n 12)"
 }
 
+# The corpus decoder exported with its KV cache (examples/onnx/corpus/llama_kv_*) compiled at the
+# decode step of a 36-slot cache and decoded greedily: each step one persistent launch on the GPU
+# (its tokens onnxruntime's), and on the VM with the device executor (a launch per kernel, the
+# cache copied in and out each step) for the step latency beside it.
+full_model_decode() {
+  local m=examples/onnx/corpus/llama_kv_classic_dynamic d=$out/model-decode rc=0
+  local log=$out/model-decode.log
+  need "$m.onnx" "$m.greedy.npz" || return 1
+  mkdir -p "$d"
+  x "$weft" compile "$m.onnx" -o "$d/compiled" --target "$target" \
+    --bind batch=1,seq=1,past_seq=36,total_seq=37 --bound batch=4 --bound past_seq=64 \
+    --bound seq=64 --bound total_seq=64 --time-budget 5 --megakernel || return 1
+  local prompt=1,2,3 bandwidth=3.35e12  # H100 SXM HBM3
+  case "$target" in h200) bandwidth=4.8e12 ;; a100) bandwidth=2.0e12 ;; esac
+  if [ "$dry" != 1 ]; then
+    prompt=$(python3 -c "import numpy as np; print(','.join(map(str, np.load('$m.greedy.npz')['prompt'])))") ||
+      return 1
+  fi
+  x "$weft" decode "$d/compiled" --prompt "$prompt" --tokens 33 --megakernel --backend cuda \
+    --json "$d/megakernel.json" 2>&1 | tee "$log" || rc=1
+  x "$weft" decode "$d/compiled" --prompt "$prompt" --tokens 33 --capacity 36 --backend cuda \
+    --json "$d/per-kernel.json" 2>&1 | tee -a "$log" || rc=1
+  x python3 -c "
+import json, sys, numpy as np
+z = np.load('$m.greedy.npz')
+want = [int(z['prompt_token'][0])] + [int(t) for t in z['tokens']]
+mk, pk = (json.load(open('$d/' + f + '.json')) for f in ('megakernel', 'per-kernel'))
+floor_us = mk['setup_bytes'] / $bandwidth * 1e6  # every placed byte read once a step
+print(f'model-decode: tokens equal to onnxruntime: megakernel {mk[\"tokens\"] == want}, '
+      f'per-kernel {pk[\"tokens\"] == want}')
+print(f'model-decode: median step {mk[\"median_step_seconds\"] * 1e6:.1f} us one persistent launch, '
+      f'{pk[\"median_step_seconds\"] * 1e6:.1f} us per-kernel device VM; bytes placed '
+      f'{mk[\"setup_bytes\"]}, floor {floor_us:.3f} us '
+      f'({floor_us / (mk[\"median_step_seconds\"] * 1e6):.2%} of the step)')
+sys.exit(0 if mk['tokens'] == want and pk['tokens'] == want else 1)" 2>&1 | tee -a "$log" || rc=1
+  [ "$dry" = 1 ] || figures model-decode "$(grep -E 'model-decode|decode: (built|[0-9]+ steps)' "$log" | head -n 8)"
+  return $rc
+}
+
 # cs TOOL COMMAND...: compute-sanitizer with errors as exit 97.
 cs() {
   local tool=$1
@@ -572,6 +614,7 @@ full_mpk_decode() {
 declare -A fn=([probe]=probe [binaries]=binaries [prebuild]=prebuild [kernels]=kernels
   [peers]=peers [profile]=profile [mpk-tiny]=mpk_tiny [mpk-0.6b]=mpk_06b [model-device]=model_device
   [model-megakernel]=model_megakernel [model-megakernel-bench]=full_model_megakernel_bench
+  [model-decode]=full_model_decode
   [sanitizer]=sanitizer_sample [gpu-tests]=full_gpu_tests [memcheck]=full_memcheck
   [racecheck]=full_racecheck [optimize]=optimize_all [prebuild-candidates]=prebuild_candidates
   [peers-compile]=full_peers [ranking]=full_ranking [mpk-racecheck]=full_mpk_racecheck

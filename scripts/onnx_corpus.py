@@ -432,7 +432,8 @@ GREEDY_PROMPT, GREEDY_STEPS = 5, 32
 def write_greedy(path):
     """A greedy decode of GREEDY_STEPS tokens on onnxruntime, one token a step with the cache
     carried from present.* to past_key_values.*: `NAME.greedy.npz` holds the first step's inputs
-    (the cache of a prompt, so every step has a past of at least one position) and the tokens."""
+    (the cache of a prompt, so every step has a past of at least one position), the tokens, and
+    the prompt with the token chosen after it (for `weft decode DIR --prompt`)."""
     rng = np.random.default_rng(32)
     prompt = rng.integers(0, KV_SPEC.vocab, (1, GREEDY_PROMPT), dtype=np.int64)
     empty = np.zeros((1, KV_HEADS, 0, HEAD_DIM), np.float32)
@@ -454,7 +455,8 @@ def write_greedy(path):
     if len(set(tokens)) < 4:
         raise RuntimeError(f"the greedy decode is trivial: {tokens}")
     greedy = path.with_name(f"{path.stem}.greedy.npz")
-    write_npz(greedy, {**{f"input.{n}": v for n, v in first.items()}, "tokens": np.array(tokens, np.int64)})
+    write_npz(greedy, {**{f"input.{n}": v for n, v in first.items()}, "tokens": np.array(tokens, np.int64),
+                       "prompt": prompt[0], "prompt_token": first["input_ids"][0]})
     return {"file": greedy.name, "steps": GREEDY_STEPS}
 
 

@@ -98,6 +98,13 @@ MegakernelResult MegakernelProgram::run(const std::vector<std::vector<float>>& i
 #endif
 }
 
+std::unique_ptr<ResidentPlanRun> MegakernelProgram::resident(
+    const std::vector<std::vector<float>>& inputs) const {
+  refuse_decode_tasks(decode_on_device_, plan_);
+  return std::make_unique<ResidentPlanRun>(plan_, *kernel_, compiled_.blob, inputs,
+                                           workspace_bytes());
+}
+
 int64_t MegakernelProgram::workspace_bytes() const {
   if (decode_on_device_)
     return decode_device_layout(plan_, decode_interface(plan_)).workspace_bytes;

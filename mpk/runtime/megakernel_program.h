@@ -17,6 +17,7 @@
 #include "mpk/runtime/decode_data.h"
 #include "mpk/runtime/megakernel.h"
 #include "mpk/runtime/megakernel_run.h"
+#include "mpk/runtime/resident_plan.h"
 #include "mpk/runtime/trace.h"
 
 namespace weft {
@@ -96,6 +97,10 @@ class MegakernelProgram {
   ResidentDecode decode(const DecodeOptions& options, const ResidentDecodeOptions& resident) const;
   // Bytes of the workspace a launch needs (the plan's temps, and the decode state when resident).
   int64_t workspace_bytes() const;
+  // `inputs` placed once for launches one after another with the state left where it is (a model's
+  // decode step with its KV cache: driver/model_decode.h). UserError for a program built with the
+  // decode tasks, or as ResidentPlanRun.
+  std::unique_ptr<ResidentPlanRun> resident(const std::vector<std::vector<float>>& inputs) const;
 
  private:
   ProgramPlan plan_;

@@ -13,6 +13,7 @@
 
 #include "driver/compile_to_dir.h"
 #include "driver/compiled_dir.h"
+#include "driver/model_decode.h"
 #include "driver/model_megakernel.h"
 #include "python/src/bindings.h"
 #include "python/src/model_arrays.h"
@@ -100,6 +101,44 @@ class CompiledDirCore {
     return out;
   }
 
+  // Greedy decoding (driver/model_decode.h): the tokens, each step's seconds and how it ran.
+  nb::dict decode(const std::string& function, const std::vector<int64_t>& prompt, int64_t tokens,
+                  const std::string& backend, bool megakernel, int64_t capacity, int workers) {
+    const std::optional<UGraphExecutor> executor = ugraph_executor_by_name(backend);
+    if (!executor || (megakernel && *executor != UGraphExecutor::cuda &&
+                      *executor != UGraphExecutor::cuda_emulation))
+      throw UserError(fmt::format("CompiledModelDir.decode: backend must be {}, not '{}'",
+                                  megakernel ? "'cuda-emulation' or 'cuda' with megakernel=True"
+                                             : "'cpu', 'cuda', 'cuda-emulation' or 'interp'",
+                                  backend));
+    ModelDecodeOptions o;
+    o.function = function;
+    o.tokens = tokens;
+    o.path = megakernel ? DecodePath::megakernel : DecodePath::vm;
+    o.capacity = capacity;
+    o.executor = *executor;
+    o.platform = *executor == UGraphExecutor::cuda ? MpkPlatform::gpu : MpkPlatform::emulation;
+    o.workers = workers;
+    ModelDecodeResult r;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard lock(mutex_);
+      r = decode_model(*dir_, prompt, o);
+    }
+    nb::dict out;
+    out["tokens"] = r.tokens;
+    out["step_seconds"] = r.step_seconds;
+    out["capacity"] = r.capacity;
+    out["compiled_steps"] = r.compiled_steps;
+    out["note"] = r.note;
+    out["stored_plan"] = r.stored_plan;
+    out["build_seconds"] = r.build_seconds;
+    out["setup_bytes"] = r.setup_bytes;
+    out["bytes_to_device_per_step"] = r.bytes_to_device_per_step;
+    out["bytes_to_host_per_step"] = r.bytes_to_host_per_step;
+    return out;
+  }
+
  private:
   std::unique_ptr<CompiledModelDir> dir_;
   std::mutex mutex_;
@@ -145,6 +184,9 @@ void bind_model_dir(nb::module_& m) {
       .def("input_names", &CompiledDirCore::input_names, nb::arg("function"))
       .def("run", &CompiledDirCore::run, nb::arg("function"), nb::arg("names"), nb::arg("arrays"),
            nb::arg("integral"), nb::arg("f32"), nb::arg("backend"), nb::arg("megakernel"),
+           nb::arg("workers"))
+      .def("decode", &CompiledDirCore::decode, nb::arg("function"), nb::arg("prompt"),
+           nb::arg("tokens"), nb::arg("backend"), nb::arg("megakernel"), nb::arg("capacity"),
            nb::arg("workers"));
 }
 

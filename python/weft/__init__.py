@@ -722,6 +722,27 @@ class CompiledModelDir:
         return self._core.run(function, names, arrays, integral, dtype == "f32", backend,
                               megakernel, workers)
 
+    def decode(self, prompt, tokens=16, function="main", backend="cpu", megakernel=False,
+               capacity=0, workers=0):
+        """Greedy decoding with a decoder that takes its KV cache as Hugging Face exporters write
+        it (inputs ``input_ids``, ``attention_mask``, ``position_ids``,
+        ``past_key_values.L.key|value``; outputs ``logits``, ``present.L.key|value``), as
+        ``weft decode DIR`` does: ``tokens`` tokens after ``prompt`` (token ids), each the first
+        maximum of the logits. On the VM (``backend`` as for ``run``) with a growing cache, or
+        with ``capacity`` > 0 a cache of that many slots, masked until filled, the prompt fed a
+        token a step (one shape for every step). ``megakernel=True``: each step one launch of the
+        step's persistent kernel (backend 'cuda-emulation', the default, or 'cuda'), weights,
+        cache and mask resident where it runs (``capacity`` 0: the least that holds the decode).
+        Returns a dict: ``tokens``, ``step_seconds``, ``capacity``, ``compiled_steps`` (steps at
+        a binding the directory was compiled at), ``note``, and for the persistent kernel
+        ``stored_plan``, ``build_seconds``, ``setup_bytes``, ``bytes_to_device_per_step``,
+        ``bytes_to_host_per_step`` (docs/mpk.md, "Decoding")."""
+        ids = [int(t) for t in _np.asarray(prompt).reshape(-1)]
+        if megakernel and backend == "cpu":
+            backend = "cuda-emulation"
+        return self._core.decode(function, ids, int(tokens), backend, bool(megakernel),
+                                 int(capacity), int(workers))
+
     def __repr__(self):
         totals = self.summary.get("totals", {})
         return (f"<weft.CompiledModelDir {self.dir}: {self.summary.get('model')} on "

@@ -231,3 +231,29 @@ def test_compiled_run_as_one_persistent_kernel(compiled_mlp):
     assert np.array_equal(got, want)
     with pytest.raises(weft.UserError, match="megakernel runs with backend"):
         d.run(inputs, megakernel=True, backend="interp")
+
+
+def test_compiled_decode_of_an_exported_decoder_with_its_cache(root, tmp_path):
+    """``decode``: the corpus decoder exported with its KV cache (past_key_values.* in, present.*
+    out) decodes greedily on the VM, with a growing cache and with a cache of fixed capacity, to
+    onnxruntime's tokens (``weft decode DIR``; the persistent kernel: tests/model_decode_test.cpp)."""
+    corpus = root / "examples" / "onnx" / "corpus"
+    with np.load(corpus / "llama_kv_classic_dynamic.greedy.npz") as z:
+        prompt = z["prompt"]
+        want = [int(z["prompt_token"][0])] + [int(t) for t in z["tokens"]]
+    assert len(set(want)) >= 4, "the reference decode must not be trivial"
+    d = onnx_or_skip(lambda: weft.compile_model(
+        corpus / "llama_kv_classic_dynamic.onnx", tmp_path / "kv",
+        {"batch": 1, "seq": 1, "past_seq": 10, "total_seq": 11}, target="h100", time_budget=2,
+        progress=False, build=False,
+        bounds={"batch": 4, "past_seq": 64, "seq": 64, "total_seq": 64}))
+    growing = d.decode(prompt, tokens=8, backend="interp")
+    assert growing["tokens"] == want[:8]
+    assert growing["capacity"] == 0 and len(growing["step_seconds"]) == 8
+    fixed = d.decode(prompt.tolist(), tokens=7, backend="interp", capacity=10)
+    assert fixed["tokens"] == want[:7]
+    assert fixed["compiled_steps"] == 11 and fixed["note"] == ""
+    with pytest.raises(weft.UserError, match="holds a prompt of 5 and 7 new tokens at most"):
+        d.decode(prompt, tokens=8, capacity=10, backend="interp")
+    with pytest.raises(weft.UserError, match="megakernel=True"):
+        d.decode(prompt, tokens=2, megakernel=True, backend="interp")
