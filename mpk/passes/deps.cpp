@@ -1,8 +1,9 @@
-// Dependency analysis: all pairs of tasks of different operators, then a transitive reduction
-// so that fusion starts from the fewest events.
+// Dependency analysis: the pairs of tasks of different operators whose bytes may meet, latest
+// first, reduced transitively as they come so that fusion starts from the fewest events.
 #include "mpk/passes/deps.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -85,48 +86,56 @@ TaskGraph analyze_dependencies(const TaskGraph& graph, DependencyReport* report)
       for (const AccessBytes& a : *list)
         if (!a.access->box.empty()) f(a);
   };
-  std::vector<std::vector<int>> preds(n);
-  std::vector<int> candidates;
+  // Candidates are taken latest first, with the transitive reduction as they come: a candidate
+  // already among the ancestors of a kept predecessor is implied by a path whether or not it
+  // conflicts, so it is not compared (the 0.6B-shaped decode step compared 12 M conflicting
+  // pairs before; the kept edges are the same, the reduction of a DAG being unique).
+  const size_t words = (static_cast<size_t>(n) + 63) / 64;
+  std::vector<std::vector<uint64_t>> anc(n, std::vector<uint64_t>(words, 0));
+  std::vector<std::vector<int>> kept(n);
+  std::vector<uint64_t> candidates(words);
   for (int v = 0; v < n; ++v) {
-    candidates.clear();
+    std::fill(candidates.begin(), candidates.end(), 0);
     for_each_access(v, [&](const AccessBytes& a) {
       auto it = spans.find(a.storage);
       if (it != spans.end())
         for (const Span& s : it->second)
-          if (s.lo < a.hi && a.lo < s.hi) candidates.push_back(s.task);
+          if (s.lo < a.hi && a.lo < s.hi) candidates[s.task / 64] |= uint64_t{1} << (s.task % 64);
     });
-    std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
     for_each_access(v, [&](const AccessBytes& a) { spans[a.storage].push_back({v, a.lo, a.hi}); });
-    for (int u : candidates) {
-      const Task &tu = g.tasks[u], &tv = g.tasks[v];
-      bool raw = any_overlap(writes[u], reads[v]), war = any_overlap(reads[u], writes[v]),
-           waw = any_overlap(writes[u], writes[v]);
-      if (tu.op == tv.op) {
-        // A library operator's tasks share its work and declare its operands whole (each
-        // element is written by one of them); a graph-defined kernel's blocks must not overlap.
-        WEFT_CHECK(g.ops[tu.op].library || !(raw || war || waw),
-                   "blocks {} and {} of kernel {} conflict", u, v, g.ops[tu.op].kernel);
-        continue;
+    const Task& tv = g.tasks[v];
+    for (size_t w = words; w-- > 0;) {
+      // Latest first; a kept edge adds only ancestors before it, so the mask is re-read per bit.
+      for (uint64_t bits = candidates[w]; bits != 0;) {
+        const int bit = 63 - std::countl_zero(bits);
+        bits &= ~(uint64_t{1} << bit);
+        const int u = static_cast<int>(w * 64) + bit;
+        const Task& tu = g.tasks[u];
+        if (tu.op == tv.op) {
+          // A library operator's tasks share its work and declare its operands whole (each
+          // element is written by one of them); a graph-defined kernel's blocks must not overlap.
+          WEFT_CHECK(g.ops[tu.op].library ||
+                         !(any_overlap(writes[u], reads[v]) || any_overlap(reads[u], writes[v]) ||
+                           any_overlap(writes[u], writes[v])),
+                     "blocks {} and {} of kernel {} conflict", u, v, g.ops[tu.op].kernel);
+          continue;
+        }
+        ++rep.candidates;
+        if ((anc[v][w] >> bit) & 1) {
+          ++rep.implied;
+          continue;
+        }
+        ++rep.compared;
+        const bool raw = any_overlap(writes[u], reads[v]), war = any_overlap(reads[u], writes[v]),
+                   waw = any_overlap(writes[u], writes[v]);
+        rep.raw += raw;
+        rep.war += war;
+        rep.waw += waw;
+        if (!(raw || war || waw)) continue;
+        kept[v].push_back(u);
+        anc[v][w] |= uint64_t{1} << bit;
+        for (size_t x = 0; x < words; ++x) anc[v][x] |= anc[u][x];
       }
-      rep.raw += raw;
-      rep.war += war;
-      rep.waw += waw;
-      if (raw || war || waw) preds[v].push_back(u);
-    }
-  }
-  // Transitive reduction: a predecessor already among the ancestors of a later kept predecessor
-  // is implied by a path.
-  const size_t words = (static_cast<size_t>(n) + 63) / 64;
-  std::vector<std::vector<uint64_t>> anc(n, std::vector<uint64_t>(words, 0));
-  std::vector<std::vector<int>> kept(n);
-  for (int v = 0; v < n; ++v) {
-    for (auto it = preds[v].rbegin(); it != preds[v].rend(); ++it) {
-      int u = *it;
-      if ((anc[v][u / 64] >> (u % 64)) & 1) continue;
-      kept[v].push_back(u);
-      anc[v][u / 64] |= uint64_t{1} << (u % 64);
-      for (size_t w = 0; w < words; ++w) anc[v][w] |= anc[u][w];
     }
     std::sort(kept[v].begin(), kept[v].end());
   }

@@ -55,9 +55,11 @@ void print_mpk_summary(const std::string& name, const MpkCompiled& c) {
   fmt::print("{}: {} operators, {} tasks ({} empty, {} jit), {} events ({} before fusion)\n", name,
              g.ops.size(), s.tasks, s.empty_tasks, s.jit_tasks, s.events, c.events_before_fusion);
   fmt::print(
-      "  dependencies: {} read-after-write, {} write-after-read, {} write-after-write pairs; "
-      "{} edges after reduction\n",
-      c.deps.raw, c.deps.war, c.deps.waw, c.deps.edges);
+      "  dependencies: {} candidate pairs, {} ordered by a path already, {} compared byte for "
+      "byte: {} read-after-write, {} write-after-read, {} write-after-write; {} edges after "
+      "reduction\n",
+      c.deps.candidates, c.deps.implied, c.deps.compared, c.deps.raw, c.deps.war, c.deps.waw,
+      c.deps.edges);
   if (g.workers > 0) {
     const WorkerBalance& w = c.balance;
     fmt::print(
