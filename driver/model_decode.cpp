@@ -2,6 +2,7 @@
 #include "driver/model_decode.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -92,7 +93,7 @@ struct DecodeState {
 // The arrays of one fixed-capacity step at `pos` (caches and mask as the caller keeps them).
 NpzArrays fixed_step_arrays(const DecodeState& s, int64_t pos, const Tensor<double>& mask,
                             const std::map<std::string, Tensor<double>>& caches) {
-  NpzArrays a;
+  NpzArrays a = s.options.weights;
   a[s.sig.input_ids] = integers({s.sig.batch, 1}, s.rows(s.fed(pos)));
   a[s.sig.position_ids] = integers({s.sig.batch, 1}, s.rows(static_cast<double>(pos)));
   a[s.sig.attention_mask] = NpyArray{mask, true};
@@ -115,7 +116,7 @@ void decode_vm_growing(CompiledModelDir& dir, DecodeState& s) {
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t past = 1 + (step == 0 ? 0 : n + step - 1);
     const int64_t seq = step == 0 ? n : 1;
-    NpzArrays a;
+    NpzArrays a = s.options.weights;
     std::vector<double> ids, positions, mask;
     for (int64_t b = 0; b < sig.batch; ++b) {
       for (int64_t i = 0; i < seq; ++i) {
@@ -190,6 +191,60 @@ void decode_vm_fixed(CompiledModelDir& dir, DecodeState& s, int64_t capacity, in
     } else {
       s.note(seconds_since(t0), pos, steps);
     }
+  }
+}
+
+// A positional decoder: the prompt through its prompt function at cache length 0, then a token a
+// step with the cache grown by the step's results; on the VM or, with the persistent kernel, each
+// step traced and built for its shape (no fixed capacity without a mask) and launched once.
+void decode_positional(CompiledModelDir& dir, DecodeState& s) {
+  const DecoderSignature& sig = s.sig;
+  const auto n = static_cast<int64_t>(s.prompt.size());
+  std::map<std::string, Tensor<double>> caches;
+  const int64_t steps = s.options.tokens;
+  for (int64_t step = 0; step < steps; ++step) {
+    const bool prompt = step == 0;
+    const std::string& function = prompt ? sig.prefill : s.options.function;
+    NpzArrays a = s.options.weights;
+    std::vector<double> ids;
+    for (int64_t b = 0; b < sig.batch; ++b)
+      for (int64_t i = 0; i < (prompt ? n : 1); ++i)
+        ids.push_back(static_cast<double>(prompt ? s.prompt[static_cast<size_t>(i)]
+                                                 : s.result.tokens.back()));
+    a[sig.input_ids] = integers({sig.batch, prompt ? n : 1}, ids);
+    a[sig.position_ids] = integers({}, {static_cast<double>(prompt ? 0 : n + step - 1)});
+    if (!prompt)
+      for (const auto& [name, t] : caches) a[name] = NpyArray{t, false};
+    const Clock::time_point t0 = Clock::now();
+    std::map<std::string, Tensor<double>> out;
+    double seconds = 0;
+    if (s.options.path == DecodePath::megakernel) {
+      const std::vector<VmValue> args = dir.arguments(function, a, dir.dir());
+      ModelMegakernelOptions mo;
+      mo.function = function;
+      mo.platform = s.options.platform;
+      mo.workers = s.options.workers;
+      const ModelMegakernel m = model_megakernel(dir, args, mo);
+      ModelMegakernelRun r = run_model_megakernel(dir, m, args);
+      out = std::move(r.results);
+      seconds = r.seconds;
+      s.result.build_seconds += seconds_since(t0) - r.seconds;
+      s.result.stored_plan |= m.stored;
+      if (dir.is_compiled_binding(dir.binding_of(function, args))) ++s.result.compiled_steps;
+    } else {
+      out = dir.run(function, a, dir.dir(), s.options.executor);
+      seconds = seconds_since(t0);
+      s.ran(dir);
+    }
+    const std::string& logits_name = prompt ? sig.prefill_results.at(0) : sig.logits;
+    const Tensor<double>& logits = out.at(logits_name);
+    const int64_t vocab = logits.shape.back();
+    const int64_t token =
+        argmax(logits.data.data() + last_row_offset(logits.numel(), sig.batch, vocab), vocab, step);
+    for (size_t c = 0; c < sig.caches.size(); ++c)
+      caches[sig.caches[c].past] =
+          std::move(out.at(prompt ? sig.prefill_results.at(c + 1) : sig.caches[c].present));
+    s.chose(token, seconds, step, steps);
   }
 }
 
@@ -287,7 +342,16 @@ void decode_megakernel(CompiledModelDir& dir, DecodeState& s, int64_t capacity, 
 
 ModelDecodeResult decode_model(CompiledModelDir& dir, const std::vector<int64_t>& prompt,
                                const ModelDecodeOptions& options) {
-  const DecoderSignature sig = decoder_signature(dir, options.function);
+  const DecoderSignature sig = decoder_signature(dir, options.function, options.prefill);
+  std::vector<std::string> missing;
+  for (const std::string& w : sig.weights)
+    if (!options.weights.count(w)) missing.push_back(w);
+  if (!missing.empty())
+    throw UserError(fmt::format(
+        "{} ({}) takes {} besides its decode roles: give {} with --weights FILE.npz (arrays by "
+        "parameter name)",
+        dir.dir(), options.function, fmt::join(missing, ", "),
+        missing.size() == 1 ? "it" : "them"));
   if (prompt.empty()) throw UserError("decoding needs a prompt of at least one token");
   if (options.tokens < 1)
     throw UserError(fmt::format("{} tokens to generate: give at least 1", options.tokens));
@@ -297,6 +361,20 @@ ModelDecodeResult decode_model(CompiledModelDir& dir, const std::vector<int64_t>
                                   sig.vocab ? fmt::format(" of {}", *sig.vocab) : ""));
   DecodeState s{sig, prompt, options, {}};
   const auto n = static_cast<int64_t>(prompt.size());
+  if (sig.kind == DecoderKind::positional) {
+    if (options.capacity > 0)
+      throw UserError(fmt::format(
+          "{} ({}) has no attention mask: its cache cannot hold masked slots, so it grows a "
+          "position a step (decode without --capacity)",
+          dir.dir(), options.function));
+    decode_positional(dir, s);
+    if (s.result.compiled_steps < static_cast<int64_t>(s.result.step_seconds.size()))
+      s.result.note = fmt::format(
+          "{} of {} steps ran at a binding {} was compiled at: the cache's length, and so the "
+          "binding, changes every step",
+          s.result.compiled_steps, s.result.step_seconds.size(), dir.dir());
+    return std::move(s.result);
+  }
   const int64_t steps = n + options.tokens - 1;  // fixed capacity: a token fed a step
   // Slot `pos` is filled after step `pos` for the steps after it.
   const int64_t needed = std::max<int64_t>(1, steps - 1);

@@ -14,6 +14,7 @@
 
 #include "driver/compiled_dir.h"
 #include "driver/mpk_program.h"
+#include "exec/npz.h"
 
 namespace weft {
 
@@ -21,13 +22,19 @@ enum class DecodePath : uint8_t { vm, megakernel };
 
 struct ModelDecodeOptions {
   std::string function = "main";
+  // A positional decoder's prompt function (driver/decoder_signature.h); empty: "prefill".
+  std::string prefill;
+  // The step's other inputs by parameter name (a .wmod's weights, which its directory does not
+  // hold); UserError names any the step takes and these lack.
+  NpzArrays weights;
   int64_t tokens = 16;  // to generate
   DecodePath path = DecodePath::vm;
-  // Cache slots of a fixed-capacity decode: every step sees a past of this length whose slots are
-  // masked until filled, the prompt fed a token a step, so one shape (one plan) serves every
-  // step. 0: on the VM a growing cache (the prompt in one step, then the past grows a position a
-  // step); for the persistent kernel the least that holds the decode (prompt + tokens - 2) or a
-  // fixed-shape export's length.
+  // Cache slots of a fixed-capacity decode (a masked decoder): every step sees a past of this
+  // length whose slots are masked until filled, the prompt fed a token a step, so one shape (one
+  // plan) serves every step. 0: on the VM a growing cache (the prompt in one step, then the past
+  // grows a position a step); for the persistent kernel the least that holds the decode (prompt +
+  // tokens - 2) or a fixed-shape export's length. A positional decoder's cache always grows: with
+  // the persistent kernel each step is traced and built for its own shape.
   int64_t capacity = 0;
   UGraphExecutor executor = UGraphExecutor::cpu;  // vm: as CompiledModelDir::run's
   MpkPlatform platform = MpkPlatform::emulation;  // megakernel: emulation or gpu

@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include <unistd.h>
@@ -19,8 +21,11 @@
 #include "onnx/import.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
+#include "tests/tiny_llama_dir.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
+// Each step of a growing cache traced and built in emulation: the optimized build's heavy tier.
+WEFT_TEST_TIERS_OF("ModelDecodeWmod.EachStep*", "heavy");
 
 namespace weft {
 namespace {
@@ -205,6 +210,90 @@ TEST(ModelDecodeMegakernel, EachStepIsOnePersistentLaunchWithTheVmsTokens) {
   fs::remove_all(work);
 }
 
+// examples/models/tiny_llama.wmod compiled at its prompt's and first step's bindings, with seeded
+// weights (the directory of a .wmod holds none).
+class ModelDecodeWmod : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    work_ = new fs::path(fs::temp_directory_path() /
+                         fmt::format("weft_model_decode_wmod_{}", getpid()));
+    fs::remove_all(*work_);
+    const ModelFile model = test::compile_tiny_llama(
+        *work_, "tl", {{{"b", 1}, {"n", 3}, {"p", 0}}, {{"b", 1}, {"n", 1}, {"p", 3}}}, 3);
+    weights_ = new NpzArrays;
+    std::mt19937_64 rng(21);
+    std::normal_distribution<double> normal;
+    for (const Param& p : model.module.find_function("decode")->params) {
+      if (p.name == "tokens" || p.name == "pos" || p.name.starts_with("kc") ||
+          p.name.starts_with("vc"))
+        continue;
+      Shape shape;
+      for (const SymExpr& d : *p.type.dims) shape.push_back(*d.as_constant());
+      Tensor<double> t(shape, 0.0);
+      // Norm gains near 1, matrices scaled by their fan-in, as the NumPy reference makes them.
+      const bool gain = shape.back() == numel(shape);
+      for (double& v : t.data)
+        v = gain ? 1 + 0.1 * normal(rng) : normal(rng) / std::sqrt(shape[shape.size() - 2]);
+      (*weights_)[p.name] = NpyArray{t, false};
+    }
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*work_);
+    delete work_;
+    delete weights_;
+  }
+  static ModelDecodeOptions options() {
+    ModelDecodeOptions o;
+    o.function = "decode";
+    o.weights = *weights_;
+    o.executor = UGraphExecutor::interpreter;
+    return o;
+  }
+  static inline fs::path* work_ = nullptr;
+  static inline NpzArrays* weights_ = nullptr;
+};
+
+TEST_F(ModelDecodeWmod, TheStepIsFoundByItsTypesWithItsPromptFunction) {
+  CompiledModelDir dir((*work_ / "tl").string());
+  const DecoderSignature sig = decoder_signature(dir, "decode");
+  EXPECT_EQ(sig.kind, DecoderKind::positional);
+  EXPECT_EQ(sig.input_ids, "tokens");
+  EXPECT_EQ(sig.position_ids, "pos");
+  EXPECT_EQ(sig.prefill, "prefill");
+  ASSERT_EQ(sig.caches.size(), 4u);
+  EXPECT_EQ(sig.caches[1].past, "vc0");
+  EXPECT_EQ(sig.caches[1].present, "result.2");
+  EXPECT_EQ(sig.caches[1].axis, 2);
+  EXPECT_EQ(sig.caches[1].shape_of(5), (Shape{1, 2, 5, 16}));
+  EXPECT_EQ(sig.weights.size(), 25u);
+  EXPECT_EQ(sig.vocab, 128);
+  try {
+    decoder_signature(dir, "decode", "qkv");
+    FAIL() << "no error";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find("the prompt function 'qkv'"), std::string::npos) << e.message();
+  }
+}
+
+// The VM's greedy tokens, growing cache, and the same with each step one persistent launch in
+// emulation (traced and built per step: the cache's length is the step's shape).
+TEST_F(ModelDecodeWmod, EachStepAsOnePersistentLaunchGivesTheVmsTokens) {
+  CompiledModelDir dir((*work_ / "tl").string());
+  const std::vector<int64_t> prompt = {5, 17, 99};
+  ModelDecodeOptions o = options();
+  o.tokens = 3;
+  const ModelDecodeResult vm = decode_model(dir, prompt, o);
+  ASSERT_EQ(vm.tokens.size(), 3u);
+  EXPECT_EQ(vm.compiled_steps, 2);
+  o.path = DecodePath::megakernel;
+  o.workers = 2;
+  const ModelDecodeResult mk = decode_model(dir, prompt, o);
+  EXPECT_EQ(mk.tokens, vm.tokens);
+  EXPECT_EQ(mk.compiled_steps, 2);
+  EXPECT_EQ(mk.capacity, 0);
+  EXPECT_GT(mk.build_seconds, 0);
+}
+
 // A model that is not a decode step with its cache is refused with what is expected.
 TEST(ModelDecodeErrors, AFunctionWithoutACacheIsNotADecoder) {
   const fs::path work =
@@ -217,10 +306,11 @@ TEST(ModelDecodeErrors, AFunctionWithoutACacheIsNotADecoder) {
   std::tie(rc, text) =
       test::run_weft(fmt::format("decode {} --prompt 1,2 --tokens 2", (work / "dir").string()));
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(text.find("is not a decoder with its KV cache: it has no input input_ids"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("past_key_values.L.key|value"), std::string::npos) << text;
+  for (const char* part :
+       {"is not a decoder with its KV cache: no attention_mask and "
+        "past_key_values inputs",
+        "past_key_values.L.key|value", "no integer parameter int(p) giving a cache's length p"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
   fs::remove_all(work);
 }
 

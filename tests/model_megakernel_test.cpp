@@ -24,6 +24,7 @@
 #include "tests/model_test_args.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
+#include "tests/tiny_llama_dir.h"
 
 WEFT_TEST_TIERS("unit", "loads_generated");
 // Two models compiled and emulated: the optimized build's heavy tier (make test-heavy).
@@ -153,17 +154,8 @@ class ModelMegakernel : public testing::Test {
     work_ =
         new fs::path(fs::temp_directory_path() / fmt::format("weft_model_megakernel_{}", getpid()));
     fs::remove_all(*work_);
-    SymProver prover;
-    ModelFile model =
-        load_model_file(test::source_path("examples/models/tiny_llama.wmod"), prover, {});
-    ModelDirOptions options;
-    options.target = "h100";
-    options.bindings = {{{"b", 1}, {"n", 3}, {"p", 0}}, {{"b", 2}, {"n", 1}, {"p", 4}}};
-    options.time_budget_s = 4;
-    options.state_budget = 100;
-    options.no_build = true;
-    options.cache_dir = (*work_ / "cache").string();
-    compile_model_to_dir(model, prover, (*work_ / "tiny_llama").string(), options);
+    test::compile_tiny_llama(*work_, "tiny_llama",
+                             {{{"b", 1}, {"n", 3}, {"p", 0}}, {{"b", 2}, {"n", 1}, {"p", 4}}}, 4);
   }
   static void TearDownTestSuite() {
     fs::remove_all(*work_);

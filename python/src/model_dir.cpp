@@ -103,7 +103,9 @@ class CompiledDirCore {
 
   // Greedy decoding (driver/model_decode.h): the tokens, each step's seconds and how it ran.
   nb::dict decode(const std::string& function, const std::vector<int64_t>& prompt, int64_t tokens,
-                  const std::string& backend, bool megakernel, int64_t capacity, int workers) {
+                  const std::string& backend, bool megakernel, int64_t capacity, int workers,
+                  const std::string& prefill, const std::vector<std::string>& names,
+                  const std::vector<InputF64>& arrays) {
     const std::optional<UGraphExecutor> executor = ugraph_executor_by_name(backend);
     if (!executor || (megakernel && *executor != UGraphExecutor::cuda &&
                       *executor != UGraphExecutor::cuda_emulation))
@@ -119,6 +121,10 @@ class CompiledDirCore {
     o.executor = *executor;
     o.platform = *executor == UGraphExecutor::cuda ? MpkPlatform::gpu : MpkPlatform::emulation;
     o.workers = workers;
+    o.prefill = prefill;
+    if (names.size() != arrays.size())
+      throw UserError("CompiledModelDir.decode: one name per weight array");
+    for (size_t i = 0; i < arrays.size(); ++i) o.weights[names[i]] = npy_array(arrays[i], false);
     ModelDecodeResult r;
     {
       nb::gil_scoped_release release;
@@ -187,7 +193,7 @@ void bind_model_dir(nb::module_& m) {
            nb::arg("workers"))
       .def("decode", &CompiledDirCore::decode, nb::arg("function"), nb::arg("prompt"),
            nb::arg("tokens"), nb::arg("backend"), nb::arg("megakernel"), nb::arg("capacity"),
-           nb::arg("workers"));
+           nb::arg("workers"), nb::arg("prefill"), nb::arg("names"), nb::arg("arrays"));
 }
 
 }  // namespace weft::python

@@ -723,7 +723,7 @@ class CompiledModelDir:
                               megakernel, workers)
 
     def decode(self, prompt, tokens=16, function="main", backend="cpu", megakernel=False,
-               capacity=0, workers=0):
+               capacity=0, workers=0, prefill="", weights=None):
         """Greedy decoding with a decoder that takes its KV cache as Hugging Face exporters write
         it (inputs ``input_ids``, ``attention_mask``, ``position_ids``,
         ``past_key_values.L.key|value``; outputs ``logits``, ``present.L.key|value``), as
@@ -736,12 +736,18 @@ class CompiledModelDir:
         Returns a dict: ``tokens``, ``step_seconds``, ``capacity``, ``compiled_steps`` (steps at
         a binding the directory was compiled at), ``note``, and for the persistent kernel
         ``stored_plan``, ``build_seconds``, ``setup_bytes``, ``bytes_to_device_per_step``,
-        ``bytes_to_host_per_step`` (docs/mpk.md, "Decoding")."""
+        ``bytes_to_host_per_step`` (docs/mpk.md, "Decoding the decoder a user has").
+        A .wmod step that takes its cache's length as an integer (no mask) decodes with a growing
+        cache, the prompt through ``prefill`` (default: its function named ``prefill``);
+        ``weights``: a dict of the step's other inputs by parameter name (a .wmod's weights)."""
         ids = [int(t) for t in _np.asarray(prompt).reshape(-1)]
         if megakernel and backend == "cpu":
             backend = "cuda-emulation"
+        weights = dict(weights or {})
+        names = list(weights)
+        arrays = [_np.asarray(weights[n], dtype=_np.float64, order="C") for n in names]
         return self._core.decode(function, ids, int(tokens), backend, bool(megakernel),
-                                 int(capacity), int(workers))
+                                 int(capacity), int(workers), prefill, names, arrays)
 
     def __repr__(self):
         totals = self.summary.get("totals", {})

@@ -172,3 +172,31 @@ def test_a_missing_onnx_file_is_a_located_user_error(tmp_path):
 def test_missing_file_is_a_user_error(tmp_path):
     with pytest.raises(weft.UserError):
         weft.load_model(tmp_path / "absent.wmod")
+
+
+def test_compiled_greedy_decode_of_a_wmod_step_matches_the_numpy_reference(tiny_llama, reference,
+                                                                           tmp_path):
+    """``CompiledModelDir.decode`` on a .wmod step that takes its cache's length as ``int(p)``
+    (tiny_llama's ``decode``, the prompt through ``prefill``): the tokens of the NumPy reference's
+    own greedy loop (the persistent kernel's: tests/model_decode_test.cpp)."""
+    w = reference.make_weights(3)
+    prompt = np.array([5, 17, 99, 42])
+    want, cache, logits = [], None, None
+    logits, cache = reference.forward(w, prompt[None], 0, None)
+    for step in range(8):
+        want.append(int(logits[0, -1].argmax()))
+        logits, cache = reference.forward(w, np.array([[want[-1]]]), len(prompt) + step, cache)
+    assert len(set(want)) >= 3, f"the reference decode must not be trivial: {want}"
+    d = weft.compile_model(tiny_llama, tmp_path / "tl", [{"b": 1, "n": 4, "p": 0},
+                                                        {"b": 1, "n": 1, "p": 4}],
+                           target="h100", time_budget=2, progress=False, build=False)
+    got = d.decode(prompt, tokens=8, function="decode", backend="interp", weights=w)
+    assert got["tokens"] == want
+    assert got["compiled_steps"] == 2, "the prompt and the first step ran at compiled bindings"
+    assert "changes every step" in got["note"]
+    with pytest.raises(weft.UserError, match="give them with --weights"):
+        d.decode(prompt, tokens=2, function="decode", backend="interp")
+    with pytest.raises(weft.UserError, match="no attention mask"):
+        d.decode(prompt, tokens=2, function="decode", backend="interp", weights=w, capacity=8)
+    with pytest.raises(weft.UserError, match="no function 'first'"):
+        d.decode(prompt, tokens=2, function="decode", prefill="first", weights=w)

@@ -1,7 +1,7 @@
 // `weft decode DIR --prompt IDS --tokens N [--backend B] [--megakernel [--workers N]]
-// [--capacity C] [--function F] [--json FILE]`: greedy decoding with a compiled decoder whose KV
-// cache is an input/output pair (driver/model_decode.h); the tokens on stdout, progress and
-// timings on stderr.
+// [--capacity C] [--function F] [--prefill F] [--weights W.npz] [--json FILE]`: greedy decoding
+// with a compiled decoder whose KV cache is an input/output pair (driver/model_decode.h); the
+// tokens on stdout, progress and timings on stderr.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,6 +12,7 @@
 
 #include "driver/compiled_dir.h"
 #include "driver/model_decode.h"
+#include "exec/npz.h"
 #include "tools/weft/command.h"
 #include "tools/weft/thread_flags.h"
 
@@ -50,7 +51,7 @@ double median(std::vector<double> v) {
 static Register reg(
     "decode",
     "Greedy decoding with a compiled decoder that takes its KV cache (past_key_values.* in, "
-    "present.* out)",
+    "present.* out; or a .wmod step with its cache's length as int(p))",
     [](CLI::App& sub) {
       auto dir = std::make_shared<std::string>();
       auto prompt = std::make_shared<std::string>();
@@ -61,6 +62,8 @@ static Register reg(
       auto workers = std::make_shared<int>(0);
       auto capacity = std::make_shared<int64_t>(0);
       auto json = std::make_shared<std::string>();
+      auto prefill = std::make_shared<std::string>();
+      auto weights = std::make_shared<std::string>();
       sub.add_option("DIR", *dir, "A directory `weft compile MODEL -o DIR` wrote")->required();
       sub.add_option("--prompt", *prompt, "The prompt's token ids, comma-separated")->required();
       sub.add_option("--tokens", *tokens, "Tokens to generate")->capture_default_str();
@@ -84,6 +87,11 @@ static Register reg(
                      "length). Compile DIR at its binding to use the compiled step")
           ->check(CLI::NonNegativeNumber);
       sub.add_option("--json", *json, "Also write the tokens and timings to this JSON file");
+      sub.add_option("--prefill", *prefill,
+                     "A step that takes its cache's length as an integer (no attention mask): the "
+                     "function that runs the prompt (default: prefill)");
+      sub.add_option("--weights", *weights,
+                     "The step's other inputs by parameter name (.npz): a .wmod's weights");
       auto threads = std::make_shared<int>(0);
       cli::add_threads_option(sub, *threads);
       return [=]() -> int {
@@ -94,6 +102,8 @@ static Register reg(
         CompiledModelDir compiled(*dir);
         ModelDecodeOptions o;
         o.function = *function;
+        o.prefill = *prefill;
+        if (!weights->empty()) o.weights = read_npz(*weights);
         o.tokens = *tokens;
         o.path = *megakernel ? DecodePath::megakernel : DecodePath::vm;
         o.capacity = *capacity;
@@ -107,20 +117,25 @@ static Register reg(
         o.progress = [](const std::string& line) { fmt::print(stderr, "decode: {}\n", line); };
         const ModelDecodeResult r = decode_model(compiled, parse_ids(*prompt), o);
         if (!r.note.empty()) fmt::print(stderr, "note: {}\n", r.note);
+        const std::string cache = r.capacity > 0 ? fmt::format("a cache of {} slots", r.capacity)
+                                                 : std::string("a growing cache");
         const std::string how =
-            *megakernel
-                ? fmt::format("one persistent launch a step ({}{}), a cache of {} slots", where,
-                              r.stored_plan ? ", the plan DIR stored" : "", r.capacity)
-            : r.capacity > 0 ? fmt::format("the VM ({}), a cache of {} slots", where, r.capacity)
-                             : fmt::format("the VM ({}), a growing cache", where);
+            *megakernel ? fmt::format("one persistent launch a step ({}{}), {}", where,
+                                      r.stored_plan ? ", the plan DIR stored" : "", cache)
+                        : fmt::format("the VM ({}), {}", where, cache);
         fmt::print(stderr, "decode: {} steps on {}: median step {:.3f} ms\n", r.step_seconds.size(),
                    how, median(r.step_seconds) * 1e3);
-        if (*megakernel)
+        if (*megakernel && r.capacity > 0)
           fmt::print(stderr,
                      "decode: built in {:.1f} s; {} bytes placed once, per step {:.0f} bytes to "
                      "the device and {:.0f} back\n",
                      r.build_seconds, r.setup_bytes, r.bytes_to_device_per_step,
                      r.bytes_to_host_per_step);
+        else if (*megakernel)
+          fmt::print(stderr,
+                     "decode: every step traced and built for its own shape ({:.1f} s in all), "
+                     "its inputs placed anew\n",
+                     r.build_seconds);
         fmt::print("{}\n", fmt::join(r.tokens, ","));
         if (!json->empty()) {
           nlohmann::ordered_json j = {{"tokens", r.tokens},
