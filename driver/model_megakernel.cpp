@@ -258,4 +258,19 @@ ModelMegakernelRun run_model_megakernel(const CompiledModelDir& dir, const Model
   return r;
 }
 
+ModelMegakernelTiming time_model_megakernel(const ModelMegakernel& m,
+                                            const std::vector<VmValue>& args, int warmup,
+                                            int reps) {
+  if (reps < 1) throw UserError("--reps must be at least 1");
+  MegakernelRunner runner(m.program);
+  MpkRunOptions run;
+  run.inputs = model_megakernel_inputs(m, args);
+  ModelMegakernelTiming t;
+  t.same = runner.run(run).same;
+  t.timing = runner.megakernel().time(run.inputs, 1, warmup, reps);
+  t.tasks = static_cast<int64_t>(runner.compiled().graph.tasks.size());
+  t.workers = runner.compiled().graph.workers;
+  return t;
+}
+
 }  // namespace weft

@@ -75,6 +75,18 @@ ModelMegakernelRun run_model_megakernel(
     const CompiledModelDir& dir, const ModelMegakernel& m, const std::vector<VmValue>& args,
     const std::function<void(const std::string&)>& progress = nullptr);
 
+struct ModelMegakernelTiming {
+  Timing timing;        // launches of the persistent kernel (gpu: CUDA events; emulation: host)
+  bool same = false;    // its outputs equal its kernels run one by one (checked first)
+  int64_t tasks = 0;    // of the task graph
+  int64_t workers = 0;  // worker CTAs
+};
+
+// `weft bench DIR --megakernel`: `m` built once, run once against its kernels one by one, then
+// `warmup` untimed and `reps` timed launches on `args` placed once (MegakernelProgram::time).
+ModelMegakernelTiming time_model_megakernel(const ModelMegakernel& m,
+                                            const std::vector<VmValue>& args, int warmup, int reps);
+
 // A run's outputs (plan output order) as `dir` names results (ONNX output names for an imported
 // model).
 std::map<std::string, Tensor<double>> model_megakernel_results(

@@ -271,7 +271,8 @@ TEST(ModelMegakernelOnnx, TheExampleTransformersAreEachOnePersistentKernel) {
 }
 
 // `weft run DIR --megakernel`: tiny_mlp compiled at one binding, run as one persistent kernel in
-// emulation, writes the device executor's results and says what it built; bad flags are refused.
+// emulation, writes the device executor's results and says what it built; `weft bench DIR
+// --megakernel` times it; bad flags are refused.
 TEST(ModelMegakernelCli, RunDirAsOnePersistentKernelWritesTheExecutorsResults) {
   fs::path work = fs::temp_directory_path() / fmt::format("weft_megakernel_cli_{}", getpid());
   fs::remove_all(work);
@@ -315,6 +316,19 @@ TEST(ModelMegakernelCli, RunDirAsOnePersistentKernelWritesTheExecutorsResults) {
   double lo = INFINITY, hi = -INFINITY;
   for (double v : vm.at("result").tensor.data) lo = std::min(lo, v), hi = std::max(hi, v);
   EXPECT_GT(hi - lo, 0.5);
+  // `weft bench DIR --megakernel` times the persistent kernel beside the device-resident run.
+  std::tie(rc, out) = test::run_weft(
+      fmt::format("bench {} --inputs {} --backend cuda-emulation --megakernel --workers 2 --reps 1 "
+                  "--warmup 0",
+                  dir, (work / "in.npz").string()));
+  ASSERT_EQ(rc, 0) << out;
+  for (const char* line : {"one persistent kernel (", "2 workers, the plan DIR stored)",
+                           "outputs equal to its kernels run one by one"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  std::tie(rc, out) = test::run_weft(
+      fmt::format("bench {} --inputs {} --megakernel", dir, (work / "in.npz").string()));
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("give --backend cuda or cuda-emulation"), std::string::npos) << out;
   // At a binding DIR has no plan for, the run is traced.
   in["x"] = Tensor<double>({1, 2, 32}, 0.25);
   write_npz((work / "in1.npz").string(), in);

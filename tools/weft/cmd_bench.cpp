@@ -3,9 +3,10 @@
 // input) run by the same backend, and (--check) whether its outputs match the reference
 // interpreter. On the GPU, each run is timed with CUDA events on device-resident buffers. The work
 // is driver/measure.h's. `weft bench DIR --inputs IN.npz [--inputs ...] [--function F]
-// [--backend cuda|cuda-emulation] [--peer onnxruntime]` times a compiled model against the
-// uncompiled one (driver/compiled_dir.h), with a backend also both device-resident, and with a
-// peer the same ONNX model in onnxruntime (driver/peer_onnxruntime.h).
+// [--backend cuda|cuda-emulation [--megakernel]] [--peer onnxruntime]` times a compiled model
+// against the uncompiled one (driver/compiled_dir.h), with a backend also both device-resident
+// (and as one persistent kernel, driver/model_megakernel.h), and with a peer the same ONNX model
+// in onnxruntime (driver/peer_onnxruntime.h).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "cpulib/cpu_library.h"
 #include "driver/compiled_dir.h"
 #include "driver/measure.h"
+#include "driver/model_megakernel.h"
 #include "driver/peer_onnxruntime.h"
 #include "onnx/import.h"
 #include "tools/weft/command.h"
@@ -34,10 +36,34 @@ std::string us(double s) {
 
 // `weft bench DIR`: per input, the three VMs' medians and the compiled outputs' agreement; with
 // a device, the compiled module and the per-operator baseline device-resident.
+// --megakernel: the function at the input's binding as one persistent kernel, timed beside the
+// device-resident run (`compiled`: its median).
+void bench_megakernel(const std::string& dir, const std::string& function, const std::string& in,
+                      Backend device, int workers, int warmup, int reps, double compiled) {
+  CompiledModelDir d(dir);
+  const std::vector<VmValue> args = d.arguments(function, read_npz(in), in);
+  ModelMegakernelOptions o;
+  o.function = function;
+  o.platform = device == Backend::cuda ? MpkPlatform::gpu : MpkPlatform::emulation;
+  o.workers = workers;
+  const ModelMegakernel m = model_megakernel(d, args, o);
+  const ModelMegakernelTiming t = time_model_megakernel(m, args, warmup, reps);
+  fmt::print(
+      "    one persistent kernel ({} plan kernels, {} tasks, {} workers{})  {:10.3f} ms  ({:.2f}x "
+      "over the compiled module's kernels; outputs {} its kernels run one by one)\n",
+      m.program.plan.kernels.size(), t.tasks, t.workers, m.stored ? ", the plan DIR stored" : "",
+      t.timing.median_s * 1e3, compiled / t.timing.median_s, t.same ? "equal to" : "DIFFER from");
+  if (!t.same)
+    throw UserError(
+        fmt::format("{}: the persistent kernel's outputs differ from its "
+                    "kernels run one by one (a bug: please report it)",
+                    dir));
+}
+
 int bench_compiled_model(const std::string& dir, const std::vector<std::string>& inputs,
                          const std::string& function, int warmup, int reps,
                          std::optional<Backend> device, const std::string& peer, int peer_threads,
-                         int threads) {
+                         int threads, bool megakernel, int workers) {
   CompiledModelBench bench(dir, function, warmup, reps, device);
   const std::string library = cpu_library_name();
   fmt::print(
@@ -105,6 +131,8 @@ int bench_compiled_model(const std::string& dir, const std::vector<std::string>&
         s.kernel_launches, s.ugraph_launches, s.host_fallbacks, s.runs, s.graph_replays);
     fmt::print("    outputs vs the uncompiled module: scaled error {:.3g} ({})\n",
                r.device_scaled_error, r.device_scaled_error <= 1e-4 ? "within 1e-4" : "DIFFER");
+    if (megakernel)
+      bench_megakernel(dir, function, in, *device, workers, warmup, reps, dc.timing.median_s);
   }
   return rc;
 }
@@ -160,21 +188,34 @@ static Register reg(
           ->capture_default_str();
       auto threads = std::make_shared<int>(0);
       cli::add_threads_option(sub, *threads);
+      auto megakernel = std::make_shared<bool>(false);
+      auto workers = std::make_shared<int>(0);
+      sub.add_flag("--megakernel", *megakernel,
+                   "Compiled models, with --backend cuda or cuda-emulation: also the function as "
+                   "one persistent kernel (the plan DIR stored for the binding, or a trace)");
+      sub.add_option("--workers", *workers,
+                     "With --megakernel: worker CTAs (default: the SMs but one on a GPU, 4 in "
+                     "emulation)");
       sub.add_flag("--check", *check,
                    "Also compare FILE's outputs with the reference interpreter (f64, same inputs) "
                    "within the output dtype's tolerance (exit 3 when outside)");
       return [=]() -> int {
         if (is_compiled_model_dir(*file)) {
           if (inputs->empty()) throw UserError("a compiled model is timed on --inputs IN.npz");
+          if (*megakernel && *backend == "cpu")
+            throw UserError(
+                "--megakernel times the persistent kernel beside the device-resident "
+                "run: give --backend cuda or cuda-emulation");
           // --backend cpu (the default) times the host VMs only; cuda and cuda-emulation add
           // the device-resident executor.
           std::optional<Backend> device;
           if (*backend != "cpu") device = *backend_by_name(*backend);
           const cli::ThreadCap cap(*threads);
           const int weft_threads = cap.threads();
-          return bench_compiled_model(
-              *file, *inputs, *function, *warmup < 0 ? 1 : *warmup, *reps < 0 ? 5 : *reps, device,
-              *peer, *peer_threads > 0 ? *peer_threads : weft_threads, weft_threads);
+          return bench_compiled_model(*file, *inputs, *function, *warmup < 0 ? 1 : *warmup,
+                                      *reps < 0 ? 5 : *reps, device, *peer,
+                                      *peer_threads > 0 ? *peer_threads : weft_threads,
+                                      weft_threads, *megakernel, *workers);
         }
         MeasureOptions options;
         options.backend = *backend_by_name(*backend);
