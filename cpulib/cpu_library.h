@@ -3,6 +3,7 @@
 // computes in f32 (the precision the VM stores every f32 result in) and returns f64.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,16 +17,26 @@ namespace weft {
 // "oneDNN 2.6.3": the library the operators run on; empty when weft was built without one.
 std::string cpu_library_name();
 
+// Weights the library keeps prepared for tensors that still live (run_on_cpu_library's owners),
+// or 0 without one (tests).
+size_t onednn_prepared_weights_kept();
+
 // At most `threads` threads per library call from now on (0, the default: the cores). A call
 // uses fewer where its work is small.
 void limit_cpu_library_threads(int threads);
 
+// The shared tensors behind operands, one per operand (null where a caller has none).
+using TensorOwners = std::vector<std::shared_ptr<const Tensor<double>>>;
+
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library, or nullopt when
 // the library does not take this call (built without one, an operator or attribute it does not
 // implement, a shape it refuses): the caller then computes it itself. Operands are checked by
-// the caller's shape rules first; the result has the operator's shape.
+// the caller's shape rules first; the result has the operator's shape. With `owners`, a
+// convolution's or matmul's weights (operand 2) are prepared once in the library's layout and
+// kept while their tensor lives (a weight of a model run again and again); without, per call.
 std::optional<Tensor<double>> run_on_cpu_library(OpKind kind,
                                                  const std::vector<const Tensor<double>*>& in,
-                                                 const Attrs& attrs);
+                                                 const Attrs& attrs,
+                                                 const TensorOwners* owners = nullptr);
 
 }  // namespace weft

@@ -92,4 +92,46 @@ const Cached* cached(const std::string& key, const std::function<Cached()>& buil
   return it->second.get();
 }
 
+namespace {
+
+struct Prepared {
+  std::weak_ptr<const Tensor<double>> owner;
+  dnnl::memory memory;
+};
+std::mutex prepared_mutex;
+std::map<std::pair<const Tensor<double>*, const Cached*>, Prepared> prepared;
+
+}  // namespace
+
+dnnl::memory prepared_weights(const Tensor<double>& weights, const Shape& shape,
+                              const dnnl::memory::desc& desc, const Cached* prim,
+                              const std::shared_ptr<const Tensor<double>>& owner) {
+  auto make = [&] {
+    std::vector<float> w32(weights.data.size());
+    to_f32(weights.data.data(), w32.data(), weights.numel());
+    dnnl::memory plain(plain_desc(shape), cpu_engine(), w32.data());
+    dnnl::memory out(desc, cpu_engine());  // owns its buffer
+    dnnl::reorder(plain, out).execute(cpu_stream(), plain, out);
+    cpu_stream().wait();
+    return out;
+  };
+  if (!owner) return make();
+  const auto key = std::make_pair(owner.get(), prim);
+  {
+    std::lock_guard lock(prepared_mutex);
+    auto it = prepared.find(key);
+    if (it != prepared.end() && it->second.owner.lock() == owner) return it->second.memory;
+  }
+  dnnl::memory made = make();
+  std::lock_guard lock(prepared_mutex);
+  std::erase_if(prepared, [](const auto& e) { return e.second.owner.expired(); });
+  prepared[key] = Prepared{owner, made};
+  return made;
+}
+
+size_t prepared_weights_kept() {
+  std::lock_guard lock(prepared_mutex);
+  return prepared.size();
+}
+
 }  // namespace weft::onednn

@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,9 +47,22 @@ struct Cached {
 // or null where `build` threw dnnl::error: the library refuses these shapes.
 const Cached* cached(const std::string& key, const std::function<Cached()>& build);
 
-// The operators (cpulib/onednn_*.cpp): nullopt where the library refuses the call.
+// `weights` (of `shape`) in f32 in the layout `desc` that primitive `prim` takes. With `owner`
+// (the tensor `weights` is), made once and kept while the owner lives: entries hold it weakly, so
+// a later tensor at the same address never finds a dead one's; without, made for this call.
+dnnl::memory prepared_weights(const Tensor<double>& weights, const Shape& shape,
+                              const dnnl::memory::desc& desc, const Cached* prim,
+                              const std::shared_ptr<const Tensor<double>>& owner);
+// Weights prepared and kept so far (tests).
+size_t prepared_weights_kept();
+
+// The operators (cpulib/onednn_*.cpp): nullopt where the library refuses the call. `weights`:
+// the owner of the weight operand, for prepared_weights.
 std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>& weight,
-                                   const Attrs& attrs);
-std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<double>& b);
+                                   const Attrs& attrs,
+                                   const std::shared_ptr<const Tensor<double>>& weights = nullptr);
+std::optional<Tensor<double>> matmul(
+    const Tensor<double>& a, const Tensor<double>& b,
+    const std::shared_ptr<const Tensor<double>>& weights = nullptr);
 
 }  // namespace weft::onednn

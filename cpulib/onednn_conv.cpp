@@ -1,5 +1,6 @@
 // Convolution (the model operator `conv`, 1 to 3 spatial dims, grouped and depthwise included)
-// by oneDNN: the library picks its blocked layouts, operands are reordered into them per call.
+// by oneDNN: the library picks its blocked layouts; the input is reordered into its layout per
+// call, the weights once while their tensor lives (prepared_weights).
 #include <fmt/format.h>
 
 #include "cpulib/onednn.h"
@@ -27,7 +28,8 @@ memory in_layout(memory from, const memory::desc& to_desc) {
 }  // namespace
 
 std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>& weight,
-                                   const Attrs& attrs) {
+                                   const Attrs& attrs,
+                                   const std::shared_ptr<const Tensor<double>>& weights) {
   const int64_t group = attrs.get_int("group");
   const size_t rank = x.shape.size();
   if (rank < 3 || rank > 5 || weight.shape.size() != rank || group < 1) return std::nullopt;
@@ -71,13 +73,11 @@ std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>
   });
   if (!prim) return std::nullopt;
 
-  std::vector<float> x32(static_cast<size_t>(x.numel())), w32(weight.data.size());
+  std::vector<float> x32(static_cast<size_t>(x.numel()));
   to_f32(x.data.data(), x32.data(), x.numel());
-  to_f32(weight.data.data(), w32.data(), weight.numel());
   memory x_mem(plain_desc(x.shape), cpu_engine(), x32.data());
-  memory w_mem(plain_desc(weight_shape), cpu_engine(), w32.data());
   memory src = in_layout(x_mem, prim->pd.src_desc());
-  memory wts = in_layout(w_mem, prim->pd.weights_desc());
+  memory wts = prepared_weights(weight, weight_shape, prim->pd.weights_desc(), prim, weights);
   memory dst(prim->pd.dst_desc(), cpu_engine());
   prim->prim.execute(cpu_stream(),
                      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});

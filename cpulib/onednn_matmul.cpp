@@ -5,7 +5,8 @@
 
 namespace weft::onednn {
 
-std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<double>& b) {
+std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<double>& b,
+                                     const std::shared_ptr<const Tensor<double>>& weights) {
   const size_t rank = a.shape.size();
   if (rank < 2 || b.shape.size() != rank || a.shape[rank - 1] != b.shape[rank - 2])
     return std::nullopt;
@@ -26,12 +27,12 @@ std::optional<Tensor<double>> matmul(const Tensor<double>& a, const Tensor<doubl
     return Cached{pd, dnnl::matmul(pd)};
   });
   if (!prim) return std::nullopt;
-  std::vector<float> a32(a.data.size()), b32(b.data.size());
+  std::vector<float> a32(a.data.size());
   std::vector<float> y32(static_cast<size_t>(numel(out_shape)));
   to_f32(a.data.data(), a32.data(), a.numel());
-  to_f32(b.data.data(), b32.data(), b.numel());
   dnnl::memory a_mem(plain_desc(a.shape), cpu_engine(), a32.data());
-  dnnl::memory b_mem(plain_desc(b.shape), cpu_engine(), b32.data());
+  // Row-major like the primitive: only the f32 copy is kept.
+  dnnl::memory b_mem = prepared_weights(b, b.shape, plain_desc(b.shape), prim, weights);
   dnnl::memory y_mem(plain_desc(out_shape), cpu_engine(), y32.data());
   prim->prim.execute(cpu_stream(),
                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, y_mem}});

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/target.h"
@@ -122,8 +123,25 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
     in.erase(it);
     in.emplace(wmod, a);
   }
+  const std::set<std::string> given = [&] {
+    std::set<std::string> names;
+    for (const auto& [name, a] : in) names.insert(name);
+    return names;
+  }();
   for (const auto& [name, a] : weights_) in.emplace(name, a);
-  return arguments_from_npz(fn, in, where);
+  std::vector<VmValue> args = arguments_from_npz(fn, in, where);
+  // The same weight tensors every call: what the CPU library prepares for a tensor (its layout
+  // of a convolution's weights) is kept while the tensor lives.
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    if (!weights_.count(fn.params[i].name) || given.count(fn.params[i].name) || !args[i].tensor())
+      continue;
+    VmValue& kept = weight_values_[{original, fn.params[i].name}];
+    if (kept.tensor() && kept.tensor()->shape == args[i].tensor()->shape)
+      args[i] = kept;
+    else
+      kept = args[i];
+  }
+  return args;
 }
 
 std::vector<VmValue> CompiledModelDir::zero_arguments(const std::string& function,

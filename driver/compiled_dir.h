@@ -110,6 +110,9 @@ class CompiledModelDir {
   std::vector<SymBinding> bindings_;
   std::vector<std::pair<std::string, std::string>> onnx_inputs_, onnx_outputs_;  // onnx, wmod
   NpzArrays weights_;
+  // The weights as arguments, made at the first call and given to every later one (by module:
+  // original or compiled, and name).
+  mutable std::map<std::pair<bool, std::string>, VmValue> weight_values_;
   std::string target_;
   std::string model_file_;
   std::unique_ptr<Vm> vm_;

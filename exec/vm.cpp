@@ -393,7 +393,8 @@ VmValue results_value(std::vector<Tensor<double>> outs) {
 }  // namespace
 
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
-                             const SymBinding& heap, bool cpu_library, bool* in_f32) {
+                             const SymBinding& heap, bool cpu_library, bool* in_f32,
+                             const TensorOwners* owners) {
   const Call& c = b.call;
   if (c.kind == CallKind::op) {
     const OpKind kind = *op_by_name(c.callee);
@@ -404,7 +405,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
       // Operands the library or the elementwise path refuse reach the µGraph below, whose
       // shape rule reports them as it always did.
       std::optional<Tensor<double>> done;
-      if (cpu_library) done = run_on_cpu_library(kind, tensors, attrs);
+      if (cpu_library) done = run_on_cpu_library(kind, tensors, attrs, owners);
       if (!done) done = elementwise_on_host(kind, tensors, attrs);
       if (done && in_f32) *in_f32 = true;
       if (!done && impl) done = impl->eval(tensors, attrs);
@@ -442,7 +443,14 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::op:
     case CallKind::lib:
       require_tensors();
-      return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32);
+      {
+        TensorOwners owners;
+        for (const VmValue* v : in) {
+          const auto* shared = std::get_if<std::shared_ptr<const Tensor<double>>>(&v->v);
+          owners.push_back(shared ? *shared : nullptr);
+        }
+        return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners);
+      }
     case CallKind::ugraph: {
       require_tensors();
       const Graph& g = *module_.find_ugraph(c.callee)->graph;

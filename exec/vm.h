@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "cpulib/cpu_library.h"
 #include "model/evaluate_at.h"
 #include "model/module.h"
 #include "model/plan.h"
@@ -194,10 +195,12 @@ class Vm {
 // as the VM computes it (convolution and matmul by the CPU library in f32 where `cpu_library` and
 // weft has one, other model operators and libraries in f64, table operators by the interpreter in
 // f32), not yet stored in the result's dtype. UserError at the call for bad data.
-// `*in_f32` (where given) tells whether every element of the result is an f32 value.
+// `*in_f32` (where given) tells whether every element of the result is an f32 value. `owners`
+// (where given, one per tensor, null where none) lets the library keep operands it prepares (a
+// convolution's weights in its layout) for as long as their tensor lives.
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
                              const SymBinding& heap, bool cpu_library = true,
-                             bool* in_f32 = nullptr);
+                             bool* in_f32 = nullptr, const TensorOwners* owners = nullptr);
 
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the
 // value in errors ("match_cast of 'y'", "parameter 'x'"). Throws UserError at `loc` on mismatch.

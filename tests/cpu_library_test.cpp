@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "cpulib/cpu_library.h"
@@ -102,6 +103,56 @@ TEST(CpuLibrary, MatmulMatchesTheInterpreterWithBroadcastBatchDims) {
     Tensor<double> want = evaluate_real(std::move(gb).finish(), {a, b}, false).at(0);
     EXPECT_LT(scaled_error(*got, want), 1e-5);
   }
+}
+
+// Weights given with their owner are prepared once in the primitive's layout and kept while the
+// owner lives; the results equal the per-call path's bit for bit, and a tensor made after the
+// owner died (possibly at its address, with other values) never gets the dead one's weights.
+TEST(CpuLibrary, WeightsArePreparedOnceWhileTheirTensorLives) {
+  if (cpu_library_name().empty()) GTEST_SKIP() << "weft was built without oneDNN";
+  Attrs attrs = with_defaults(OpKind::conv, {});
+  attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  const Tensor<double> x = random_tensor({1, 8, 6, 6}, 31);
+  auto w = std::make_shared<const Tensor<double>>(random_tensor({16, 8, 3, 3}, 32));
+  const std::optional<Tensor<double>> per_call =
+      run_on_cpu_library(OpKind::conv, {&x, w.get()}, attrs);
+  ASSERT_TRUE(per_call);
+  const size_t before = onednn_prepared_weights_kept();
+  for (int run = 0; run < 3; ++run) {
+    const TensorOwners owners = {nullptr, w};  // held for the call only, as the VM holds them
+    std::optional<Tensor<double>> got =
+        run_on_cpu_library(OpKind::conv, {&x, w.get()}, attrs, &owners);
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->data, per_call->data) << "run " << run;
+  }
+  EXPECT_EQ(onednn_prepared_weights_kept(), before + 1) << "one entry for three runs";
+
+  // The owner dies; new weights (with other values) take its place.
+  const Tensor<double>* old_address = w.get();
+  w.reset();
+  auto w2 = std::make_shared<const Tensor<double>>(random_tensor({16, 8, 3, 3}, 33));
+  const std::optional<Tensor<double>> want =
+      run_on_cpu_library(OpKind::conv, {&x, w2.get()}, attrs);
+  const TensorOwners owners2 = {nullptr, w2};
+  std::optional<Tensor<double>> got =
+      run_on_cpu_library(OpKind::conv, {&x, w2.get()}, attrs, &owners2);
+  ASSERT_TRUE(got && want);
+  EXPECT_EQ(got->data, want->data)
+      << (w2.get() == old_address ? "at the dead owner's address" : "at a new address");
+  EXPECT_NE(got->data, per_call->data);
+  EXPECT_EQ(onednn_prepared_weights_kept(), before + 1) << "the dead owner's entry was dropped";
+
+  // A matmul's weight matrix (no batch dims of its own) is kept too, an activation's not.
+  const Tensor<double> a = random_tensor({1, 5, 8}, 34);
+  auto m = std::make_shared<const Tensor<double>>(random_tensor({1, 8, 4}, 35));
+  auto act = std::make_shared<const Tensor<double>>(random_tensor({3, 8, 4}, 36));
+  const Tensor<double> a3 = random_tensor({3, 5, 8}, 37);
+  const TensorOwners mo = {nullptr, m}, ao = {nullptr, act};
+  EXPECT_EQ(run_on_cpu_library(OpKind::matmul, {&a, m.get()}, {}, &mo)->data,
+            run_on_cpu_library(OpKind::matmul, {&a, m.get()}, {})->data);
+  EXPECT_EQ(onednn_prepared_weights_kept(), before + 2);
+  EXPECT_TRUE(run_on_cpu_library(OpKind::matmul, {&a3, act.get()}, {}, &ao));
+  EXPECT_EQ(onednn_prepared_weights_kept(), before + 2);
 }
 
 TEST(CpuLibrary, CallsItDoesNotTakeAreLeftToTheCaller) {
