@@ -141,6 +141,7 @@ static Register reg(
           nlohmann::ordered_json j = {{"tokens", r.tokens},
                                       {"capacity", r.capacity},
                                       {"compiled_steps", r.compiled_steps},
+                                      {"note", r.note},
                                       {"path", *megakernel ? "megakernel" : "vm"},
                                       {"step_seconds", r.step_seconds},
                                       {"median_step_seconds", median(r.step_seconds)}};
