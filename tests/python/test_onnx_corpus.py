@@ -140,7 +140,7 @@ def greedy_decode(weft, path, entry, tmp_path):
 
 def compile_and_run(weft, path, entry, tmp_path):
     """`weft compile` bound to the first reference's shapes (a fixed model: no --bind), then
-    `weft run DIR` at every reference."""
+    `weft run DIR` at every reference (and for a decoder with its cache, `weft decode DIR`)."""
     bind = h.dims_binding(path, references(entry)[0][1])
     out_dir = tmp_path / "compiled"
     cmd = [weft, "compile", path, "-o", out_dir, "--time-budget", "4", "--cache", tmp_path / "cache",
@@ -148,7 +148,28 @@ def compile_and_run(weft, path, entry, tmp_path):
     r = run(cmd + (["--bind", bind] if bind else []))
     if r.returncode != 0:
         return Outcome(False, f"weft compile: exit {r.returncode}: {r.stderr}")
-    return run_at_references([weft, "run", out_dir], entry, tmp_path, "weft run DIR")
+    ran = run_at_references([weft, "run", out_dir], entry, tmp_path, "weft run DIR")
+    if not ran.ok or "greedy" not in entry:
+        return ran
+    return decode_compiled(weft, out_dir, entry)
+
+
+def decode_compiled(weft, out_dir, entry):
+    """A decoder with its cache: `weft decode DIR --capacity C` at the compiled binding's cache
+    length C (the prompt fed a token a step, slots masked until filled) chooses onnxruntime's
+    tokens, as many as C slots hold."""
+    with np.load(CORPUS / entry["greedy"]["file"]) as z:
+        prompt = [int(t) for t in z["prompt"]]
+        want = [int(z["prompt_token"][0])] + [int(t) for t in z["tokens"]]
+    past = next(v for k, v in references(entry)[0][1].items() if k.startswith("past_key_values."))
+    capacity = past.shape[2]
+    tokens = capacity + 2 - len(prompt)
+    r = run([weft, "decode", out_dir, "--prompt", ",".join(map(str, prompt)), "--tokens", str(tokens),
+             "--capacity", str(capacity)])
+    if r.returncode != 0:
+        return Outcome(False, f"weft decode DIR: exit {r.returncode}: {r.stderr}")
+    got = [int(t) for t in r.stdout.strip().split(",")]
+    return Outcome(got == want[:tokens], f"weft decode DIR: tokens {got}, onnxruntime {want[:tokens]}")
 
 
 def test_status_covers_every_exported_model():
