@@ -42,8 +42,9 @@ std::optional<Tensor<double>> run_on_cpu_library(OpKind kind,
 #if WEFT_HAVE_ONEDNN
   // The weights' owner, when it is the tensor given (a caller's owners and tensors agree).
   std::shared_ptr<const Tensor<double>> weights;
-  if (owners && owners->size() == in.size() && in.size() == 2 && (*owners)[1].get() == in[1])
-    weights = (*owners)[1];
+  if (owners && owners->size() == in.size() && in.size() == 2 && (*owners)[1] &&
+      (*owners)[1]->get() == in[1])
+    weights = *(*owners)[1];
   if (kind == OpKind::conv && in.size() == 2) return onednn::conv(*in[0], *in[1], attrs, weights);
   if (kind == OpKind::matmul && in.size() == 2) {
     // A weight matrix has no batch dims of its own (all 1); a matmul of two activations (the

@@ -25,8 +25,9 @@ size_t onednn_prepared_weights_kept();
 // uses fewer where its work is small.
 void limit_cpu_library_threads(int threads);
 
-// The shared tensors behind operands, one per operand (null where a caller has none).
-using TensorOwners = std::vector<std::shared_ptr<const Tensor<double>>>;
+// The shared tensors behind operands, one per operand (null where a caller has none); pointers,
+// so a caller lists them without touching their counts.
+using TensorOwners = std::vector<const std::shared_ptr<const Tensor<double>>*>;
 
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library, or nullopt when
 // the library does not take this call (built without one, an operator or attribute it does not

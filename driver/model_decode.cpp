@@ -106,6 +106,12 @@ int64_t last_row_offset(int64_t numel, int64_t batch, int64_t vocab) {
   return numel / batch - vocab;
 }
 
+// The greedy choice from a step's logits [batch, seq, vocab]: row 0, last position.
+int64_t choose(const Tensor<double>& logits, int64_t batch, int64_t step) {
+  const int64_t vocab = logits.shape.back();
+  return argmax(logits.data.data() + last_row_offset(logits.numel(), batch, vocab), vocab, step);
+}
+
 void decode_vm_growing(CompiledModelDir& dir, DecodeState& s) {
   const DecoderSignature& sig = s.sig;
   const auto n = static_cast<int64_t>(s.prompt.size());
@@ -134,10 +140,7 @@ void decode_vm_growing(CompiledModelDir& dir, DecodeState& s) {
     std::map<std::string, Tensor<double>> out =
         dir.run(s.options.function, a, dir.dir(), s.options.executor);
     s.ran(dir);
-    const Tensor<double>& logits = out.at(sig.logits);
-    const int64_t vocab = logits.shape.back();
-    const int64_t token =
-        argmax(logits.data.data() + last_row_offset(logits.numel(), sig.batch, vocab), vocab, step);
+    const int64_t token = choose(out.at(sig.logits), sig.batch, step);
     for (const DecoderCache& c : sig.caches) caches[c.past] = std::move(out.at(c.present));
     s.chose(token, seconds_since(t0), step, steps);
   }
@@ -182,12 +185,8 @@ void decode_vm_fixed(CompiledModelDir& dir, DecodeState& s, int64_t capacity, in
       for (int64_t b = 0; b < sig.batch; ++b)
         mask.data[static_cast<size_t>(b * (capacity + 1) + pos)] = 1;
     }
-    const Tensor<double>& logits = out.at(sig.logits);
-    const int64_t vocab = logits.shape.back();
     if (pos + 1 >= n) {
-      s.chose(argmax(logits.data.data() + last_row_offset(logits.numel(), sig.batch, vocab), vocab,
-                     pos),
-              seconds_since(t0), pos, steps);
+      s.chose(choose(out.at(sig.logits), sig.batch, pos), seconds_since(t0), pos, steps);
     } else {
       s.note(seconds_since(t0), pos, steps);
     }
@@ -236,25 +235,13 @@ void decode_positional(CompiledModelDir& dir, DecodeState& s) {
       seconds = seconds_since(t0);
       s.ran(dir);
     }
-    const std::string& logits_name = prompt ? sig.prefill_results.at(0) : sig.logits;
-    const Tensor<double>& logits = out.at(logits_name);
-    const int64_t vocab = logits.shape.back();
     const int64_t token =
-        argmax(logits.data.data() + last_row_offset(logits.numel(), sig.batch, vocab), vocab, step);
+        choose(out.at(prompt ? sig.prefill_results.at(0) : sig.logits), sig.batch, step);
     for (size_t c = 0; c < sig.caches.size(); ++c)
       caches[sig.caches[c].past] =
           std::move(out.at(prompt ? sig.prefill_results.at(c + 1) : sig.caches[c].present));
     s.chose(token, seconds, step, steps);
   }
-}
-
-// A value's tensors as plan inputs count them (integers are part of the binding).
-size_t leaves(const VmValue& v) {
-  if (v.tensor()) return 1;
-  size_t n = 0;
-  if (const VmTuple* t = v.tuple())
-    for (const VmValue& x : *t) n += leaves(x);
-  return n;
 }
 
 void decode_megakernel(CompiledModelDir& dir, DecodeState& s, int64_t capacity, int64_t steps) {
@@ -280,11 +267,9 @@ void decode_megakernel(CompiledModelDir& dir, DecodeState& s, int64_t capacity, 
   s.result.stored_plan = m.stored;
   std::map<std::string, size_t> input, output;
   const std::vector<std::string> names = dir.parameter_names(s.options.function);
-  size_t next = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].tensor()) input[names[i]] = next;
-    next += leaves(args[i]);
-  }
+  const std::vector<std::optional<size_t>> input_of = model_megakernel_input_of(args);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (input_of[i]) input[names[i]] = *input_of[i];
   for (size_t j = 0; j < m.result_keys.size(); ++j) output[dir.output_name(m.result_keys[j])] = j;
   const size_t logits = output.at(sig.logits);
   const Shape& logits_shape = m.result_shapes.at(logits);

@@ -167,6 +167,19 @@ ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValu
                           options);
 }
 
+std::vector<std::optional<size_t>> model_megakernel_input_of(const std::vector<VmValue>& args) {
+  std::vector<std::optional<size_t>> out;
+  std::vector<const Tensor<double>*> tensors;
+  for (const VmValue& v : args) {
+    if (v.tensor())
+      out.emplace_back(tensors.size());
+    else
+      out.emplace_back(std::nullopt);
+    flatten_host(v, tensors);
+  }
+  return out;
+}
+
 std::vector<std::vector<float>> model_megakernel_inputs(const ModelMegakernel& m,
                                                         const std::vector<VmValue>& args) {
   std::vector<const Tensor<double>*> tensors;

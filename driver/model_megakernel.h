@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ std::vector<std::string> write_dir_megakernels(CompiledModelDir& dir, const std:
 // UserError when an operator runs on the host at this binding, or for an integer result.
 ModelMegakernel model_megakernel(CompiledModelDir& dir, const std::vector<VmValue>& args,
                                  const ModelMegakernelOptions& options);
+
+// Per argument, the plan input its tensor is (nullopt for a tuple or an integer), as
+// model_megakernel_inputs orders them.
+std::vector<std::optional<size_t>> model_megakernel_input_of(const std::vector<VmValue>& args);
 
 // The plan's inputs for `args` (plan input order, as MpkRunOptions::inputs takes them).
 std::vector<std::vector<float>> model_megakernel_inputs(const ModelMegakernel& m,

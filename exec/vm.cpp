@@ -446,8 +446,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
       {
         TensorOwners owners;
         for (const VmValue* v : in) {
-          const auto* shared = std::get_if<std::shared_ptr<const Tensor<double>>>(&v->v);
-          owners.push_back(shared ? *shared : nullptr);
+          owners.push_back(std::get_if<std::shared_ptr<const Tensor<double>>>(&v->v));
         }
         return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners);
       }

@@ -119,7 +119,7 @@ TEST(CpuLibrary, WeightsArePreparedOnceWhileTheirTensorLives) {
   ASSERT_TRUE(per_call);
   const size_t before = onednn_prepared_weights_kept();
   for (int run = 0; run < 3; ++run) {
-    const TensorOwners owners = {nullptr, w};  // held for the call only, as the VM holds them
+    const TensorOwners owners = {nullptr, &w};
     std::optional<Tensor<double>> got =
         run_on_cpu_library(OpKind::conv, {&x, w.get()}, attrs, &owners);
     ASSERT_TRUE(got);
@@ -133,7 +133,7 @@ TEST(CpuLibrary, WeightsArePreparedOnceWhileTheirTensorLives) {
   auto w2 = std::make_shared<const Tensor<double>>(random_tensor({16, 8, 3, 3}, 33));
   const std::optional<Tensor<double>> want =
       run_on_cpu_library(OpKind::conv, {&x, w2.get()}, attrs);
-  const TensorOwners owners2 = {nullptr, w2};
+  const TensorOwners owners2 = {nullptr, &w2};
   std::optional<Tensor<double>> got =
       run_on_cpu_library(OpKind::conv, {&x, w2.get()}, attrs, &owners2);
   ASSERT_TRUE(got && want);
@@ -147,7 +147,7 @@ TEST(CpuLibrary, WeightsArePreparedOnceWhileTheirTensorLives) {
   auto m = std::make_shared<const Tensor<double>>(random_tensor({1, 8, 4}, 35));
   auto act = std::make_shared<const Tensor<double>>(random_tensor({3, 8, 4}, 36));
   const Tensor<double> a3 = random_tensor({3, 5, 8}, 37);
-  const TensorOwners mo = {nullptr, m}, ao = {nullptr, act};
+  const TensorOwners mo = {nullptr, &m}, ao = {nullptr, &act};
   EXPECT_EQ(run_on_cpu_library(OpKind::matmul, {&a, m.get()}, {}, &mo)->data,
             run_on_cpu_library(OpKind::matmul, {&a, m.get()}, {})->data);
   EXPECT_EQ(onednn_prepared_weights_kept(), before + 2);
