@@ -1,7 +1,10 @@
-// IEEE binary16 and bfloat16 conversions with round-to-nearest-even, bit by bit.
+// IEEE binary16 and bfloat16 conversions with round-to-nearest-even, bit by bit; integer and bool
+// storage; every dtype's bytes.
 #include "core/dtype_convert.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -67,15 +70,60 @@ float round_to_dtype(float x, DType dtype) {
       return f16_bits_to_float(float_to_f16_bits(x));
     case DType::bf16:
       return bf16_bits_to_float(float_to_bf16_bits(x));
+    case DType::f64:
+    case DType::i64:
+    case DType::i32:
+    case DType::i16:
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean:
+      break;
   }
-  WEFT_CHECK(false, "unknown dtype");
+  WEFT_FAIL("round_to_dtype of a value to {}, which is not a kernel dtype", dtype_name(dtype));
+}
+
+double wrap_integer(double x, int bits, bool is_signed) {
+  if (std::isnan(x)) return 0;
+  double tr = std::clamp(std::trunc(x), -9223372036854775808.0, 9223372036854774784.0);
+  auto u = static_cast<uint64_t>(static_cast<int64_t>(tr));
+  if (bits < 64) u &= (uint64_t{1} << bits) - 1;
+  if (!is_signed) return static_cast<double>(u);
+  if (bits < 64 && (u >> (bits - 1)) != 0) u |= ~uint64_t{0} << bits;
+  return static_cast<double>(static_cast<int64_t>(u));
 }
 
 double stored_value(double x, DType dtype) {
-  return round_to_dtype(static_cast<float>(x), dtype);
+  switch (dtype) {
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16:
+      return round_to_dtype(static_cast<float>(x), dtype);
+    case DType::f64:
+      return x;
+    case DType::i64:
+      // Already integral within int64: as it is (the common case, no rounding work).
+      if (x == std::trunc(x) && std::fabs(x) < 9223372036854775808.0) return x;
+      return wrap_integer(x, 64, true);
+    case DType::i32:
+      return wrap_integer(x, 32, true);
+    case DType::i16:
+      return wrap_integer(x, 16, true);
+    case DType::i8:
+      return wrap_integer(x, 8, true);
+    case DType::u8:
+      return wrap_integer(x, 8, false);
+    case DType::boolean:
+      return x != 0 ? 1.0 : 0.0;
+  }
+  return x;
 }
 
 std::vector<uint8_t> encode_as(const float* x, size_t n, DType dtype) {
+  if (!is_kernel_dtype(dtype)) {
+    std::vector<double> wide(n);
+    for (size_t i = 0; i < n; ++i) wide[i] = stored_value(x[i], dtype);
+    return encode_values(wide.data(), n, dtype);
+  }
   std::vector<uint8_t> bytes(n * static_cast<size_t>(dtype_bytes(dtype)));
   if (dtype == DType::f32) {
     if (n) std::memcpy(bytes.data(), x, n * sizeof(float));
@@ -89,6 +137,12 @@ std::vector<uint8_t> encode_as(const float* x, size_t n, DType dtype) {
 }
 
 void decode_from(const uint8_t* bytes, size_t n, DType dtype, float* out) {
+  if (!is_kernel_dtype(dtype)) {
+    std::vector<double> wide(n);
+    decode_values(bytes, n, dtype, wide.data());
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(wide[i]);
+    return;
+  }
   if (dtype == DType::f32) {
     if (n) std::memcpy(out, bytes, n * sizeof(float));
     return;
@@ -97,6 +151,103 @@ void decode_from(const uint8_t* bytes, size_t n, DType dtype, float* out) {
     uint16_t h;
     std::memcpy(&h, bytes + 2 * i, 2);
     out[i] = dtype == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+  }
+}
+
+namespace {
+
+// Integers and bool are stored first (truncated, wrapped), so every value converts defined.
+template <typename T>
+void put_all(const double* x, size_t n, uint8_t* out, DType dtype) {
+  const bool store = !is_float_dtype(dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const T v = static_cast<T>(store ? stored_value(x[i], dtype) : x[i]);
+    std::memcpy(out + i * sizeof(T), &v, sizeof(T));
+  }
+}
+
+template <typename T>
+void get_all(const uint8_t* bytes, size_t n, double* out) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, bytes + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_values(const double* x, size_t n, DType dtype) {
+  std::vector<uint8_t> bytes(n * static_cast<size_t>(dtype_bytes(dtype)));
+  switch (dtype) {
+    case DType::f32:
+      put_all<float>(x, n, bytes.data(), dtype);
+      break;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        const auto f = static_cast<float>(x[i]);
+        uint16_t h = dtype == DType::f16 ? float_to_f16_bits(f) : float_to_bf16_bits(f);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+      break;
+    case DType::f64:
+      put_all<double>(x, n, bytes.data(), dtype);
+      break;
+    case DType::i64:
+      put_all<int64_t>(x, n, bytes.data(), dtype);
+      break;
+    case DType::i32:
+      put_all<int32_t>(x, n, bytes.data(), dtype);
+      break;
+    case DType::i16:
+      put_all<int16_t>(x, n, bytes.data(), dtype);
+      break;
+    case DType::i8:
+      put_all<int8_t>(x, n, bytes.data(), dtype);
+      break;
+    case DType::u8:
+    case DType::boolean:
+      put_all<uint8_t>(x, n, bytes.data(), dtype);
+      break;
+  }
+  return bytes;
+}
+
+void decode_values(const uint8_t* bytes, size_t n, DType dtype, double* out) {
+  switch (dtype) {
+    case DType::f32:
+      get_all<float>(bytes, n, out);
+      return;
+    case DType::f16:
+    case DType::bf16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        out[i] = dtype == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
+      }
+      return;
+    case DType::f64:
+      get_all<double>(bytes, n, out);
+      return;
+    case DType::i64:
+      get_all<int64_t>(bytes, n, out);
+      return;
+    case DType::i32:
+      get_all<int32_t>(bytes, n, out);
+      return;
+    case DType::i16:
+      get_all<int16_t>(bytes, n, out);
+      return;
+    case DType::i8:
+      get_all<int8_t>(bytes, n, out);
+      return;
+    case DType::u8:
+      get_all<uint8_t>(bytes, n, out);
+      return;
+    case DType::boolean:
+      for (size_t i = 0; i < n; ++i) out[i] = bytes[i] != 0 ? 1.0 : 0.0;
+      return;
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "driver/compile.h"
 #include "exec/npz.h"
+#include "exec/run_io.h"
 #include "ir/printer.h"
 #include "model/printer.h"
 #include "model/specialize.h"
@@ -236,7 +237,9 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
     // The original module's weights and the compiled one's folded values, by parameter name.
     std::map<std::string, Tensor<double>> weights = model.imported->weights;
     for (const auto& [name, value] : r.folded) weights.emplace(name, value);
-    write_npz((dir / model_dir::kWeights).string(), weights);
+    std::map<std::string, NpyElement> elements = weight_elements(compiled, weights);
+    elements.merge(weight_elements(model.imported->module, weights));
+    write_npz((dir / model_dir::kWeights).string(), weights, elements);
     write_text((dir / model_dir::kOnnxNames).string(),
                onnx_names_json(*model.imported).dump(1) + "\n");
   }

@@ -46,6 +46,16 @@ std::map<std::string, Tensor<double>> run_imported(
   return out;
 }
 
+std::map<std::string, NpyElement> imported_output_elements(const ImportedModel& m) {
+  const Function& fn = function_to_run(m.module, "main", SourceLoc{});
+  std::map<std::string, NpyElement> out;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const MType& t = m.outputs.size() == 1 ? fn.ret : fn.ret.fields.at(i);
+    if (t.is_tensor()) out[m.outputs[i].onnx] = npy_element(t.dtype);
+  }
+  return out;
+}
+
 ImportedModel import_for_run(const std::string& path, const OnnxImportOptions& options,
                              const std::map<std::string, Tensor<double>>& inputs,
                              const std::vector<std::string>& integral) {

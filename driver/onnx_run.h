@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/npz.h"
 #include "exec/vm.h"
 #include "onnx/import.h"
 
@@ -17,6 +18,10 @@ namespace weft {
 std::map<std::string, Tensor<double>> run_imported(
     const ImportedModel& m, const std::map<std::string, Tensor<double>>& inputs,
     const std::string& where, const VmOptions& options = {});
+
+// The NumPy element type of each output of `m` by ONNX name: its dtype's (npy_element), so integer
+// and bool outputs are written as such.
+std::map<std::string, NpyElement> imported_output_elements(const ImportedModel& m);
 
 // Imports `path` for a run on `inputs`, each dynamic dim bounded by its value in them unless
 // `options` bounds it (OnnxImportOptions::input_shapes: memory planned for these inputs, and a

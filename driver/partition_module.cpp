@@ -58,6 +58,22 @@ std::vector<int> operand_ranks(const Binding& b, const std::map<std::string, MTy
   return ranks;
 }
 
+// Whether every tensor of `t` (a tensor or a tuple of them) has a kernel dtype.
+bool kernel_dtypes(const MType& t) {
+  if (t.is_tensor()) return is_kernel_dtype(t.dtype);
+  return t.kind == MTypeKind::tuple && std::all_of(t.fields.begin(), t.fields.end(), kernel_dtypes);
+}
+
+// Whether the binding's result and operands are all of kernel dtypes.
+bool kernel_typed(const Binding& b, const std::map<std::string, MType>& types) {
+  if (!kernel_dtypes(b.type)) return false;
+  for (const std::string& a : b.call.args) {
+    auto it = types.find(a);
+    if (it == types.end() || !kernel_dtypes(it->second)) return false;
+  }
+  return true;
+}
+
 void partition_function(const Function& f, const PartitionOptions& options,
                         std::vector<ModelRegion>& out) {
   std::map<std::string, MType> types = value_types(f);
@@ -77,6 +93,8 @@ void partition_function(const Function& f, const PartitionOptions& options,
       if (b.call.kind != CallKind::op) continue;
       auto kind = op_by_name(b.call.callee);
       if (!kind || !region_operator(*kind, operand_ranks(b, types), options.search)) continue;
+      // µGraphs compute in f32, f16 and bf16: integer, bool and f64 tensors stay with the VM.
+      if (!kernel_typed(b, types)) continue;
       // Join the latest region it reads from whose first binding all its other operands precede
       // (the call_ugraph stands there), unless that region is full.
       std::optional<size_t> join;

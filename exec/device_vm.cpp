@@ -113,9 +113,8 @@ DeviceValue DeviceVm::upload(const VmValue& value, const MType& type) {
   if (auto* i = std::get_if<int64_t>(&value.v)) return DeviceValue{*i};
   const Tensor<double>* t = value.tensor();
   WEFT_CHECK(t != nullptr, "uploading a value that is no tensor, tuple or integer");
-  std::vector<float> f(t->data.begin(), t->data.end());
   DeviceTensor d = allocate(type.is_tensor() ? type.dtype : DType::f32, t->shape);
-  std::vector<uint8_t> bytes = encode_as(f.data(), f.size(), d.dtype);
+  std::vector<uint8_t> bytes = encode_values(t->data.data(), t->data.size(), d.dtype);
   device_->upload(d.data(), bytes.data(), static_cast<int64_t>(bytes.size()));
   stats_.uploaded_bytes += static_cast<int64_t>(bytes.size());
   return DeviceValue{d};
@@ -133,10 +132,9 @@ VmValue DeviceVm::download(const DeviceValue& value) {
   std::vector<uint8_t> bytes(static_cast<size_t>(numel(t->shape) * dtype_bytes(t->dtype)));
   device_->download(bytes.data(), t->data(), static_cast<int64_t>(bytes.size()));
   stats_.downloaded_bytes += static_cast<int64_t>(bytes.size());
-  std::vector<float> f(static_cast<size_t>(numel(t->shape)));
-  decode_from(bytes.data(), f.size(), t->dtype, f.data());
-  return VmValue{
-      std::make_shared<Tensor<double>>(t->shape, std::vector<double>(f.begin(), f.end()))};
+  auto out = std::make_shared<Tensor<double>>(t->shape, 0.0);
+  decode_values(bytes.data(), out->data.size(), t->dtype, out->data.data());
+  return VmValue{std::shared_ptr<const Tensor<double>>(std::move(out))};
 }
 
 VmValue DeviceVm::run_host(const std::string& name, const std::vector<VmValue>& args) {

@@ -137,8 +137,8 @@ DeviceValue DeviceVm::elementwise_op(const OpCall& op) {
   } catch (const UserError& e) {
     throw UserError(op.b.call.loc, e.message());
   }
-  a.k = static_cast<float>(k.k);
-  a.k2 = static_cast<float>(k.k2);
+  a.k = k.k;
+  a.k2 = k.k2;
   for (size_t d = 0; d < op.out_shape.size(); ++d) a.dims[d] = op.out_shape[d];
   for (size_t j = 0; j < op.in.size(); ++j) {
     a.in[j] = op.in[j]->data();

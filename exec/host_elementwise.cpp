@@ -1,4 +1,5 @@
-// Elementwise table operators on the VM's f64 tensors in f32 semantics (one pass, no copies).
+// Elementwise table operators on the VM's f64 tensors in f32 (or f64) semantics (one pass, no
+// copies).
 #include "exec/host_elementwise.h"
 
 #include "core/error.h"
@@ -8,15 +9,19 @@ namespace weft {
 
 namespace {
 
-double f32(double x) {
+double to_f32(double x) {
   return static_cast<double>(static_cast<float>(x));
+}
+double as_is(double x) {
+  return x;
 }
 
 }  // namespace
 
 std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
                                                   const std::vector<const Tensor<double>*>& in,
-                                                  const Attrs& attrs) {
+                                                  const Attrs& attrs, bool in_f32) {
+  double (*const f32)(double) = in_f32 ? to_f32 : as_is;
   const OpInfo& info = op_info(kind);
   const OpClass cls = info.op_class;
   if ((cls != OpClass::unary && cls != OpClass::binary) || !info.real || !info.shape.concrete ||

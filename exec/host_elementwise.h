@@ -1,5 +1,5 @@
 // The VM's per-operator path for the elementwise table operators: computed straight on its f64
-// tensors with the interpreter's f32 semantics, without building a one-operator µGraph.
+// tensors with the interpreter's f32 (or f64) semantics, without building a one-operator µGraph.
 #pragma once
 
 #include <optional>
@@ -13,10 +13,11 @@ namespace weft {
 
 // A unary or binary table operator (class unary or binary) applied to `in` as the interpreter's
 // f32 domain applies it: operands rounded to f32, the row's real semantics in double, the result
-// rounded to f32, so the values are the interpreter's exactly. nullopt for any other operator and
-// for operands the row's shape rule refuses (the caller reports those).
+// rounded to f32, so the values are the interpreter's exactly (`in_f32` false: in f64, nothing
+// rounded, for integer, bool and f64 results). nullopt for any other operator and for operands
+// the row's shape rule refuses (the caller reports those).
 std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
                                                   const std::vector<const Tensor<double>*>& in,
-                                                  const Attrs& attrs);
+                                                  const Attrs& attrs, bool in_f32 = true);
 
 }  // namespace weft

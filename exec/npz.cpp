@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 
 #include "core/dtype_convert.h"
 #include "core/error.h"
@@ -67,6 +68,31 @@ std::string header_field(const std::string& header, const std::string& key,
   return header.substr(i, end - i);
 }
 
+// A NumPy element type: its descr, size and the dtype whose bytes it has (none: u2, u4, read
+// only). In NpyElement order first.
+struct NpyKind {
+  const char* descr;
+  int bytes;
+  std::optional<DType> dtype;
+};
+const NpyKind kNpyKinds[] = {
+    {"<f2", 2, DType::f16},   {"<f4", 4, DType::f32},   {"<f8", 8, DType::f64},
+    {"|i1", 1, DType::i8},    {"|u1", 1, DType::u8},    {"<i2", 2, DType::i16},
+    {"<i4", 4, DType::i32},   {"<i8", 8, DType::i64},   {"|b1", 1, DType::boolean},
+    {"<u2", 2, std::nullopt}, {"<u4", 4, std::nullopt},
+};
+
+const NpyKind& npy_kind(NpyElement e) {
+  return kNpyKinds[static_cast<size_t>(e)];
+}
+
+// The kind of a header's quoted descr ('<f4'); null for one not supported.
+const NpyKind* npy_kind_of(const std::string& quoted) {
+  for (const NpyKind& k : kNpyKinds)
+    if (quoted == fmt::format("'{}'", k.descr)) return &k;
+  return nullptr;
+}
+
 }  // namespace
 
 NpyArray parse_npy(const std::string& b, const std::string& what) {
@@ -89,19 +115,10 @@ NpyArray parse_npy(const std::string& b, const std::string& what) {
   std::string fortran = header_field(header, "fortran_order", what);
   std::string shape_text = header_field(header, "shape", what);
   if (fortran != "False") bad(what, "Fortran-ordered arrays are not supported (save C order)");
-  struct Kind {
-    const char* d;
-    int bytes;
-    bool integral;
-  };
-  static const Kind kinds[] = {{"'<f4'", 4, false}, {"'<f8'", 8, false}, {"'<f2'", 2, false},
-                               {"'<i4'", 4, true},  {"'<i8'", 8, true},  {"'|b1'", 1, true},
-                               {"'|u1'", 1, true},  {"'|i1'", 1, true}};
-  const Kind* kind = nullptr;
-  for (const Kind& k : kinds)
-    if (descr == k.d) kind = &k;
+  const NpyKind* kind = npy_kind_of(descr);
   if (!kind)
-    bad(what, fmt::format("dtype {} is not supported (f2, f4, f8, i1, u1, i4, i8, b1)", descr));
+    bad(what, fmt::format("dtype {} is not supported (f2, f4, f8, i1, u1, i2, i4, i8, u2, u4, b1)",
+                          descr));
   if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
     bad(what, "the .npy shape is malformed");
   Shape shape;
@@ -126,37 +143,17 @@ NpyArray parse_npy(const std::string& b, const std::string& what) {
     bad(what, fmt::format("the array data has {} bytes, but shape {} needs {}", b.size() - data,
                           shape_str(shape), n * static_cast<size_t>(kind->bytes)));
   NpyArray out;
-  out.integral = kind->integral;
+  out.integral = kind->dtype ? !is_float_dtype(*kind->dtype) : true;
   out.tensor = Tensor<double>(shape, 0.0);
-  const char* p = b.data() + data;
-  for (size_t k = 0; k < n; ++k) {
-    double v = 0;
-    const char* q = p + k * static_cast<size_t>(kind->bytes);
-    std::string_view d = kind->d;
-    if (d == "'<f4'") {
-      float f;
-      std::memcpy(&f, q, 4);
-      v = f;
-    } else if (d == "'<f8'") {
-      std::memcpy(&v, q, 8);
-    } else if (d == "'<f2'") {
-      uint16_t h;
-      std::memcpy(&h, q, 2);
-      v = f16_bits_to_float(h);
-    } else if (d == "'<i4'") {
-      int32_t x;
-      std::memcpy(&x, q, 4);
-      v = x;
-    } else if (d == "'<i8'") {
-      int64_t x;
-      std::memcpy(&x, q, 8);
-      v = static_cast<double>(x);
-    } else if (d == "'|i1'") {
-      v = static_cast<signed char>(*q);
-    } else {
-      v = static_cast<unsigned char>(*q);
+  const auto* p = reinterpret_cast<const uint8_t*>(b.data() + data);
+  if (kind->dtype) {
+    decode_values(p, n, *kind->dtype, out.tensor.data.data());
+  } else {  // u2, u4: no weft dtype, exact in a double
+    for (size_t k = 0; k < n; ++k) {
+      uint32_t x = 0;
+      std::memcpy(&x, p + k * static_cast<size_t>(kind->bytes), static_cast<size_t>(kind->bytes));
+      out.tensor.data[k] = x;
     }
-    out.tensor.data[k] = v;
   }
   return out;
 }
@@ -168,6 +165,20 @@ NpyElement npy_element(DType dtype) {
       return NpyElement::f4;
     case DType::f16:
       return NpyElement::f2;
+    case DType::f64:
+      return NpyElement::f8;
+    case DType::i64:
+      return NpyElement::i8;
+    case DType::i32:
+      return NpyElement::i4;
+    case DType::i16:
+      return NpyElement::i2;
+    case DType::i8:
+      return NpyElement::i1;
+    case DType::u8:
+      return NpyElement::u1;
+    case DType::boolean:
+      return NpyElement::b1;
   }
   WEFT_FAIL("unknown dtype");
 }
@@ -180,11 +191,9 @@ std::string make_npy(const Tensor<double>& t, NpyElement element) {
   else if (t.shape.size() == 1)
     shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-                                   element == NpyElement::f8   ? "<f8"
-                                   : element == NpyElement::f2 ? "<f2"
-                                                               : "<f4",
-                                   shape);
+  const NpyKind& kind = npy_kind(element);
+  std::string header =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", kind.descr, shape);
   // Magic (6) + version (2) + length (2) + header + '\n', padded to a multiple of 64.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -194,17 +203,12 @@ std::string make_npy(const Tensor<double>& t, NpyElement element) {
   out += '\x00';
   put16(out, static_cast<uint16_t>(header.size()));
   out += header;
-  for (double v : t.data) {
-    if (element == NpyElement::f8) {
-      out.append(reinterpret_cast<const char*>(&v), 8);
-    } else if (element == NpyElement::f2) {
-      uint16_t h = float_to_f16_bits(static_cast<float>(v));
-      out.append(reinterpret_cast<const char*>(&h), 2);
-    } else {
-      float f = static_cast<float>(v);
-      out.append(reinterpret_cast<const char*>(&f), 4);
-    }
-  }
+  // Integer and bool elements hold what the dtype stores (a tensor of the model's dtype already
+  // does; anything else is truncated and wrapped as a cast would).
+  std::vector<double> values = t.data;
+  for (double& v : values) v = stored_value(v, *kind.dtype);
+  const std::vector<uint8_t> bytes = encode_values(values.data(), values.size(), *kind.dtype);
+  out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return out;
 }
 

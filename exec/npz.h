@@ -1,6 +1,7 @@
 // NumPy .npy/.npz files for the model executor's inputs and outputs: a careful reader (stored
-// or deflated zip entries, little-endian f2/f4/f8/i1/u1/i4/i8/b1 arrays in C order) and a writer
-// of stored f16, f32 or f64 entries. Every malformed file is a UserError naming the file and entry.
+// or deflated zip entries, little-endian f2/f4/f8/i1/u1/i2/i4/i8/u2/u4/b1 arrays in C order) and a
+// writer of stored entries in each dtype's NumPy type. Every malformed file is a UserError naming
+// the file and entry.
 #pragma once
 
 #include <map>
@@ -22,10 +23,11 @@ struct NpyArray {
 // Entry name (without ".npy") -> array, in name order.
 using NpzArrays = std::map<std::string, NpyArray>;
 
-// The element type an array is written as: '<f2', '<f4' or '<f8'.
-enum class NpyElement : uint8_t { f2, f4, f8 };
-// The closest NumPy type of a model dtype: f32 -> <f4, f16 -> <f2, and bf16 -> <f4, as NumPy
-// has no bfloat16 (a bf16 tensor's values are exact in f32, so nothing is lost).
+// The element type an array is written as: '<f2', '<f4', '<f8', '|i1', '|u1', '<i2', '<i4',
+// '<i8', '|b1'.
+enum class NpyElement : uint8_t { f2, f4, f8, i1, u1, i2, i4, i8, b1 };
+// The NumPy type of a model dtype: its own, and bf16 -> <f4, as NumPy has no bfloat16 (a bf16
+// tensor's values are exact in f32, so nothing is lost).
 NpyElement npy_element(DType dtype);
 
 NpzArrays read_npz(const std::string& path);

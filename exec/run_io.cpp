@@ -78,6 +78,16 @@ std::map<std::string, Tensor<double>> result_arrays(const VmValue& result) {
   return out;
 }
 
+std::map<std::string, NpyElement> weight_elements(
+    const Module& module, const std::map<std::string, Tensor<double>>& weights) {
+  std::map<std::string, NpyElement> out;
+  for (const Function& f : module.functions)
+    for (const Param& p : f.params)
+      if (p.type.is_tensor() && weights.count(p.name))
+        out.emplace(p.name, npy_element(p.type.dtype));
+  return out;
+}
+
 std::map<std::string, NpyElement> result_elements(const MType& ret) {
   std::map<std::string, NpyElement> out;
   flatten_elements(ret, "result", out);

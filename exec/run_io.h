@@ -30,6 +30,11 @@ VmValue argument_value(const Param& p, const NpyArray& array, const std::string&
 std::vector<VmValue> arguments_from_npz(const Function& fn, const NpzArrays& arrays,
                                         const std::string& path);
 
+// The element type to write each weight of `weights` (by parameter name of `module`'s functions)
+// as: its parameter's dtype's NumPy type (<f4 where no parameter names it).
+std::map<std::string, NpyElement> weight_elements(
+    const Module& module, const std::map<std::string, Tensor<double>>& weights);
+
 // Flattens a result into named arrays (integers become 0-d arrays).
 std::map<std::string, Tensor<double>> result_arrays(const VmValue& result);
 // The element type to write each of those arrays as, from the result's type `ret`: a tensor's

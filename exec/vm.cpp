@@ -33,6 +33,12 @@ const VmSlot* VmValue::slot() const {
 
 namespace {
 
+// Whether every tensor of `type` has a kernel dtype (f32, f16, bf16): the f32 paths may compute it.
+bool kernel_dtypes_only(const MType& type) {
+  if (type.is_tensor()) return is_kernel_dtype(type.dtype);
+  return std::all_of(type.fields.begin(), type.fields.end(), kernel_dtypes_only);
+}
+
 // The shape of a tensor, in planned storage or not; null for other values.
 const Shape* tensor_shape(const VmValue& v) {
   if (const Tensor<double>* t = v.tensor()) return &t->shape;
@@ -401,13 +407,16 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
     const Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
     const ModelOpImpl* impl = model_impl(kind);
     WEFT_CHECK(!impl || impl->eval, "composite {} reached the VM unexpanded", c.callee);
+    // A result of f64, an integer type or bool is computed in f64 (exact for integers to 2^53,
+    // then truncated and wrapped by its storage), never by the f32 paths.
+    const bool in_f64 = !kernel_dtypes_only(b.type);
     try {
       // Operands the library or the elementwise path refuse reach the µGraph below, whose
       // shape rule reports them as it always did.
       std::optional<Tensor<double>> done;
-      if (cpu_library) done = run_on_cpu_library(kind, tensors, attrs, owners);
-      if (!done) done = elementwise_on_host(kind, tensors, attrs);
-      if (done && in_f32) *in_f32 = true;
+      if (cpu_library && !in_f64) done = run_on_cpu_library(kind, tensors, attrs, owners);
+      if (!done) done = elementwise_on_host(kind, tensors, attrs, !in_f64);
+      if (done && in_f32 && !in_f64) *in_f32 = true;
       if (!done && impl) done = impl->eval(tensors, attrs);
       if (done) return tensor_value(std::move(*done));
     } catch (const UserError& e) {
@@ -424,7 +433,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
     }
     auto outs = gb.add_op(kind, ids, attrs, {}, c.loc);
     for (ValueId o : outs) gb.add_output(o);
-    return results_value(evaluate_real(std::move(gb).finish(), inputs, true));
+    return results_value(evaluate_real(std::move(gb).finish(), inputs, !in_f64));
   }
   WEFT_CHECK(c.kind == CallKind::lib, "{} is not an operator call", call_kind_name(c.kind));
   return tensor_value(lib_function_by_name(c.callee)->eval(tensors, {}));

@@ -115,11 +115,40 @@ bool f32_rounding_changes(const std::vector<double>& data) {
   return changes;
 }
 
-// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage precision
-// (shared, not copied, where no element changes). Values that do not match the type are left for
-// vm_match to report.
-VmValue stored(VmValue v, const MType& type) {
+// Values a tensor of `dtype` cannot hold exactly in the VM's doubles: an i64 beyond 2^53 is
+// refused (`what` names the tensor), never rounded silently.
+using Describe = std::function<std::string()>;
+
+void require_exact(const std::vector<double>& data, DType dtype, const SourceLoc& loc,
+                   const Describe& what) {
+  if (dtype != DType::i64) return;
+  for (size_t i = 0; i < data.size(); ++i)
+    if (std::fabs(data[i]) > kExactIntegerLimit)
+      throw UserError(loc,
+                      fmt::format("{} is i64 and its element {} is {:.0f}, beyond 2^53: weft's "
+                                  "VM holds integers exactly only up to 2^53",
+                                  what(), i, data[i]));
+}
+
+// An argument for an integer or bool parameter must hold integers (0 or 1 for bool): the value
+// is never truncated silently.
+void require_integral(const std::vector<double>& data, DType dtype, const SourceLoc& loc,
+                      const Describe& what) {
+  if (!is_integer_dtype(dtype) && dtype != DType::boolean) return;
+  for (size_t i = 0; i < data.size(); ++i)
+    if (stored_value(data[i], dtype) != data[i])
+      throw UserError(loc, fmt::format("{} is {}, but its element {} is {}, which {} does not hold "
+                                       "(give it as that type)",
+                                       what(), dtype_name(dtype), i, data[i], dtype_name(dtype)));
+}
+
+// `v` as a value of `type` holds it: every tensor rounded to its dtype's storage (shared, not
+// copied, where no element changes). Values that do not match the type are left for vm_match to
+// report. `argument`: `v` is given to a parameter, whose integers must already be exact.
+VmValue stored(VmValue v, const MType& type, const SourceLoc& loc, const Describe& what,
+               bool argument = false) {
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
+    if (argument) require_integral(t->data, type.dtype, loc, what);
     const auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
     // A result nothing else holds (an operator's fresh tensor) is rounded where it is. The VM
     // makes its tensors as non-const objects behind const pointers, so this write is defined.
@@ -130,6 +159,7 @@ VmValue stored(VmValue v, const MType& type) {
       } else {
         for (double& x : data) x = stored_value(x, type.dtype);
       }
+      require_exact(data, type.dtype, loc, what);
       return v;
     }
     const bool changes = type.dtype == DType::f32
@@ -137,15 +167,21 @@ VmValue stored(VmValue v, const MType& type) {
                              : std::any_of(t->data.begin(), t->data.end(), [&](double x) {
                                  return !std::isnan(x) && stored_value(x, type.dtype) != x;
                                });
-    if (!changes) return v;
+    if (!changes) {
+      require_exact(t->data, type.dtype, loc, what);
+      return v;
+    }
     auto copy = std::make_shared<Tensor<double>>(*t);
     for (double& x : copy->data) x = stored_value(x, type.dtype);
+    require_exact(copy->data, type.dtype, loc, what);
     return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
   }
   const VmTuple* tu = v.tuple();
   if (!tu || type.kind != MTypeKind::tuple || tu->size() != type.fields.size()) return v;
   auto out = std::make_shared<VmTuple>();
-  for (size_t i = 0; i < tu->size(); ++i) out->push_back(stored((*tu)[i], type.fields[i]));
+  for (size_t i = 0; i < tu->size(); ++i)
+    out->push_back(stored((*tu)[i], type.fields[i], loc,
+                          [&] { return fmt::format("{}, field {}", what(), i); }, argument));
   return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
 }
 
@@ -180,7 +216,9 @@ VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
         continue;
       }
     }
-    typed.push_back(stored(args[i], type));
+    const Param& param = f.fn->params[i];
+    typed.push_back(stored(
+        args[i], type, param.loc, [&] { return fmt::format("parameter '{}'", param.name); }, true));
     if (f32_param && typed.back().tensor() == owner->get()) {  // held as it came: exact in f32
       // Inputs that change every run leave dead entries: dropped once they outnumber the rest.
       if (f32_arguments_.size() >= 2 * args.size() + 64)
@@ -415,7 +453,8 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32);
   if (fresh(in.reg) && in.binding->call.kind != CallKind::func &&
       !(in_f32 && only_f32_tensors(in.binding->type)))
-    out = stored(std::move(out), in.binding->type);
+    out = stored(std::move(out), in.binding->type, in.binding->loc,
+                 [&] { return fmt::format("'{}'", in.binding->var); });
   if (fresh(in.reg)) {
     int64_t bytes = tensor_bytes(out);
     vm_.stats_.total_alloc_bytes += bytes;

@@ -23,7 +23,15 @@ inline double tolerance_for(DType dtype) {
       return 16 * 0x1p-11;
     case DType::bf16:
       return 16 * 0x1p-8;
+    case DType::f64:
+      return kF64Tolerance;
     case DType::f32:
+    case DType::i64:
+    case DType::i32:
+    case DType::i16:
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean:
       break;
   }
   return kF32Tolerance;

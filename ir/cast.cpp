@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/dtype_convert.h"
+#include "core/error.h"
 
 namespace weft {
 
@@ -32,8 +33,33 @@ const CastTarget* cast_target(int64_t code) {
   return nullptr;
 }
 
-DType cast_result_dtype(CastTarget::Kind kind) {
-  return kind == CastTarget::f16 ? DType::f16 : kind == CastTarget::bf16 ? DType::bf16 : DType::f32;
+DType cast_result_dtype(const CastTarget& t) {
+  switch (t.kind) {
+    case CastTarget::f32:
+      return DType::f32;
+    case CastTarget::f64:
+      return DType::f64;
+    case CastTarget::f16:
+      return DType::f16;
+    case CastTarget::bf16:
+      return DType::bf16;
+    case CastTarget::boolean:
+      return DType::boolean;
+    case CastTarget::sint:
+      return t.bits == 8    ? DType::i8
+             : t.bits == 16 ? DType::i16
+             : t.bits == 32 ? DType::i32
+                            : DType::i64;
+    case CastTarget::uint:
+      return t.bits == 8 ? DType::u8 : DType::i64;
+  }
+  return DType::f32;
+}
+
+int64_t cast_code_of(DType dtype) {
+  for (const CastTarget& t : kCastTargets)
+    if (cast_result_dtype(t) == dtype && (t.kind != CastTarget::uint || t.bits == 8)) return t.code;
+  WEFT_FAIL("no cast target yields {}", dtype_name(dtype));
 }
 
 double cast_scalar(double v, CastTarget::Kind kind, int bits) {
@@ -49,17 +75,10 @@ double cast_scalar(double v, CastTarget::Kind kind, int bits) {
     case CastTarget::boolean:
       return v != 0 ? 1.0 : 0.0;
     case CastTarget::sint:
-    case CastTarget::uint: {
+    case CastTarget::uint:
       // Toward zero, then modulo 2^bits as two's complement (numpy's astype for in-range
       // values); NaN gives 0 and values beyond int64 saturate first.
-      if (std::isnan(v)) return 0;
-      double tr = std::clamp(std::trunc(v), -9223372036854775808.0, 9223372036854774784.0);
-      auto u = static_cast<uint64_t>(static_cast<int64_t>(tr));
-      if (bits < 64) u &= (uint64_t{1} << bits) - 1;
-      if (kind == CastTarget::uint) return static_cast<double>(u);
-      if (bits < 64 && (u >> (bits - 1)) != 0) u |= ~uint64_t{0} << bits;
-      return static_cast<double>(static_cast<int64_t>(u));
-    }
+      return wrap_integer(v, bits, kind == CastTarget::sint);
   }
   return v;
 }

@@ -11,8 +11,8 @@
 namespace weft {
 
 // A cast target by ONNX's TensorProto.DataType code: the type's width in bits, whether it is
-// signed, and the model dtype the result carries (f32 for what the model types cannot name:
-// their values stay exact in the VM's doubles). The kind's values are the device form's codes.
+// signed, and the model dtype the result carries (u16, u32, u64, which weft has no dtype for,
+// give i64 holding their values). The kind's values are the device form's codes.
 struct CastTarget {
   int64_t code;
   const char* name;
@@ -24,8 +24,10 @@ struct CastTarget {
 std::span<const CastTarget> cast_targets();
 // The target of ONNX dtype code `code`; null for a code weft does not cast to.
 const CastTarget* cast_target(int64_t code);
-// The dtype a cast to `kind` yields: f16 and bf16 as themselves, f32 for the others.
-DType cast_result_dtype(CastTarget::Kind kind);
+// The dtype a cast to `t` yields.
+DType cast_result_dtype(const CastTarget& t);
+// The ONNX code of the cast target that yields `dtype`.
+int64_t cast_code_of(DType dtype);
 // `v` rounded as a target of `kind` and `bits` rounds it: floats to nearest, integers toward
 // zero and then modulo 2^bits (NaN gives 0, values beyond int64 saturate first), bool to 0 or 1.
 double cast_scalar(double v, CastTarget::Kind kind, int bits);

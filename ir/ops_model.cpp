@@ -172,14 +172,16 @@ std::vector<OpInfo> onnx_rows() {
         "ONNX Expand: x broadcast with `shape` (aligned at the right, 1s on either side broadcast)"),
     row(K::fill, 0,
         {{"shape", AttrKind::int_list, true, L{}}, {"value", AttrKind::rational, false, Rational(0)}},
-        kComputes, D::generate, "ONNX ConstantOfShape: an f32 tensor of `shape` filled with `value`"),
+        kComputes, D::generate,
+        "ONNX ConstantOfShape: an f32 tensor of `shape` filled with `value` (a cast follows for "
+        "other types)"),
     row(K::dims_tensor, 0, {{"values", AttrKind::int_list, true, L{}}}, kComputes, D::generate,
         "the 1-D tensor of the evaluated (symbolic) `values`: ONNX Shape's output, materialized"),
     scalar(K::cast, 1, {{"to", AttrKind::integer, true, int64_t{1}}}, cast,
            "weft_dk_cast({0}, {2}, {3})",
            "ONNX Cast; `to` is ONNX's dtype code (1 f32, 2 u8, 3 i8, 4 u16, 5 i16, 6 i32, 7 i64, "
            "9 bool, 10 f16, 11 f64, 12 u32, 13 u64, 16 bf16): values rounded as the type rounds "
-           "(ints toward zero, wrapping), the dtype f16/bf16/f32 (f32 for the others)",
+           "(ints toward zero, wrapping); the result has the target's dtype (u16, u32, u64: i64)",
            shape_rules::cast, cast_constants),
     // NaN stays NaN, as std::clamp keeps it.
     scalar(K::clip, 1,
@@ -211,8 +213,7 @@ std::vector<OpInfo> onnx_rows() {
   // clang-format on
 }
 
-// A truth value as the VM holds it: 1 or 0 in the tensor's float type (bool tensors run as
-// floats; docs/onnx.md).
+// A truth value as the VM holds it: a bool tensor's element is 1 or 0.
 double truth(bool b) {
   return b ? 1.0 : 0.0;
 }
@@ -230,39 +231,40 @@ ScalarConstants is_inf_constants(const Attrs& attrs) {
 }
 
 // The operators exporters emit for attention masks, NaN guards, rotary tables and index lookups
-// (issue 29). Comparisons and logical operators give 1 or 0 (a NaN operand compares false);
-// logical operands are true when nonzero.
+// (issue 29). Comparisons, logical operators, is_nan and is_inf give bool tensors (a NaN operand
+// compares false); logical operands are true when nonzero.
 std::vector<OpInfo> mask_rows() {
   using A = const ScalarArgs&;
+  const ShapeRule P = shape_rules::predicate;
   // clang-format off
   return {
     scalar(K::equal, 2, {}, [](A s) { return truth(s.x == s.y); },
-           "({0} == {1} ? 1.0f : 0.0f)", "x == y as 1 or 0 (ONNX Equal)"),
+           "({0} == {1} ? 1.0f : 0.0f)", "x == y (ONNX Equal)", P),
     scalar(K::less, 2, {}, [](A s) { return truth(s.x < s.y); },
-           "({0} < {1} ? 1.0f : 0.0f)", "x < y as 1 or 0 (ONNX Less)"),
+           "({0} < {1} ? 1.0f : 0.0f)", "x < y (ONNX Less)", P),
     scalar(K::less_equal, 2, {}, [](A s) { return truth(s.x <= s.y); },
-           "({0} <= {1} ? 1.0f : 0.0f)", "x <= y as 1 or 0 (ONNX LessOrEqual)"),
+           "({0} <= {1} ? 1.0f : 0.0f)", "x <= y (ONNX LessOrEqual)", P),
     scalar(K::greater, 2, {}, [](A s) { return truth(s.x > s.y); },
-           "({0} > {1} ? 1.0f : 0.0f)", "x > y as 1 or 0 (ONNX Greater)"),
+           "({0} > {1} ? 1.0f : 0.0f)", "x > y (ONNX Greater)", P),
     scalar(K::greater_equal, 2, {}, [](A s) { return truth(s.x >= s.y); },
-           "({0} >= {1} ? 1.0f : 0.0f)", "x >= y as 1 or 0 (ONNX GreaterOrEqual)"),
+           "({0} >= {1} ? 1.0f : 0.0f)", "x >= y (ONNX GreaterOrEqual)", P),
     scalar(K::logical_and, 2, {}, [](A s) { return truth(s.x != 0 && s.y != 0); },
-           "({0} != 0.0f && {1} != 0.0f ? 1.0f : 0.0f)", "x and y (nonzero is true) as 1 or 0"),
+           "({0} != 0.0f && {1} != 0.0f ? 1.0f : 0.0f)", "x and y (nonzero is true)", P),
     scalar(K::logical_or, 2, {}, [](A s) { return truth(s.x != 0 || s.y != 0); },
-           "({0} != 0.0f || {1} != 0.0f ? 1.0f : 0.0f)", "x or y (nonzero is true) as 1 or 0"),
+           "({0} != 0.0f || {1} != 0.0f ? 1.0f : 0.0f)", "x or y (nonzero is true)", P),
     scalar(K::logical_xor, 2, {}, [](A s) { return truth((s.x != 0) != (s.y != 0)); },
-           "(({0} != 0.0f) != ({1} != 0.0f) ? 1.0f : 0.0f)", "x xor y (nonzero is true) as 1 or 0"),
+           "(({0} != 0.0f) != ({1} != 0.0f) ? 1.0f : 0.0f)", "x xor y (nonzero is true)", P),
     scalar(K::logical_not, 1, {}, [](A s) { return truth(s.x == 0); },
-           "({0} == 0.0f ? 1.0f : 0.0f)", "not x (nonzero is true) as 1 or 0"),
+           "({0} == 0.0f ? 1.0f : 0.0f)", "not x (nonzero is true)", P),
     scalar(K::is_nan, 1, {}, [](A s) { return truth(std::isnan(s.x)); },
-           "({0} != {0} ? 1.0f : 0.0f)", "1 where x is NaN, else 0 (ONNX IsNaN)"),
+           "({0} != {0} ? 1.0f : 0.0f)", "true where x is NaN (ONNX IsNaN)", P),
     scalar(K::is_inf, 1,
            {{"detect_positive", AttrKind::integer, false, int64_t{1}},
             {"detect_negative", AttrKind::integer, false, int64_t{1}}},
            [](A s) { return truth(std::isinf(s.x) && (s.x > 0 ? s.k != 0 : s.k2 != 0)); },
            "(fabsf({0}) > 3.40282347e38f && ({0} > 0.0f ? {2} != 0.0f : {3} != 0.0f) ? 1.0f : 0.0f)",
-           "1 where x is +inf (detect_positive) or -inf (detect_negative), else 0 (ONNX IsInf)",
-           {}, is_inf_constants),
+           "true where x is +inf (detect_positive) or -inf (detect_negative) (ONNX IsInf)",
+           P, is_inf_constants),
     scalar(K::maximum, 2, {}, [](A s) { return nan_or(s.x, s.y, std::max(s.x, s.y)); },
            "({0} != {0} || {1} != {1} ? {0} + {1} : fmaxf({0}, {1}))",
            "the larger of x and y, NaN if either is (ONNX Max of two)"),

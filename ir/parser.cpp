@@ -157,6 +157,11 @@ class Parser {
     auto dtype = dtype_from_name(dt.text);
     if (!dtype)
       WEFT_USER_ERROR(loc(dt), "unknown element type '{}' (expected f32, f16 or bf16)", dt.text);
+    if (!is_kernel_dtype(*dtype))
+      WEFT_USER_ERROR(loc(dt),
+                      "a kernel program's tensors are f32, f16 or bf16, not {} (integer, bool and "
+                      "f64 tensors belong to model functions, .wmod)",
+                      dt.text);
     advance();
     expect(Tok::lbrack, "'[' and the dims of the tensor type");
     Shape shape;

@@ -289,6 +289,19 @@ struct Elementwise {
   }
 };
 
+// Comparisons, logical operators, is_nan and is_inf: a bool result; the operands of a comparison
+// share a dtype (ONNX requires it: weft never promotes silently).
+struct Predicate {
+  template <class A>
+  static typename A::Results apply(A& alg, const In<A>& in, typename A::AttrMap&) {
+    require_one_rank(alg, in);
+    if (in.size() == 2 && alg.dtype(in[0]) != alg.dtype(in[1]))
+      alg.fail(fmt::format("{}'s operands are {} and {}; they must have the same dtype (cast one)",
+                           alg.op(), dtype_name(alg.dtype(in[0])), dtype_name(alg.dtype(in[1]))));
+    return alg.result(broadcast_all(alg, in, DType::boolean));
+  }
+};
+
 struct Where {
   template <class A>
   static typename A::Results apply(A& alg, const In<A>& in, typename A::AttrMap&) {
@@ -313,7 +326,7 @@ struct Cast {
                            dim_text(to), known));
     }
     auto out = in[0];
-    out.dtype = cast_result_dtype(t->kind);
+    out.dtype = cast_result_dtype(*t);
     return alg.result(std::move(out));
   }
 };
@@ -425,6 +438,7 @@ constinit const ShapeRule iter = {&infer_iter, nullptr};
 constinit const ShapeRule save = {&infer_save, nullptr};
 constinit const ShapeRule accum_concat = {&infer_accum_concat, nullptr};
 constinit const ShapeRule elementwise = rule_of<Elementwise>();
+constinit const ShapeRule predicate = rule_of<Predicate>();
 constinit const ShapeRule where = rule_of<Where>();
 constinit const ShapeRule cast = rule_of<Cast>();
 constinit const ShapeRule clip = rule_of<Clip>();

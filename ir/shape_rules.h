@@ -27,8 +27,10 @@ extern const ShapeRule save;
 extern const ShapeRule accum_concat;
 // Model-only elementwise rows: operands of one rank whose size-1 dims broadcast, the first one's
 // dtype (the default of a model-only row with `real`); where (the values' dtype), cast (the
-// target's dtype), clip (min <= max).
+// target's dtype), clip (min <= max), predicate (comparisons, logical operators, is_nan,
+// is_inf: bool; a comparison's two operands of one dtype).
 extern const ShapeRule elementwise;
+extern const ShapeRule predicate;
 extern const ShapeRule where;
 extern const ShapeRule cast;
 extern const ShapeRule clip;

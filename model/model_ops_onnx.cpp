@@ -324,7 +324,7 @@ Tensor<double> eval_fill(const In&, const Attrs& attrs) {
 }
 
 MType infer_dims_tensor(DeduceContext&, const std::vector<MType>&, const MAttrs& attrs) {
-  return MType::tensor(DType::f32,
+  return MType::tensor(DType::i64,
                        {SymExpr(static_cast<int64_t>(sym_list(attrs, "values").size()))});
 }
 
@@ -341,7 +341,7 @@ MType infer_range(DeduceContext& ctx, const std::vector<MType>&, const MAttrs& a
   SymExpr span = sym_int(attrs, "limit") - sym_int(attrs, "start");
   if (*delta < 0) span = -span;
   int64_t step = std::abs(*delta);
-  return MType::tensor(DType::f32, {max(SymExpr(0), floordiv(span + (step - 1), SymExpr(step)))});
+  return MType::tensor(DType::i64, {max(SymExpr(0), floordiv(span + (step - 1), SymExpr(step)))});
 }
 
 Tensor<double> eval_range(const In&, const Attrs& attrs) {

@@ -141,7 +141,9 @@ MType infer_avg_pool(DeduceContext& ctx, const std::vector<MType>& in, const MAt
 }
 MType infer_max_pool_indices(DeduceContext& ctx, const std::vector<MType>& in,
                              const MAttrs& attrs) {
-  return infer_pool(ctx, in, attrs, "max_pool_indices", true);
+  MType t = infer_pool(ctx, in, attrs, "max_pool_indices", true);
+  t.dtype = DType::i64;
+  return t;
 }
 
 MType infer_global_pool(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs&) {

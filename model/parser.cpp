@@ -196,8 +196,8 @@ class Parser {
     bool is_shape = t.text == "shape";
     auto dtype = dtype_from_name(t.text);
     if (!is_shape && !dtype)
-      fail(t,
-           fmt::format("unknown type '{}' (expected f32, f16, bf16, shape, tuple or int)", t.text));
+      fail(t, fmt::format("unknown type '{}' (expected a dtype ({}), shape, tuple or int)", t.text,
+                          dtype_names()));
     advance();
     expect(Tok::lbrack, "'[' and the dims");
     MType out;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "core/dtype_convert.h"
 #include "model/model_ops.h"
@@ -155,9 +156,19 @@ int broadcast_rank(I& imp, std::initializer_list<const Value*> vs) {
 
 // a (k) b with numpy broadcasting: folded when both are known, scale/shift for a run-time
 // operand and a constant scalar, else the table's operator on operands of equal rank.
-Value arith(I& imp, Arith k, const Value& a, const Value& b) {
+Value arith(I& imp, Arith k, const Value& a_in, const Value& b_in) {
   const char* names[] = {"add", "sub", "mul", "div", "pow"};
   const char* name = names[static_cast<int>(k)];
+  // A shape vector cast to a float type computes as a run-time tensor of that type: folding it
+  // would divide as integers do.
+  auto numeric = [&](const Value& v) {
+    if (v.kind != VKind::dims || is_integer_type(v.elem)) return v;
+    Value r;
+    std::tie(r.name, r.type) = imp.runtime(v);
+    r.elem = v.elem;
+    return r;
+  };
+  const Value a = numeric(a_in), b = numeric(b_in);
   if (a.kind != VKind::runtime && b.kind != VKind::runtime) {
     auto ia = imp.ints_of(a), ib = imp.ints_of(b);
     bool integral = (a.kind == VKind::dims || is_integer_type(a.elem)) &&
@@ -247,11 +258,8 @@ Value arith(I& imp, Arith k, const Value& a, const Value& b) {
   std::string x = imp.runtime(with_rank(a, r)).first, y = imp.runtime(with_rank(b, r)).first;
   x = imp.to_rank(x, r);
   y = imp.to_rank(y, r);
+  // An integer quotient truncates toward zero (ONNX's Div) as the integer dtype stores it.
   Value out = imp.op(name, {x, y});
-  // Integer tensors run as floats: an integer quotient truncates toward zero (ONNX's Div).
-  bool integral = is_integer_type(a.kind == VKind::runtime ? a.elem : b.elem);
-  if (k == Arith::div && integral)
-    out = imp.op("cast", {out.name}, {{"to", SymExpr(a.kind == VKind::runtime ? a.elem : b.elem)}});
   out.elem = a.kind == VKind::runtime ? a.elem : b.elem;
   return out;
 }

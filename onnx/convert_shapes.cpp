@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/dtype_convert.h"
+#include "ir/cast.h"
 #include "model/model_ops.h"
 #include "onnx/convert_common.h"
 
@@ -329,45 +330,52 @@ void convert_gather(I& imp) {
   imp.out(0, imp.op("gather", {x, ids}, {{"axis", SymExpr(a)}}));
 }
 
-void convert_cast(I& imp) {
-  const Value& v = imp.in(0);
-  auto to = static_cast<int>(imp.attr_int("to", TensorProto::FLOAT));
-  bool to_int = is_integer_type(to);
+// Value `v` as ONNX type `to` (Cast's semantics); the result is the node's output 0.
+void cast_to(I& imp, const Value& v, int to) {
+  const CastTarget* target = cast_target(to);
+  if (!target) imp.fail(fmt::format("Cast to ONNX type {} is not supported", to));
   if (v.kind == VKind::constant) {
     Value c = v;
     c.name.clear();
     c.elem = to;
-    for (double& x : c.data.data) {
-      if (to == TensorProto::BOOL)
-        x = x != 0;
-      else if (to_int)
-        x = std::trunc(x);
-      else if (to == TensorProto::FLOAT)
-        x = static_cast<float>(x);
-      else if (to == TensorProto::FLOAT16)
-        x = round_to_dtype(static_cast<float>(x), DType::f16);
-      else if (to == TensorProto::BFLOAT16)
-        x = round_to_dtype(static_cast<float>(x), DType::bf16);
-    }
+    for (double& x : c.data.data) x = cast_scalar(x, target->kind, target->bits);
     imp.out(0, c);
     return;
   }
   if (v.kind == VKind::dims) {
-    imp.out(0, v);  // shape arithmetic stays integral
+    // Shape arithmetic stays symbolic while integral; cast to a float type, the values are
+    // materialized in that type where they are used as a tensor.
+    Value c = v;
+    c.elem = to;
+    imp.out(0, c);
     return;
   }
   if (to == TensorProto::FLOAT16 || to == TensorProto::BFLOAT16) {
     // Imported models compute in f32 (docs/onnx.md): the values round to the narrower type,
     // then travel as f32 again, so every operator after it sees one dtype.
     const Value narrow = imp.op("cast", {v.name}, {{"to", SymExpr(to)}});
-    imp.out(0, imp.op("cast", {narrow.name}, {{"to", SymExpr(int64_t{TensorProto::FLOAT})}}));
+    Value wide = imp.op("cast", {narrow.name}, {{"to", SymExpr(int64_t{TensorProto::FLOAT})}});
+    wide.elem = to;
+    imp.out(0, wide);
     return;
   }
-  if (!to_int) {  // every run-time tensor is float in weft (docs/onnx.md)
-    imp.out(0, v);
+  if (to == TensorProto::UINT16 || to == TensorProto::UINT32 || to == TensorProto::UINT64) {
+    // No dtype of their own: the cast wraps as the type does and the result is i64.
+    Value c = imp.op("cast", {v.name}, {{"to", SymExpr(to)}});
+    c.elem = to;
+    imp.out(0, c);
     return;
   }
-  imp.out(0, imp.op("cast", {v.name}, {{"to", SymExpr(to)}}));
+  imp.out(0, imp.as_elem(v, to));
+}
+
+void convert_cast(I& imp) {
+  cast_to(imp, imp.in(0), static_cast<int>(imp.attr_int("to", TensorProto::FLOAT)));
+}
+
+// CastLike(x, like): Cast to like's type (like's values are not read).
+void convert_castlike(I& imp) {
+  cast_to(imp, imp.in(0), imp.in(1).elem);
 }
 
 void convert_expand(I& imp) {
@@ -427,7 +435,8 @@ void convert_range(I& imp) {
     imp.out(0, c);
     return;
   }
-  imp.out(0, imp.op("range", {}, {{"start", v[0][0]}, {"limit", v[1][0]}, {"delta", v[2][0]}}));
+  const Value r = imp.op("range", {}, {{"start", v[0][0]}, {"limit", v[1][0]}, {"delta", v[2][0]}});
+  imp.out(0, imp.as_elem(r, imp.in(0).elem));
 }
 
 void convert_pad(I& imp) {
@@ -521,7 +530,7 @@ void convert_constant_of_shape(I& imp) {
   }
   auto r = rational_of(fill);
   if (!r) imp.fail("ConstantOfShape's value must be finite");
-  imp.out(0, imp.op("fill", {}, {{"shape", shape}, {"value", *r}}));
+  imp.out(0, imp.as_elem(imp.op("fill", {}, {{"shape", shape}, {"value", *r}}), elem));
 }
 
 void convert_identity(I& imp) {
@@ -564,6 +573,7 @@ void add_shape_converters(std::vector<Converter>& table) {
       {"Unsqueeze", 1, kMaxOpset, convert_unsqueeze},
       {"Squeeze", 1, kMaxOpset, convert_squeeze},
       {"Cast", 6, kMaxOpset, convert_cast},
+      {"CastLike", 15, kMaxOpset, convert_castlike},
       {"Expand", 8, kMaxOpset, convert_expand},
       {"Shape", 1, kMaxOpset, convert_shape},
       {"ConstantOfShape", 9, kMaxOpset, convert_constant_of_shape},

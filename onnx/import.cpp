@@ -78,6 +78,56 @@ std::string read_bytes(const std::string& path) {
 
 namespace onnx_import {
 
+DType dtype_of_elem(int elem) {
+  switch (elem) {
+    case TensorProto::DOUBLE:
+      return DType::f64;
+    case TensorProto::INT64:
+    case TensorProto::UINT16:
+    case TensorProto::UINT32:
+    case TensorProto::UINT64:
+      return DType::i64;
+    case TensorProto::INT32:
+      return DType::i32;
+    case TensorProto::INT16:
+      return DType::i16;
+    case TensorProto::INT8:
+      return DType::i8;
+    case TensorProto::UINT8:
+      return DType::u8;
+    case TensorProto::BOOL:
+      return DType::boolean;
+    default:  // FLOAT; FLOAT16 and BFLOAT16 compute in f32 (docs/onnx.md)
+      return DType::f32;
+  }
+}
+
+int elem_of_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return TensorProto::FLOAT;
+    case DType::f16:
+      return TensorProto::FLOAT16;
+    case DType::bf16:
+      return TensorProto::BFLOAT16;
+    case DType::f64:
+      return TensorProto::DOUBLE;
+    case DType::i64:
+      return TensorProto::INT64;
+    case DType::i32:
+      return TensorProto::INT32;
+    case DType::i16:
+      return TensorProto::INT16;
+    case DType::i8:
+      return TensorProto::INT8;
+    case DType::u8:
+      return TensorProto::UINT8;
+    case DType::boolean:
+      return TensorProto::BOOL;
+  }
+  return TensorProto::FLOAT;
+}
+
 bool is_integer_type(int elem) {
   switch (elem) {
     case TensorProto::INT8:
@@ -256,6 +306,7 @@ Value dims_value(std::vector<SymExpr> syms, bool scalar) {
   }
   Value v;
   v.kind = VKind::dims;
+  v.elem = TensorProto::INT64;
   v.syms = std::move(syms);
   v.scalar = scalar;
   return v;
@@ -349,6 +400,7 @@ std::pair<std::string, MType> Importer::runtime(const Value& v) {
     case VKind::dims: {
       Value t = op("dims_tensor", {}, {{"values", v.syms}});
       if (v.scalar) t = op("reshape", {t.name}, {{"shape", std::vector<SymExpr>{}}});
+      t = as_elem(t, v.elem);  // a shape cast to another type (Cast of Shape's output)
       return {t.name, t.type};
     }
     case VKind::constant:
@@ -362,7 +414,7 @@ std::pair<std::string, MType> Importer::runtime(const Value& v) {
   std::string name = fresh_value_name(key.empty() ? fmt::format("const{}", const_count_++) : key);
   if (!key.empty()) weight_params_[{key, v.data.shape}] = name;
   std::vector<SymExpr> d(v.data.shape.begin(), v.data.shape.end());
-  MType type = MType::tensor(DType::f32, d);
+  MType type = MType::tensor(dtype_of_elem(v.elem), d);
   fn_.params.push_back(Param{name, type, SourceLoc{path_}});
   types_[name] = type;
   weights_[name] = v.data;
@@ -415,6 +467,7 @@ Value Importer::emit(CallKind kind, const std::string& callee, const std::vector
   v.kind = VKind::runtime;
   v.name = b.var;
   v.type = b.type;
+  if (b.type.is_tensor()) v.elem = elem_of_dtype(b.type.dtype);
   block_.bindings.push_back(std::move(b));
   return v;
 }
@@ -507,7 +560,7 @@ void Importer::declare_inputs(const onnx::GraphProto& g,
       dims.push_back(*module_.syms.find(it->second));
     }
     std::string name = fresh_value_name(vi.name());
-    MType type = MType::tensor(DType::f32, dims);
+    MType type = MType::tensor(dtype_of_elem(tt.elem_type()), dims);
     fn_.params.push_back(Param{name, type, SourceLoc{path_}});
     types_[name] = type;
     Value v;

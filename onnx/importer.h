@@ -30,6 +30,11 @@ using onnx::TensorProto;
 constexpr int kMaxOpset = 21;
 
 bool is_integer_type(int elem);
+// The model dtype a value of ONNX elem type `elem` gets: its own (u16, u32, u64 as i64), except
+// that f16 and bf16 values compute as f32 (docs/onnx.md).
+DType dtype_of_elem(int elem);
+// The ONNX elem type of a model dtype.
+int elem_of_dtype(DType dtype);
 // A TensorProto's values as doubles (`what` names it in errors at `where`).
 Tensor<double> tensor_from_proto(const TensorProto& t, const SourceLoc& where,
                                  const std::string& what);
@@ -220,6 +225,19 @@ class Importer {
   Value op(const std::string& callee, const std::vector<std::string>& args, MAttrs attrs = {}) {
     WEFT_CHECK(op_by_name(callee), "the importer emits an operator weft lacks: {}", callee);
     return emit(CallKind::op, callee, args, std::move(attrs));
+  }
+  // Run-time value `v` as a value of ONNX type `elem` (dtype_of_elem): itself when its dtype is
+  // that already, else a cast.
+  Value as_elem(const Value& v, int elem) {
+    const DType want = dtype_of_elem(elem);
+    if (!v.type.is_tensor() || v.type.dtype == want) {
+      Value same = v;
+      same.elem = elem;
+      return same;
+    }
+    Value c = op("cast", {v.name}, {{"to", SymExpr(int64_t{elem_of_dtype(want)})}});
+    c.elem = elem;
+    return c;
   }
   const MType& type_of(const std::string& name) const { return types_.at(name); }
   // Decides conditions on symbolic dims while folding (Equal of a shape vector and -1).

@@ -17,7 +17,7 @@ if [ "$name" = model_fuzzer ]; then
   # Every operator of the table (ir/ops.def) and every dtype as dictionary words, so mutations
   # reach operators no seed calls: a new table row is fuzzed without a new seed file.
   grep -o 'OP([a-z_0-9]*,' "$root/ir/ops.def" | sed 's/^OP(\(.*\),$/"\1("/' | grep -v '^"kind("$' >"$work/dict"
-  printf '"%s["\n' f32 f16 bf16 >>"$work/dict"
+  printf '"%s["\n' f32 f16 bf16 f64 i64 i32 i16 i8 u8 bool >>"$work/dict"
   dict=(-dict="$work/dict")
   echo "dictionary: $(wc -l <"$work/dict") words"
 else

@@ -103,7 +103,7 @@ fn positions(x: DT[2, 6, 8]) -> tuple(DT[2, 6, 8], DT[2, 3, 8], DT[2, 6, 8], DT[
   }
   return r
 }
-fn masks(x: DT[3, 4], y: DT[1, 4]) -> tuple(DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4]) {
+fn masks(x: DT[3, 4], y: DT[1, 4]) -> tuple(bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], bool[3, 4], DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 4]) {
   dataflow {
     a = equal(x, x)
     b = less(x, y)
@@ -124,7 +124,7 @@ fn masks(x: DT[3, 4], y: DT[1, 4]) -> tuple(DT[3, 4], DT[3, 4], DT[3, 4], DT[3, 
   }
   return t
 }
-fn generated(x: DT[2, 3]) -> tuple(f32[2, 3], f32[4], f32[3], f16[2, 3], f32[2, 3]) {
+fn generated(x: DT[2, 3]) -> tuple(f32[2, 3], i64[4], i64[3], f16[2, 3], bool[2, 3]) {
   dataflow {
     f = fill(shape=[2, 3], value=-2.5)
     r = range(start=7, limit=-4, delta=-3)
@@ -136,7 +136,7 @@ fn generated(x: DT[2, 3]) -> tuple(f32[2, 3], f32[4], f32[3], f16[2, 3], f32[2, 
   }
   return t
 }
-fn windows(x: DT[2, 4, 7, 6], k: DT[6, 2, 3, 3]) -> tuple(DT[ndim=4], DT[ndim=4], DT[ndim=4], DT[ndim=4], DT[2, 4, 1, 1], DT[2, 4, 1, 1], DT[2, 4, 7, 6]) {
+fn windows(x: DT[2, 4, 7, 6], k: DT[6, 2, 3, 3]) -> tuple(DT[ndim=4], DT[ndim=4], i64[ndim=4], DT[ndim=4], DT[2, 4, 1, 1], DT[2, 4, 1, 1], DT[2, 4, 7, 6]) {
   dataflow {
     c = conv(x, k, strides=[2, 1], pads=[1, 0, 2, 1], dilations=[1, 2], group=2)
     m = max_pool(x, kernel=[2, 3], strides=[2, 2], pads=[1, 1, 1, 0], ceil_mode=1)

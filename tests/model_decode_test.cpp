@@ -176,8 +176,9 @@ TEST(ModelDecodeMegakernel, EachStepIsOnePersistentLaunchWithTheVmsTokens) {
   EXPECT_TRUE(r.stored_plan);
   EXPECT_EQ(r.compiled_steps, 15);
   EXPECT_EQ(r.tokens, first(ref.tokens, kTokens));
-  // The first step's token and position come with the inputs; the last fills no slot.
-  EXPECT_DOUBLE_EQ(r.bytes_to_device_per_step, 12.0 * 14 / 15);
+  // The first step's token and position come with the inputs; the last fills no slot. Each is
+  // an int64, as the export declares: token, position and the mask slot, 24 bytes.
+  EXPECT_DOUBLE_EQ(r.bytes_to_device_per_step, 24.0 * 14 / 15);
   EXPECT_DOUBLE_EQ(r.bytes_to_host_per_step, 128.0 * 4 * kTokens / 15)
       << "logits of the steps that choose";
   EXPECT_GT(r.setup_bytes, 100000) << "the weights and the caches, placed once";

@@ -110,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, DeviceKernels, ::testing::Values("f32", "bf16")
 TEST(DeviceVm, ALibraryCallRunsOnTheDeviceAndAHostFallbackIsCounted) {
   SymProver prover;
   Module m = parse_module(R"(module fallback
-fn main(x: f32[6, 8], w: f32[8, 5]) -> tuple(f32[6, 5], f32[9]) {
+fn main(x: f32[6, 8], w: f32[8, 5]) -> tuple(f32[6, 5], i64[9]) {
   dataflow {
     a = exp(x)
     r = rope(a, offset=3)
@@ -349,7 +349,7 @@ fn main(x: f32[4, 8], w: f32[4, 8], v: f32[n, 8]) -> tuple(f32[4, 8], f32[n, 8])
   return r
 }
 
-fn on_host(x: f32[n, 8], w: f32[8, 5]) -> tuple(f32[n, 5], f32[9]) {
+fn on_host(x: f32[n, 8], w: f32[8, 5]) -> tuple(f32[n, 5], i64[9]) {
   dataflow {
     a = exp(x)
     g = call_lib(cpu.gemm, a, w)

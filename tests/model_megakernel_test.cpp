@@ -126,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ModelMegakernelFamilies, ::testing::Values("f32
 TEST(ModelMegakernelPlan, AnOperatorOnTheHostIsRefusedByName) {
   SymProver prover;
   Module m = parse_module(R"(module fallback
-fn main(x: f32[2, 3]) -> tuple(f32[2, 3], f32[9]) {
+fn main(x: f32[2, 3]) -> tuple(f32[2, 3], i64[9]) {
   dataflow {
     a = exp(x)
     d = dims_tensor(values=[1, 2, 3, 4, 5, 6, 7, 8, 9])

@@ -128,7 +128,7 @@ TEST(MaskOps, AModelOfEveryNewOperatorDeducesRoundTripsAndRuns) {
   const auto& b = m.functions[0].blocks[0].bindings;
   EXPECT_EQ(b[0].type.str(), "f32[n, 3, 4]");
   EXPECT_EQ(b[1].type.str(), "f32[n, 5]");
-  EXPECT_EQ(b[2].type.str(), "f32[n, 6, 4]");
+  EXPECT_EQ(b[2].type.str(), "bool[n, 6, 4]");  // less: a comparison
   EXPECT_TRUE(parse_module(print_module(m), "again", prover) == m);
   Tensor<double> x({2, 6, 4}, 0.0), i({2, 3, 4}, 1.0), j({2, 5, 2}, 0.0), y({1, 6, 1}, 0.5);
   std::iota(x.data.begin(), x.data.end(), -20.0);
@@ -177,6 +177,50 @@ TEST(MaskOps, ExportedMaskIdiomsRunOnTheVm) {
   const V& c = out.at("c").data;  // cos(min(guarded, 0))
   EXPECT_DOUBLE_EQ(c[1], 1.0);
   EXPECT_DOUBLE_EQ(c[2], static_cast<double>(static_cast<float>(std::cos(-2.0))));
+}
+
+// ONNX's types are the model's: an int64 input is i64, a comparison bool, an integer Div truncates
+// toward zero, Cast converts (wrapping at the width), and `weft model run` writes each output in
+// its type. Ids of 2^40 + k are no f32 values: a float path would round them.
+TEST(MaskOps, TensorsKeepTheirOnnxTypesAndIntegersStayExact) {
+  ModelBuilder mb(17);
+  mb.input("ids", {std::string("n")}, onnx::TensorProto::INT64);
+  mb.input("x", {std::string("n")});
+  mb.initializer("two", {}, {2}, onnx::TensorProto::INT64);
+  mb.initializer("limit", {}, {1099511627778.0}, onnx::TensorProto::INT64);
+  mb.node("Div", {"ids", "two"}, {"half"});
+  mb.node("Add", {"ids", "ids"}, {"twice"});
+  mb.node("Less", {"ids", "limit"}, {"low"});
+  ModelBuilder::attr(mb.node("Cast", {"ids"}, {"narrow"}), "to", int64_t{onnx::TensorProto::INT32});
+  ModelBuilder::attr(mb.node("Cast", {"low"}, {"low_f"}), "to", int64_t{onnx::TensorProto::FLOAT});
+  mb.node("Mul", {"low_f", "x"}, {"kept"});
+  mb.output("half", onnx::TensorProto::INT64);
+  mb.output("twice", onnx::TensorProto::INT64);
+  mb.output("low", onnx::TensorProto::BOOL);
+  mb.output("narrow", onnx::TensorProto::INT32);
+  mb.output("kept");
+  ImportedModel m = mb.import();
+  const Function& fn = *m.module.find_function("main");
+  EXPECT_EQ(fn.params.at(0).type.dtype, DType::i64);
+  EXPECT_EQ(fn.params.at(1).type.dtype, DType::f32);
+  ASSERT_EQ(fn.ret.fields.size(), 5u);
+  EXPECT_EQ(fn.ret.fields[0].dtype, DType::i64);
+  EXPECT_EQ(fn.ret.fields[2].dtype, DType::boolean);
+  EXPECT_EQ(fn.ret.fields[3].dtype, DType::i32);
+  EXPECT_EQ(fn.ret.fields[4].dtype, DType::f32);
+  const double big = 1099511627777.0;  // 2^40 + 1
+  Tensor<double> ids({3}, V{big, -7, 5}), x({3}, V{0.5, 1.5, 2.5});
+  auto out = run_imported(m, {{"ids", ids}, {"x", x}}, "test.onnx");
+  EXPECT_EQ(out.at("half").data, (V{549755813888.0, -3, 2}));
+  EXPECT_EQ(out.at("twice").data, (V{2 * big, -14, 10}));
+  EXPECT_EQ(out.at("low").data, (V{1, 1, 1}));
+  EXPECT_EQ(out.at("narrow").data, (V{1, -7, 5}));  // 2^40 + 1 wraps to 1 in int32
+  EXPECT_EQ(out.at("kept").data, (V{0.5, 1.5, 2.5}));
+  auto elements = imported_output_elements(m);
+  EXPECT_EQ(elements.at("half"), NpyElement::i8);
+  EXPECT_EQ(elements.at("low"), NpyElement::b1);
+  EXPECT_EQ(elements.at("narrow"), NpyElement::i4);
+  EXPECT_EQ(elements.at("kept"), NpyElement::f4);
 }
 
 // `expand(batch, -1, -1)` as torch.onnx exports it: Where(Equal(shape, -1), 1, shape) over a

@@ -54,6 +54,20 @@ const char* ctype(DType d) {
       return "weft_f16";
     case DType::bf16:
       return "weft_bf16";
+    // Model tensors a persistent kernel's device-kernel calls read (µGraphs never hold them).
+    case DType::f64:
+      return "double";
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i16:
+      return "int16_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::u8:
+    case DType::boolean:
+      return "uint8_t";
   }
   return "?";
 }

@@ -107,6 +107,20 @@ int dk_dtype_code(DType d) {
       return 1;
     case DType::bf16:
       return 2;
+    case DType::f64:
+      return 3;
+    case DType::i64:
+      return 4;
+    case DType::i32:
+      return 5;
+    case DType::i16:
+      return 6;
+    case DType::i8:
+      return 7;
+    case DType::u8:
+      return 8;
+    case DType::boolean:
+      return 9;
   }
   WEFT_FAIL("dtype {} has no device kernel code", static_cast<int>(d));
 }

@@ -26,13 +26,15 @@ namespace {
 
 using ParamTuple = std::tuple<std::string, std::string>;  // name, type ("f32[b, n]", "int(p)")
 
-// A VM value as Python: a tensor as a NumPy array (f32 or f64), a tuple as a tuple, an integer
-// as an int.
-nb::object to_python(const VmValue& v, bool f32) {
-  if (const Tensor<double>* t = v.tensor()) return tensor_array(*t, f32);
+// A VM value of type `type` as Python: a tensor as a NumPy array (integer and bool dtypes as
+// theirs, floats as f32 or f64), a tuple as a tuple, an integer as an int.
+nb::object to_python(const VmValue& v, const MType& type, bool f32) {
+  if (const Tensor<double>* t = v.tensor())
+    return tensor_array(*t, f32, type.is_tensor() ? npy_element(type.dtype) : NpyElement::f4);
   if (const VmTuple* tu = v.tuple()) {
     nb::list items;
-    for (const VmValue& x : *tu) items.append(to_python(x, f32));
+    for (size_t i = 0; i < tu->size(); ++i)
+      items.append(to_python((*tu)[i], i < type.fields.size() ? type.fields[i] : MType{}, f32));
     return nb::tuple(items);
   }
   return nb::int_(std::get<int64_t>(v.v));
@@ -140,7 +142,7 @@ class ModelCore {
       std::lock_guard lock(mutex_);
       result = vm(how).run(function, args);
     }
-    return to_python(result, f32);
+    return to_python(result, fn.ret, f32);
   }
 
  private:

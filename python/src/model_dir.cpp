@@ -97,7 +97,12 @@ class CompiledDirCore {
       }
     }
     nb::dict out;
-    for (const auto& [name, t] : outputs) out[nb::str(name.c_str())] = tensor_array(t, f32);
+    const std::map<std::string, NpyElement> elements = dir_->output_elements(function);
+    for (const auto& [name, t] : outputs) {
+      auto e = elements.find(name);
+      out[nb::str(name.c_str())] =
+          tensor_array(t, f32, e == elements.end() ? NpyElement::f4 : e->second);
+    }
     return out;
   }
 

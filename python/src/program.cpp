@@ -34,7 +34,8 @@ std::vector<TypeTuple> value_tuples(const Graph& g, const std::vector<ValueId>& 
 
 DType dtype_of(const std::string& name) {
   std::optional<DType> d = dtype_from_name(name);
-  if (!d) throw UserError(fmt::format("unknown dtype '{}'; use f32, f16 or bf16", name));
+  if (!d || !is_kernel_dtype(*d))
+    throw UserError(fmt::format("unknown dtype '{}'; use f32, f16 or bf16", name));
   return *d;
 }
 

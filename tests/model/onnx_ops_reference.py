@@ -130,7 +130,8 @@ def tensor_case(rng, n, m):
     inputs = dict(x=x, b=rng.uniform(0.3, 2.5, (n, m, 5)),
                   e=rng.permutation([-1.5, -1, 0.5, 2, 3] * 4)[:m].reshape(1, m, 1),
                   i1=rng.integers(-m, m, (3, 2)), i2=rng.integers(-5, 5, (4,)))
-    inputs = {k: v.astype(np.float32) for k, v in inputs.items()}
+    inputs = {k: v.astype(np.int64 if k in ("i1", "i2") else np.float32)
+              for k, v in inputs.items()}
     a = {k: v.astype(np.float64) for k, v in inputs.items()}
     x, big = a["x"], 2 ** 63 - 1
     xs = x * 37
@@ -161,6 +162,10 @@ def tensor_case(rng, n, m):
     return inputs, want
 
 
+# The NumPy type `weft model run` writes each integer or bool result in.
+TYPED = {"max_pool_indices": np.int64, "dims_tensor": np.int64, "cast i32": np.int32,
+         "cast u8": np.uint8, "cast bool": np.bool_, "range": np.int64}
+
 CASES = [("onnx_cnn.wmod", cnn_case, [(1, 5, 5), (2, 8, 9), (1, 11, 6)]),
          ("onnx_tensor.wmod", tensor_case, [(2, 3), (3, 7), (2, 16)])]
 
@@ -179,6 +184,10 @@ def main():
             got = np.load(out)
             for i, (name, w) in enumerate(want):
                 g = got[f"result.{i}"]
+                # Integer and bool results come in their own types (the model's dtypes).
+                if name in TYPED and g.dtype != TYPED[name]:
+                    failures.append(f"{name} at {binding}: dtype {g.dtype}, want {TYPED[name]}")
+                g = g.astype(np.float64)
                 err = np.max(np.abs(g - w)) / max(1.0, np.max(np.abs(w))) if w.size else 0.0
                 # Non-trivial: the reference varies (argmax indices: several distinct ones).
                 varied = w.size > 0 and (np.std(w) > 0.05 or (w.size <= 4 and np.ptp(w) > 1e-3)

@@ -184,7 +184,8 @@ weft::cli::Register reg(
           }
           std::string npz = std::filesystem::path(*out_wmod).replace_extension(".npz").string();
           std::ofstream(*out_wmod) << weft::print_module(m);
-          weft::write_npz(npz, model.imported->weights);
+          weft::write_npz(npz, model.imported->weights,
+                          weft::weight_elements(m, model.imported->weights));
           std::cout << fmt::format("{}: {}; {} weights in {}\n", *out_wmod, weft::module_summary(m),
                                    model.imported->weights.size(), npz);
           return 0;
@@ -261,7 +262,7 @@ weft::cli::Register reg(
           weft::cli::print_notes(onnx.notes);
           auto arrays =
               weft::run_imported(onnx, in, inputs->empty() ? *inputs_pb : *inputs, vm_options());
-          weft::write_npz(*outputs, arrays);
+          weft::write_npz(*outputs, arrays, weft::imported_output_elements(onnx));
           for (const auto& [name, t] : arrays)
             std::cout << name << ": " << weft::shape_str(t.shape) << "\n";
           return 0;

@@ -24,7 +24,9 @@ struct weft_dk_elementwise_args {
   const void* in[WEFT_DK_MAX_OPERANDS];
   void* out;
   int in_dtype[WEFT_DK_MAX_OPERANDS], out_dtype, operands, rank, op;
-  float k, k2;  // the operator's constants (clip: min, max; cast: target kind, bits)
+  // The operator's constants (clip: min, max; cast: target kind, bits), in double: an integer
+  // operator's offset or factor is exact.
+  double k, k2;
   int64_t numel;
   int64_t dims[WEFT_DK_MAX_RANK], stride[WEFT_DK_MAX_OPERANDS][WEFT_DK_MAX_RANK];
 };

@@ -1,8 +1,10 @@
 // The device kernels of the model executor (model/device_vm.h): the operators a compiled model
 // runs outside its µGraphs, as grid-stride kernels over raw device pointers in their dtypes
-// (0 f32, 1 f16, 2 bf16, as weft_gemm), with extern "C" entry points taking one argument struct
-// and a stream. Pasted after the prelude; the unit defines weft_dk_scalar (the table's scalar
-// forms, codegen/cuda/emit_model_kernels.cpp) after it. One source for the GPU and emulation.
+// (0 f32, 1 f16, 2 bf16, as weft_gemm; 3 f64, 4 i64, 5 i32, 6 i16, 7 i8, 8 u8, 9 bool:
+// codegen/cuda/model_kernel_families.h's dk_dtype_code), with extern "C" entry points taking one
+// argument struct and a stream. Pasted after the prelude; the unit defines weft_dk_scalar (the
+// table's scalar forms, codegen/cuda/emit_model_kernels.cpp) after it. One source for the GPU and
+// emulation.
 #pragma once
 
 #include "codegen/cuda/device/model_kernel_args.cuh"
@@ -17,24 +19,30 @@
 #define WEFT_DK_MAX_BLOCKS 1
 #endif
 
-// The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constants k, k2.
+// The table's scalar form of operator `op` (an OpKind value) on a, b, c with the constants k, k2;
+// weft_dk_scalar_x the same in double, for operators on integer, bool or f64 tensors (exact
+// integer arithmetic to 2^53; the transcendental functions still compute in f32).
 WEFT_DEV float weft_dk_scalar(int op, float a, float b, float c, float k, float k2);
+WEFT_DEV double weft_dk_scalar_x(int op, double a, double b, double c, double k, double k2);
 
 // ONNX Cast's rounding to a target of `kind` (ir/cast.h's CastTarget::Kind: 0-3 a float type,
 // whose store rounds; 4 signed, 5 unsigned integers of `bits`; 6 bool): toward zero, then wrapped
 // modulo 2^bits; NaN gives 0.
-WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
-  if (kind < 4.0f) return v;
-  if (kind == 6.0f) return v != 0.0f ? 1.0f : 0.0f;
-  if (v != v) return 0.0f;
-  const double t =
-      fmin(fmax(trunc(static_cast<double>(v)), -9223372036854775808.0), 9223372036854774784.0);
+WEFT_DEV double weft_dk_cast(double v, double kind, double bits) {
+  if (kind < 4.0) return v;
+  if (kind == 6.0) return v != 0.0 ? 1.0 : 0.0;
+  if (v != v) return 0.0;
+  const double t = fmin(fmax(trunc(v), -9223372036854775808.0), 9223372036854774784.0);
   uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(t));
   const int b = static_cast<int>(bits);
   if (b < 64) u &= (uint64_t{1} << b) - 1;
-  if (kind == 5.0f) return static_cast<float>(u);
+  if (kind == 5.0) return static_cast<double>(u);
   if (b < 64 && (u >> (b - 1)) != 0) u |= ~uint64_t{0} << b;
-  return static_cast<float>(static_cast<int64_t>(u));
+  return static_cast<double>(static_cast<int64_t>(u));
+}
+WEFT_DEV float weft_dk_cast(float v, float kind, float bits) {
+  return static_cast<float>(
+      weft_dk_cast(static_cast<double>(v), static_cast<double>(kind), static_cast<double>(bits)));
 }
 
 // Records an error code in *flag unless one is there (the first writer wins).
@@ -48,18 +56,83 @@ WEFT_DEV void weft_dk_flag(int64_t* flag, int64_t code) {
 #endif
 }
 
+// An element of any dtype as a double: exact for every dtype (integers to 2^53), so data
+// movement and index reads never round an integer through a float.
+WEFT_DEV double weft_dk_ldx(const void* p, int dtype, int64_t i) {
+  switch (dtype) {
+    case 1:
+      return weft_ld(static_cast<const weft_f16*>(p) + i);
+    case 2:
+      return weft_ld(static_cast<const weft_bf16*>(p) + i);
+    case 3:
+      return static_cast<const double*>(p)[i];
+    case 4:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case 5:
+      return static_cast<const int32_t*>(p)[i];
+    case 6:
+      return static_cast<const int16_t*>(p)[i];
+    case 7:
+      return static_cast<const int8_t*>(p)[i];
+    case 8:
+    case 9:
+      return static_cast<const uint8_t*>(p)[i];
+    default:
+      return weft_ld(static_cast<const float*>(p) + i);
+  }
+}
+// `v` stored as an element of `dtype` stores it (core/dtype_convert.h's stored_value): floats
+// rounded, integers toward zero and wrapped modulo 2^bits (NaN gives 0), bool 1 for nonzero.
+WEFT_DEV void weft_dk_stx(void* p, int dtype, int64_t i, double v) {
+  if (dtype == 0 || dtype == 1 || dtype == 2) {
+    const float f = static_cast<float>(v);
+    if (dtype == 1)
+      weft_st(static_cast<weft_f16*>(p) + i, f);
+    else if (dtype == 2)
+      weft_st(static_cast<weft_bf16*>(p) + i, f);
+    else
+      weft_st(static_cast<float*>(p) + i, f);
+    return;
+  }
+  if (dtype == 3) {
+    static_cast<double*>(p)[i] = v;
+    return;
+  }
+  if (dtype == 9) {
+    static_cast<uint8_t*>(p)[i] = v != 0.0 ? 1 : 0;
+    return;
+  }
+  const int64_t n = v != v ? 0
+                           : static_cast<int64_t>(fmin(fmax(trunc(v), -9223372036854775808.0),
+                                                       9223372036854774784.0));
+  if (dtype == 4)
+    static_cast<int64_t*>(p)[i] = n;
+  else if (dtype == 5)
+    static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<uint32_t>(n));
+  else if (dtype == 6)
+    static_cast<int16_t*>(p)[i] = static_cast<int16_t>(static_cast<uint16_t>(n));
+  else if (dtype == 7)
+    static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<uint8_t>(n));
+  else
+    static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(n);
+}
+// The compute forms: kernel dtypes load and store as floats directly; the others through the
+// exact forms (their arithmetic on the device is f32's: integers exact to 2^24).
 WEFT_DEV float weft_dk_ld(const void* p, int dtype, int64_t i) {
+  if (dtype == 0) return weft_ld(static_cast<const float*>(p) + i);
   if (dtype == 1) return weft_ld(static_cast<const weft_f16*>(p) + i);
   if (dtype == 2) return weft_ld(static_cast<const weft_bf16*>(p) + i);
-  return weft_ld(static_cast<const float*>(p) + i);
+  return static_cast<float>(weft_dk_ldx(p, dtype, i));
 }
 WEFT_DEV void weft_dk_st(void* p, int dtype, int64_t i, float v) {
-  if (dtype == 1)
+  if (dtype == 0)
+    weft_st(static_cast<float*>(p) + i, v);
+  else if (dtype == 1)
     weft_st(static_cast<weft_f16*>(p) + i, v);
   else if (dtype == 2)
     weft_st(static_cast<weft_bf16*>(p) + i, v);
   else
-    weft_st(static_cast<float*>(p) + i, v);
+    weft_dk_stx(p, dtype, i, v);
 }
 
 // Index mapping (every data-movement operator): output element o of `rank` dims `dims` at
@@ -80,7 +153,7 @@ WEFT_DEV void weft_dk_map_body(const weft_dk_map_args& a, const int64_t w_first,
       if (s < 0 || s >= a.bound[d]) inside = false;
       src += (s % a.mod[d]) * a.in_stride[d];
     }
-    weft_dk_st(a.out, a.out_dtype, dst, inside ? weft_dk_ld(a.in, a.in_dtype, src) : a.fill);
+    weft_dk_stx(a.out, a.out_dtype, dst, inside ? weft_dk_ldx(a.in, a.in_dtype, src) : a.fill);
   }
 }
 
@@ -88,17 +161,27 @@ WEFT_DEV void weft_dk_map_body(const weft_dk_map_args& a, const int64_t w_first,
 // sum c_d stride[j][d] (0 on broadcast dims).
 WEFT_DEV void weft_dk_elementwise_body(const weft_dk_elementwise_args& a, const int64_t w_first,
                                        const int64_t w_step) {
+  // Integer, bool and f64 tensors (codes >= 3) compute in double: exact integers to 2^53.
+  bool exact = a.out_dtype >= 3;
+  for (int j = 0; j < a.operands; ++j) exact = exact || a.in_dtype[j] >= 3;
   for (int64_t o = w_first; o < a.numel; o += w_step) {
-    float x[WEFT_DK_MAX_OPERANDS] = {0.0f, 0.0f, 0.0f};
+    double x[WEFT_DK_MAX_OPERANDS] = {0.0, 0.0, 0.0};
     for (int j = 0; j < a.operands; ++j) {
       int64_t rest = o, at = 0;
       for (int d = a.rank - 1; d >= 0; --d) {
         at += (rest % a.dims[d]) * a.stride[j][d];
         rest /= a.dims[d];
       }
-      x[j] = weft_dk_ld(a.in[j], a.in_dtype[j], at);
+      x[j] =
+          exact ? weft_dk_ldx(a.in[j], a.in_dtype[j], at) : weft_dk_ld(a.in[j], a.in_dtype[j], at);
     }
-    weft_dk_st(a.out, a.out_dtype, o, weft_dk_scalar(a.op, x[0], x[1], x[2], a.k, a.k2));
+    if (exact)
+      weft_dk_stx(a.out, a.out_dtype, o, weft_dk_scalar_x(a.op, x[0], x[1], x[2], a.k, a.k2));
+    else
+      weft_dk_st(a.out, a.out_dtype, o,
+                 weft_dk_scalar(a.op, static_cast<float>(x[0]), static_cast<float>(x[1]),
+                                static_cast<float>(x[2]), static_cast<float>(a.k),
+                                static_cast<float>(a.k2)));
   }
 }
 
@@ -162,24 +245,24 @@ WEFT_DEV void weft_dk_gather_body(const weft_dk_gather_args& a, const int64_t w_
                                   const int64_t w_step) {
   for (int64_t t = w_first; t < a.outer * a.count * a.inner; t += w_step) {
     const int64_t i = t % a.inner, r = (t / a.inner) % a.count, o = t / (a.inner * a.count);
-    const float v = weft_dk_ld(a.ids, a.ids_dtype, r);
-    float value = NAN;
-    if (v >= static_cast<float>(a.lowest) && v < static_cast<float>(a.extent) && v == floorf(v)) {
+    const double v = weft_dk_ldx(a.ids, a.ids_dtype, r);
+    double value = NAN;
+    if (v >= static_cast<double>(a.lowest) && v < static_cast<double>(a.extent) && v == floor(v)) {
       int64_t row = static_cast<int64_t>(v);
       if (row < 0) row += a.extent;
-      value = weft_dk_ld(a.x, a.x_dtype, (o * a.extent + row) * a.inner + i);
+      value = weft_dk_ldx(a.x, a.x_dtype, (o * a.extent + row) * a.inner + i);
     } else {
       weft_dk_flag(a.error, (a.site << 40) | r);
     }
-    weft_dk_st(a.out, a.out_dtype, t, value);
+    weft_dk_stx(a.out, a.out_dtype, t, value);
   }
 }
 
 // An index of x's dim of `extent`: negative ones count from the end; one out of range, or not an
 // integer, flags the element and gives -1.
-WEFT_DEV int64_t weft_dk_checked_index(float v, int64_t extent, int64_t* error, int64_t site,
+WEFT_DEV int64_t weft_dk_checked_index(double v, int64_t extent, int64_t* error, int64_t site,
                                        int64_t element) {
-  if (v >= static_cast<float>(-extent) && v < static_cast<float>(extent) && v == floorf(v)) {
+  if (v >= static_cast<double>(-extent) && v < static_cast<double>(extent) && v == floor(v)) {
     int64_t i = static_cast<int64_t>(v);
     return i < 0 ? i + extent : i;
   }
@@ -199,8 +282,8 @@ WEFT_DEV void weft_dk_index_body(const weft_dk_index_args& a, const int64_t w_fi
         int64_t c = rest % a.dims[d];
         rest /= a.dims[d];
         if (d == a.axis) {
-          c = weft_dk_checked_index(weft_dk_ld(a.ids, a.ids_dtype, t), a.x_dims[d], a.error, a.site,
-                                    t);
+          c = weft_dk_checked_index(weft_dk_ldx(a.ids, a.ids_dtype, t), a.x_dims[d], a.error,
+                                    a.site, t);
           ok = ok && c >= 0;
         }
         src += c * stride;
@@ -210,14 +293,14 @@ WEFT_DEV void weft_dk_index_body(const weft_dk_index_args& a, const int64_t w_fi
       const int64_t slice = t % a.inner, tuple = t / a.inner;
       for (int64_t j = 0; j < a.m; ++j) {
         const int64_t extent = a.x_dims[a.batch_dims + j];
-        const int64_t c = weft_dk_checked_index(weft_dk_ld(a.ids, a.ids_dtype, tuple * a.m + j),
+        const int64_t c = weft_dk_checked_index(weft_dk_ldx(a.ids, a.ids_dtype, tuple * a.m + j),
                                                 extent, a.error, a.site, tuple * a.m + j);
         ok = ok && c >= 0;
         src = src * extent + (c < 0 ? 0 : c);
       }
       src = (tuple / a.tuples) * a.per_batch + src * a.inner + slice;
     }
-    weft_dk_st(a.out, a.out_dtype, t, ok ? weft_dk_ld(a.x, a.x_dtype, src) : NAN);
+    weft_dk_stx(a.out, a.out_dtype, t, ok ? weft_dk_ldx(a.x, a.x_dtype, src) : NAN);
   }
 }
 
