@@ -1,7 +1,8 @@
 // Finding a rule side in a model function (TASO's pattern match): each pattern operator mapped to
 // a binding of one block with the same operator and attributes, operands consistent, the rule's
 // variables bound to dims the prover shows consistent, and no intermediate value read outside the
-// match. A rule over [n, m] inputs also matches tensors with more leading dims (the same number
+// match; operators on integer or bool tensors never match (rules hold over the reals). A rule
+// over [n, m] inputs also matches tensors with more leading dims (the same number
 // for every value of the match: each leading index is one instance of the rule), axes shifted.
 #pragma once
 

@@ -139,6 +139,20 @@ TEST(ModelRewrite, AnIntermediateReadOutsideTheMatchBlocksIt) {
   EXPECT_TRUE(find_matches(f, index_function(f), rule_pattern(rules[0], false), prover).empty());
 }
 
+// Rules hold over the reals: on integer tensors (stored truncated and wrapped) no rule matches.
+TEST(ModelRewrite, IntegerTensorsAreNeverRewritten) {
+  SymProver prover;
+  std::string text = kBatched;
+  for (size_t at = text.find("f32["); at != std::string::npos; at = text.find("f32[", at))
+    text.replace(at, 3, "i64");
+  const Module m = parse(text, prover);
+  const std::vector<Rule> rules = parse_rules(kRules, "rules");
+  const Function& f = m.functions[0];
+  ASSERT_EQ(f.params[0].type.dtype, DType::i64);
+  for (const Rule& rule : rules)
+    EXPECT_TRUE(find_matches(f, index_function(f), rule_pattern(rule, false), prover).empty());
+}
+
 TEST(ModelRewrite, AMultiResultRuleBindsItsResultsAsItemsOfATuple) {
   SymProver prover;
   const Module m = parse(kBatched, prover);
