@@ -147,6 +147,29 @@ def test_match_cast_mismatch_at_run_time_names_the_variable(tmp_path):
     assert "match_cast of 'y'" in e.message and "n = 3" in e.message
 
 
+def test_integer_and_bool_results_come_back_in_their_types(tmp_path):
+    path = tmp_path / "ints.wmod"
+    path.write_text("sym n\n"
+                    "fn main(ids: i64[n], x: f32[n]) -> tuple(i64[n], bool[n], f32[n]) {\n"
+                    "  dataflow {\n"
+                    "    twice = add(ids, ids)\n"
+                    "    low = less(ids, twice)\n"
+                    "    kept = where(low, x, x)\n"
+                    "    r = tuple(twice, low, kept)\n"
+                    "  }\n"
+                    "  return r\n"
+                    "}\n")
+    m = weft.load_model(path)
+    big = 2 ** 40 + 1  # no float32 value: an f32 path would round it
+    twice, low, kept = m.run({"ids": np.array([big, -3, 0]), "x": np.array([0.5, 1.5, 2.5])})
+    assert twice.dtype == np.int64 and low.dtype == np.bool_ and kept.dtype == np.float32
+    np.testing.assert_array_equal(twice, [2 * big, -6, 0])
+    np.testing.assert_array_equal(low, [True, False, False])
+    with pytest.raises(weft.UserError) as info:
+        m.run({"ids": np.array([1.5, 2.0, 3.0]), "x": np.zeros(3)})
+    assert "parameter 'ids' is i64" in info.value.message
+
+
 def test_argument_errors(tiny_llama, reference):
     m = weft.load_model(tiny_llama)
     w = reference.make_weights(0)
