@@ -195,20 +195,22 @@ TEST(ModelIntDtype, KernelProgramsRefuseModelOnlyDtypes) {
 constexpr const char* kMovement = R"(module moves
 sym 1 <= n <= 8
 
-fn moves(ids: i64[n, 2], x: f32[4, 3]) -> tuple(i64[2, n], f32[n, 2, 3], bool[n, 2]) {
+fn moves(ids: i64[n, 2], x: f32[4, 3]) -> tuple(i64[2, n], f32[n, 2, 3], bool[n, 2], i64[n, 1], i64[3]) {
   dataflow {
     t = permute(ids, perm=[1, 0])
     small = shift(ids, offset=-1099511627776)
     g = gather(x, small, axis=0)
     e = equal(ids, ids)
-    r = tuple(t, g, e)
+    total = sum(ids, dim=1, to=1)
+    ra = range(start=1099511627776, limit=1099511627779, delta=1)
+    r = tuple(t, g, e, total, ra)
   }
   return r
 }
 )";
 
-// The device executor (host emulation) moves i64 values exactly (2^40 + k is no f32 value) and
-// gathers by i64 indices, as the host VM does.
+// The device executor (host emulation) moves, sums and generates i64 values exactly (2^40 + k is
+// no f32 value) and gathers by i64 indices, as the host VM does.
 TEST(ModelIntDtype, DeviceExecutorMovesAndIndexesWithIntegersExactly) {
   SymProver prover;
   Module m = parse_module(kMovement, "moves.wmod", prover, ".");
@@ -224,7 +226,10 @@ TEST(ModelIntDtype, DeviceExecutorMovesAndIndexesWithIntegersExactly) {
   const VmTuple& h = *host.tuple();
   const VmTuple& d = *dev.tuple();
   EXPECT_EQ(h[0].tensor()->data, (std::vector<double>{ids[0], ids[2], ids[1], ids[3]}));
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(d[i].tensor()->data, h[i].tensor()->data) << i;
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(d[i].tensor()->data, h[i].tensor()->data) << i;
+  EXPECT_EQ(h[3].tensor()->data, (std::vector<double>{ids[0] + ids[1], ids[2] + ids[3]}));
+  EXPECT_EQ(h[4].tensor()->data,
+            (std::vector<double>{1099511627776.0, 1099511627777.0, 1099511627778.0}));
   EXPECT_EQ(h[1].tensor()->data[3], 9.5);  // small[0][1] = 3: row 3 of x
   EXPECT_EQ(h[2].tensor()->data, (std::vector<double>{1, 1, 1, 1}));
 }

@@ -194,7 +194,17 @@ WEFT_DEV void weft_dk_rows_body(const weft_dk_rows_args& a, const int64_t w_firs
   for (int64_t t = w_first; t < a.outer * a.inner * groups; t += w_step) {
     const int64_t g = t % groups, q = t / groups, i = q % a.inner, o = q / a.inner;
     const int64_t base = o * a.n * a.inner + i;
-    if (a.kind <= 2) {
+    if (a.kind <= 2 && (a.in_dtype >= 3 || a.out_dtype >= 3)) {
+      // Integer, bool and f64 rows reduce in double: sums of integers exact to 2^53.
+      double acc = a.kind == 2 ? -INFINITY : 0.0;
+      int64_t count = 0;
+      for (int64_t j = g; j < a.n; j += a.to, ++count) {
+        const double v = weft_dk_ldx(a.in, a.in_dtype, base + j * a.inner);
+        acc = a.kind == 2 ? fmax(acc, v) : acc + v;
+      }
+      if (a.kind == 1) acc /= static_cast<double>(count);
+      weft_dk_stx(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
+    } else if (a.kind <= 2) {
       float acc = a.kind == 2 ? -INFINITY : 0.0f;
       int64_t count = 0;
       for (int64_t j = g; j < a.n; j += a.to, ++count) {
@@ -316,6 +326,14 @@ WEFT_DEV void weft_dk_matmul_body(const weft_dk_matmul_args& a, const int64_t w_
       ob += (rest % a.batch_dims[d]) * a.b_stride[d];
       rest /= a.batch_dims[d];
     }
+    if (a.a_dtype >= 3 || a.b_dtype >= 3 || a.out_dtype >= 3) {  // integers exact, in double
+      double acc = 0.0;
+      for (int64_t q = 0; q < a.k; ++q)
+        acc += weft_dk_ldx(a.a, a.a_dtype, oa + i * a.k + q) *
+               weft_dk_ldx(a.b, a.b_dtype, ob + q * a.n + j);
+      weft_dk_stx(a.out, a.out_dtype, t, acc);
+      continue;
+    }
     float acc = 0.0f;
     for (int64_t q = 0; q < a.k; ++q)
       acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) *
@@ -352,10 +370,11 @@ WEFT_DEV void weft_dk_position_body(const weft_dk_position_args& a, const int64_
 WEFT_DEV void weft_dk_generate_body(const weft_dk_generate_args& a, const int64_t w_first,
                                     const int64_t w_step) {
   for (int64_t t = w_first; t < a.numel; t += w_step) {
-    const float v = a.kind == 0   ? a.value
-                    : a.kind == 1 ? static_cast<float>(a.start + t * a.delta)
-                                  : static_cast<float>(a.values[t]);
-    weft_dk_st(a.out, a.out_dtype, t, v);
+    // Integers (range, dims_tensor) exact: through a double, stored in the output's dtype.
+    const double v = a.kind == 0   ? static_cast<double>(a.value)
+                     : a.kind == 1 ? static_cast<double>(a.start + t * a.delta)
+                                   : static_cast<double>(a.values[t]);
+    weft_dk_stx(a.out, a.out_dtype, t, v);
   }
 }
 
