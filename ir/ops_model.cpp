@@ -279,6 +279,10 @@ std::vector<OpInfo> mask_rows() {
     row(K::gather_nd, 2, {{"batch_dims", AttrKind::integer, false, int64_t{0}}}, kMoves, D::gather,
         "ONNX GatherND: idx[..., m] picks slices x[b..., i0, .., im-1, ...] (m constant, the "
         "first batch_dims dims shared); result idx.shape[:-1] + x.shape[batch_dims + m:]"),
+    row(K::scatter_nd, 3, {{"reduction", AttrKind::integer, false, int64_t{0}}}, kComputes, D::none,
+        "ONNX ScatterND: data with updates[i...] written at the slice idx[i..., :k] picks "
+        "(reduction 0: replaced, a later index tuple winning; 1 add, 2 mul, 3 max, 4 min); updates "
+        "are idx.shape[:-1] + data.shape[k:]; on the host"),
   };
   // clang-format on
 }

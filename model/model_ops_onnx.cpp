@@ -174,6 +174,57 @@ Tensor<double> eval_gather_nd(const In& in, const Attrs& attrs) {
   return out;
 }
 
+MType infer_scatter_nd(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  const MType &x = in[0], &idx = in[1], &u = in[2];
+  if (const_int(ctx, sym_int(attrs, "reduction"), "scatter_nd's reduction", 0) > 4)
+    ctx.fail("scatter_nd's reduction must be 0 (none), 1 (add), 2 (mul), 3 (max) or 4 (min)");
+  if (u.dtype != x.dtype)
+    ctx.fail(fmt::format("scatter_nd's updates are {} and its data {}; they must have one dtype",
+                         dtype_name(u.dtype), dtype_name(x.dtype)));
+  if (!x.dims || !idx.dims || !u.dims) ctx.fail("scatter_nd needs the dims of its operands");
+  const int64_t k = const_int(ctx, idx.dims->back(), "scatter_nd's index length (last dim)", 1);
+  if (k > x.rank)
+    ctx.fail(fmt::format("scatter_nd's index length {} exceeds the data's rank {}", k, x.rank));
+  std::vector<SymExpr> want(idx.dims->begin(), idx.dims->end() - 1);
+  want.insert(want.end(), x.dims->begin() + k, x.dims->end());
+  if (static_cast<size_t>(u.rank) != want.size())
+    ctx.fail(fmt::format("scatter_nd's updates have rank {}; indices and data make it {}", u.rank,
+                         want.size()));
+  for (size_t i = 0; i < want.size(); ++i)
+    ctx.require_eq((*u.dims)[i], want[i], fmt::format("scatter_nd's updates dim {}", i));
+  return x;
+}
+
+// ONNX ScatterND: a copy of the data, each index tuple's slice replaced (or reduced) by its
+// updates in order.
+Tensor<double> eval_scatter_nd(const In& in, const Attrs& attrs) {
+  const Tensor<double>&x = *in[0], &ids = *in[1], &u = *in[2];
+  const int64_t reduction = attrs.get_int("reduction");
+  const auto k = static_cast<size_t>(ids.shape.back());
+  int64_t inner = 1;
+  for (size_t i = k; i < x.shape.size(); ++i) inner *= x.shape[i];
+  const int64_t tuples = numel(ids.shape) / static_cast<int64_t>(k);
+  Tensor<double> out = x;
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t at = 0;
+    for (size_t j = 0; j < k; ++j) {
+      const auto e = t * static_cast<int64_t>(k) + static_cast<int64_t>(j);
+      at = at * x.shape[j] +
+           checked_index(ids.data[static_cast<size_t>(e)], x.shape[j], e, j, "scatter_nd");
+    }
+    for (int64_t i = 0; i < inner; ++i) {
+      double& o = out.data[static_cast<size_t>(at * inner + i)];
+      const double v = u.data[static_cast<size_t>(t * inner + i)];
+      o = reduction == 0   ? v
+          : reduction == 1 ? o + v
+          : reduction == 2 ? o * v
+          : reduction == 3 ? std::max(o, v)
+                           : std::min(o, v);
+    }
+  }
+  return out;
+}
+
 SymExpr lo_of(const SymExpr& a, const SymExpr& b) {
   return min(a, b);
 }
@@ -459,6 +510,7 @@ std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
       {K::gather, {infer_gather, eval_gather}},
       {K::gather_elements, {infer_gather_elements, eval_gather_elements}},
       {K::gather_nd, {infer_gather_nd, eval_gather_nd}},
+      {K::scatter_nd, {infer_scatter_nd, eval_scatter_nd}},
       {K::slice_steps, {infer_slice_steps, eval_slice_steps}},
       {K::expand, {infer_expand, eval_expand}},
       {K::fill, {infer_fill, eval_fill}},

@@ -17,6 +17,8 @@ void add_math_converters(std::vector<Converter>& table);
 void add_shape_converters(std::vector<Converter>& table);
 void add_conv_converters(std::vector<Converter>& table);
 void add_logic_converters(std::vector<Converter>& table);
+void add_triangle_converters(std::vector<Converter>& table);
+void add_einsum_converters(std::vector<Converter>& table);
 
 // d[from] * ... * d[to - 1].
 SymExpr product(const std::vector<SymExpr>& d, size_t from, size_t to);

@@ -222,6 +222,20 @@ void convert_gather_nd(I& imp) {
   imp.out(0, out);
 }
 
+void convert_scatter_nd(I& imp) {
+  const std::string reduction = imp.attr_string("reduction", "none");
+  const char* names[] = {"none", "add", "mul", "max", "min"};
+  int64_t code = -1;
+  for (int64_t i = 0; i < 5; ++i)
+    if (reduction == names[i]) code = i;
+  if (code < 0)
+    imp.fail(fmt::format("ScatterND reduction '{}' (none, add, mul, max, min)", reduction));
+  std::string x = imp.rt(0), ids = imp.rt(1), updates = imp.rt(2);
+  Value out = imp.op("scatter_nd", {x, ids, updates}, {{"reduction", SymExpr(code)}});
+  out.elem = imp.in(0).elem;
+  imp.out(0, out);
+}
+
 }  // namespace
 
 // Comparisons, logical operators, value tests, variadic extrema, trigonometry, Where, gathers.
@@ -238,6 +252,7 @@ void add_logic_converters(std::vector<Converter>& table) {
       {"And", 7, kMaxOpset, [](I& i) { convert_logical(i, "logical_and"); }},
       {"Or", 7, kMaxOpset, [](I& i) { convert_logical(i, "logical_or"); }},
       {"Xor", 7, kMaxOpset, [](I& i) { convert_logical(i, "logical_xor"); }},
+      {"ScatterND", 11, kMaxOpset, convert_scatter_nd},
       {"Not", 1, kMaxOpset, [](I& i) { convert_logical(i, "logical_not"); }},
       {"IsNaN", 9, kMaxOpset, convert_is_nan},
       {"IsInf", 10, kMaxOpset, convert_is_inf},

@@ -13,6 +13,8 @@ const std::vector<Converter>& converters() {
     add_shape_converters(rows);
     add_conv_converters(rows);
     add_logic_converters(rows);
+    add_triangle_converters(rows);
+    add_einsum_converters(rows);
     return rows;
   }();
   return table;

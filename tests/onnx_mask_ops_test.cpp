@@ -223,6 +223,49 @@ TEST(MaskOps, TensorsKeepTheirOnnxTypesAndIntegersStayExact) {
   EXPECT_EQ(elements.at("kept"), NpyElement::f4);
 }
 
+// CumSum, Einsum, Trilu and ScatterND as exporters use them, at symbolic sizes: position ids
+// from a padding mask (CumSum of int64, exact), attention scores by Einsum, their lower triangle,
+// and one row of a tensor overwritten.
+TEST(MaskOps, CumSumEinsumTriluAndScatterNdRunAtSymbolicSizes) {
+  ModelBuilder mb(17);
+  mb.input("mask", {std::string("b"), std::string("s")}, onnx::TensorProto::INT64);
+  mb.input("q", {std::string("b"), std::string("s"), int64_t{2}});
+  mb.input("k", {std::string("b"), std::string("s"), int64_t{2}});
+  mb.initializer("axis", {}, {1}, onnx::TensorProto::INT64);
+  mb.initializer("at", {1, 2}, {1, 2}, onnx::TensorProto::INT64);
+  mb.initializer("value", {1, 2}, {7, 7});
+  mb.node("CumSum", {"mask", "axis"}, {"pos"});
+  ModelBuilder::attr(mb.node("CumSum", {"mask", "axis"}, {"before"}), "exclusive", int64_t{1});
+  ModelBuilder::attr(mb.node("Einsum", {"q", "k"}, {"scores"}), "equation",
+                     std::string("bid,bjd->bij"));
+  ModelBuilder::attr(mb.node("Trilu", {"scores"}, {"lower"}), "upper", int64_t{0});
+  mb.node("ScatterND", {"q", "at", "value"}, {"marked"});
+  mb.output("pos", onnx::TensorProto::INT64);
+  mb.output("before", onnx::TensorProto::INT64);
+  mb.output("lower");
+  mb.output("marked");
+  ImportedModel m = mb.import();
+  // b = 2, s = 3; q . k over the last dim.
+  Tensor<double> mask({2, 3}, V{1, 1, 1, 0, 1, 1});
+  Tensor<double> q({2, 3, 2}, V{1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, 1});
+  Tensor<double> k({2, 3, 2}, V{1, 2, 3, 4, 5, 6, 1, 0, 0, 1, 1, 1});
+  auto out = run_imported(m, {{"mask", mask}, {"q", q}, {"k", k}}, "test.onnx");
+  EXPECT_EQ(out.at("pos").data, (V{1, 2, 3, 0, 1, 2}));
+  EXPECT_EQ(out.at("before").data, (V{0, 1, 2, 0, 0, 1}));
+  V want(18, 0.0);
+  for (int bb = 0; bb < 2; ++bb)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j <= i; ++j)
+        for (int d = 0; d < 2; ++d)
+          want[static_cast<size_t>((bb * 3 + i) * 3 + j)] +=
+              q.data[static_cast<size_t>((bb * 3 + i) * 2 + d)] *
+              k.data[static_cast<size_t>((bb * 3 + j) * 2 + d)];
+  EXPECT_EQ(out.at("lower").data, want);
+  V marked = q.data;
+  marked[(1 * 3 + 2) * 2] = marked[(1 * 3 + 2) * 2 + 1] = 7;  // q[1, 2, :] = 7
+  EXPECT_EQ(out.at("marked").data, marked);
+}
+
 // `expand(batch, -1, -1)` as torch.onnx exports it: Where(Equal(shape, -1), 1, shape) over a
 // shape vector with the batch dim folds into symbolic shape arithmetic (no run-time comparison).
 TEST(MaskOps, ComparisonIdiomsFoldInShapeArithmetic) {

@@ -79,6 +79,12 @@ class ModelBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::string& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   std::string bytes() const { return model_.SerializeAsString(); }
   ImportedModel import(const OnnxImportOptions& options = {}) const {
     return import_onnx_bytes(bytes(), "test.onnx", options);
