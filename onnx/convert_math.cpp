@@ -67,6 +67,51 @@ void convert_leaky_relu(I& imp) {
   imp.out(0, imp.op("add", {pos.name, imp.op("scale", {neg.name}, {{"factor", alpha}}).name}));
 }
 
+// max(0, min(1, alpha x + beta)): ONNX HardSigmoid, in relu and shifts as Clip is.
+std::string hard_sigmoid(I& imp, const std::string& x, double alpha, double beta) {
+  std::string z = imp.op("scale", {x}, {{"factor", rational_attr(imp, alpha, "alpha")}}).name;
+  z = imp.op("relu", {shifted(imp, z, beta)}).name;
+  const std::string d = shifted(imp, imp.op("neg", {z}).name, 1.0);  // 1 - z
+  return shifted(imp, imp.op("neg", {imp.op("relu", {d}).name}).name, 1.0);
+}
+
+Value runtime_value(I& imp, const std::string& name) {
+  Value v;
+  v.name = name;
+  v.type = imp.type_of(name);
+  v.elem = imp.in(0).elem;
+  return v;
+}
+
+void convert_hard_sigmoid(I& imp) {
+  imp.out(0, runtime_value(imp, hard_sigmoid(imp, imp.rt(0), imp.attr_float("alpha", 0.2f),
+                                             imp.attr_float("beta", 0.5f))));
+}
+
+// x * HardSigmoid(x; 1/6, 1/2), as MobileNetV3 exports it.
+void convert_hard_swish(I& imp) {
+  const std::string x = imp.rt(0);
+  imp.out(0, imp.op("mul", {x, hard_sigmoid(imp, x, 1.0 / 6, 0.5)}));
+}
+
+// relu(x) + slope * min(x, 0), slope broadcast (a per-channel [C, 1, 1] typically).
+void convert_prelu(I& imp) {
+  const std::string x = imp.rt(0);
+  const Value pos = imp.op("relu", {x});
+  const Value neg = imp.op("neg", {imp.op("relu", {imp.op("neg", {x}).name}).name});
+  imp.out(0, arith(imp, Arith::add, pos, arith(imp, Arith::mul, imp.in(1), neg)));
+}
+
+// relu(x) + alpha (exp(min(x, 0)) - 1): ONNX Elu without exp of a large positive x.
+void convert_elu(I& imp) {
+  const std::string x = imp.rt(0);
+  const Value low = imp.op("neg", {imp.op("relu", {imp.op("neg", {x}).name}).name});
+  const std::string e = shifted(imp, imp.op("exp", {low.name}).name, -1.0);
+  const Value scaled = imp.op(
+      "scale", {e}, {{"factor", rational_attr(imp, imp.attr_float("alpha", 1.0f), "alpha")}});
+  imp.out(0, imp.op("add", {imp.op("relu", {x}).name, scaled.name}));
+}
+
 void convert_reciprocal(I& imp) {
   std::string x = imp.rt(0);
   Value one = constant_value(Tensor<double>(Shape(static_cast<size_t>(imp.rank(x)), 1), 1.0),
@@ -296,6 +341,10 @@ void add_math_converters(std::vector<Converter>& table) {
       {"Clip", 6, kMaxOpset, convert_clip},
       {"Abs", 6, kMaxOpset, convert_abs},
       {"LeakyRelu", 6, kMaxOpset, convert_leaky_relu},
+      {"HardSigmoid", 6, kMaxOpset, convert_hard_sigmoid},
+      {"HardSwish", 14, kMaxOpset, convert_hard_swish},
+      {"PRelu", 9, kMaxOpset, convert_prelu},
+      {"Elu", 6, kMaxOpset, convert_elu},
       {"Reciprocal", 6, kMaxOpset, convert_reciprocal},
       {"Sqrt", 6, kMaxOpset, [](I& i) { unary(i, "sqrt"); }},
       {"Exp", 6, kMaxOpset, [](I& i) { unary(i, "exp"); }},

@@ -75,16 +75,16 @@ TEST(OnnxDiagnostics, EveryUnsupportedOperatorTypeIsListedWithCountAndFirstNode)
   b.input("x", {int64_t{2}, int64_t{3}});
   b.initializer("g", {3}, {1, 1, 1});
   b.node("Relu", {"x"}, {"r"}, "relu");
-  b.node("Einsum", {"r"}, {"n1"}, "/attn/Einsum");
+  b.node("NonZero", {"r"}, {"n1"}, "/attn/NonZero");
   b.node("Trilu", {"r"}, {"c"}, "/mask/Trilu");
-  b.node("Einsum", {"c"}, {"n2"}, "/attn/Einsum_1");
+  b.node("NonZero", {"c"}, {"n2"}, "/attn/NonZero_1");
   b.node("LayerNormalization", {"r", "g"}, {"ln"}, "/ln");  // from opset 17
   b.node("Add", {"ln", "c"}, {"y"}, "add");
   b.output("y");
   std::string e = import_error(b.write("unsupported.onnx"));
   EXPECT_NE(e.find("3 operator types are not supported by weft (4 nodes;"), std::string::npos) << e;
   EXPECT_NE(e.find("\n  Trilu: 1 node, first node 2 '/mask/Trilu'"), std::string::npos) << e;
-  EXPECT_NE(e.find("\n  Einsum: 2 nodes, first node 1 '/attn/Einsum'\n"), std::string::npos) << e;
+  EXPECT_NE(e.find("\n  NonZero: 2 nodes, first node 1 '/attn/NonZero'\n"), std::string::npos) << e;
   EXPECT_NE(e.find("\n  LayerNormalization: 1 node, first node 4 '/ln' (operator "
                    "'LayerNormalization' is supported, but not at opset 13"),
             std::string::npos)
@@ -93,7 +93,7 @@ TEST(OnnxDiagnostics, EveryUnsupportedOperatorTypeIsListedWithCountAndFirstNode)
   // The CLI's check says the same, with exit 1.
   auto [code, out] = test::run_weft("model check '" + b.write("unsupported.onnx") + "'");
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("Einsum: 2 nodes"), std::string::npos) << out;
+  EXPECT_NE(out.find("NonZero: 2 nodes"), std::string::npos) << out;
   EXPECT_NE(out.find("Trilu: 1 node"), std::string::npos) << out;
 }
 

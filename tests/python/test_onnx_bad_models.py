@@ -26,9 +26,9 @@ def bad_models(root):
     unknown = graph_model([helper.make_node("FrobnicateX", ["x"], ["y"], name="mystery_node")], [X], [Y])
     shapes = graph_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [X], [Y], [W45])
     missing = graph_model([helper.make_node("MatMul", ["x", "w_absent"], ["y"], name="mm")], [X], [Y])
-    many = graph_model([helper.make_node("Trilu", ["x"], ["n"], name="causal_trilu"),
+    many = graph_model([helper.make_node("NonZero", ["x"], ["n"], name="nonzero_ids"),
                         helper.make_node("Cosh", ["x"], ["c"], name="some_cosh"),
-                        helper.make_node("Trilu", ["c"], ["y"], name="causal_trilu_2")], [X], [Y])
+                        helper.make_node("NonZero", ["c"], ["y"], name="nonzero_ids_2")], [X], [Y])
     hostile = graph_model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [X], [Y], [W45])
     w = hostile.graph.initializer[0]
     w.ClearField("raw_data")
@@ -37,7 +37,7 @@ def bad_models(root):
     w.external_data.add(key="location", value="../../../../../../etc/passwd")
     return {
         "empty": (b"", ["empty"]),
-        "every_unsupported_operator": (many.SerializeToString(), ["Trilu: 2 nodes, first node 0 'causal_trilu'",
+        "every_unsupported_operator": (many.SerializeToString(), ["NonZero: 2 nodes, first node 0 'nonzero_ids'",
                                                                   "Cosh: 1 node, first node 1 'some_cosh'"]),
         "hostile_external_data": (hostile.SerializeToString(), ["initializer 'w'", "../../../../../../etc/passwd",
                                                                 "outside the model's directory"]),
