@@ -178,19 +178,16 @@ void get_all(const uint8_t* bytes, size_t n, double* out) {
 }  // namespace
 
 std::vector<uint8_t> encode_values(const double* x, size_t n, DType dtype) {
+  if (is_kernel_dtype(dtype)) {
+    const std::vector<float> f(x, x + n);
+    return encode_as(f.data(), n, dtype);
+  }
   std::vector<uint8_t> bytes(n * static_cast<size_t>(dtype_bytes(dtype)));
   switch (dtype) {
     case DType::f32:
-      put_all<float>(x, n, bytes.data(), dtype);
-      break;
     case DType::f16:
     case DType::bf16:
-      for (size_t i = 0; i < n; ++i) {
-        const auto f = static_cast<float>(x[i]);
-        uint16_t h = dtype == DType::f16 ? float_to_f16_bits(f) : float_to_bf16_bits(f);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-      break;
+      break;  // above
     case DType::f64:
       put_all<double>(x, n, bytes.data(), dtype);
       break;
@@ -217,16 +214,13 @@ std::vector<uint8_t> encode_values(const double* x, size_t n, DType dtype) {
 void decode_values(const uint8_t* bytes, size_t n, DType dtype, double* out) {
   switch (dtype) {
     case DType::f32:
-      get_all<float>(bytes, n, out);
-      return;
     case DType::f16:
-    case DType::bf16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes + 2 * i, 2);
-        out[i] = dtype == DType::f16 ? f16_bits_to_float(h) : bf16_bits_to_float(h);
-      }
+    case DType::bf16: {
+      std::vector<float> f(n);
+      decode_from(bytes, n, dtype, f.data());
+      std::copy(f.begin(), f.end(), out);
       return;
+    }
     case DType::f64:
       get_all<double>(bytes, n, out);
       return;

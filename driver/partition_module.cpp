@@ -58,18 +58,12 @@ std::vector<int> operand_ranks(const Binding& b, const std::map<std::string, MTy
   return ranks;
 }
 
-// Whether every tensor of `t` (a tensor or a tuple of them) has a kernel dtype.
-bool kernel_dtypes(const MType& t) {
-  if (t.is_tensor()) return is_kernel_dtype(t.dtype);
-  return t.kind == MTypeKind::tuple && std::all_of(t.fields.begin(), t.fields.end(), kernel_dtypes);
-}
-
 // Whether the binding's result and operands are all of kernel dtypes.
 bool kernel_typed(const Binding& b, const std::map<std::string, MType>& types) {
-  if (!kernel_dtypes(b.type)) return false;
+  if (!b.type.every_tensor(is_kernel_dtype)) return false;
   for (const std::string& a : b.call.args) {
     auto it = types.find(a);
-    if (it == types.end() || !kernel_dtypes(it->second)) return false;
+    if (it == types.end() || !it->second.every_tensor(is_kernel_dtype)) return false;
   }
   return true;
 }

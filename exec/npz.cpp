@@ -203,11 +203,9 @@ std::string make_npy(const Tensor<double>& t, NpyElement element) {
   out += '\x00';
   put16(out, static_cast<uint16_t>(header.size()));
   out += header;
-  // Integer and bool elements hold what the dtype stores (a tensor of the model's dtype already
-  // does; anything else is truncated and wrapped as a cast would).
-  std::vector<double> values = t.data;
-  for (double& v : values) v = stored_value(v, *kind.dtype);
-  const std::vector<uint8_t> bytes = encode_values(values.data(), values.size(), *kind.dtype);
+  // Integer and bool elements hold what the dtype stores (encode_values truncates and wraps
+  // anything else, as a cast would).
+  const std::vector<uint8_t> bytes = encode_values(t.data.data(), t.data.size(), *kind.dtype);
   out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return out;
 }

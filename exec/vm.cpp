@@ -33,12 +33,6 @@ const VmSlot* VmValue::slot() const {
 
 namespace {
 
-// Whether every tensor of `type` has a kernel dtype (f32, f16, bf16): the f32 paths may compute it.
-bool kernel_dtypes_only(const MType& type) {
-  if (type.is_tensor()) return is_kernel_dtype(type.dtype);
-  return std::all_of(type.fields.begin(), type.fields.end(), kernel_dtypes_only);
-}
-
 // The shape of a tensor, in planned storage or not; null for other values.
 const Shape* tensor_shape(const VmValue& v) {
   if (const Tensor<double>* t = v.tensor()) return &t->shape;
@@ -409,7 +403,7 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
     WEFT_CHECK(!impl || impl->eval, "composite {} reached the VM unexpanded", c.callee);
     // A result of f64, an integer type or bool is computed in f64 (exact for integers to 2^53,
     // then truncated and wrapped by its storage), never by the f32 paths.
-    const bool in_f64 = !kernel_dtypes_only(b.type);
+    const bool in_f64 = !b.type.every_tensor(is_kernel_dtype);
     try {
       // Operands the library or the elementwise path refuse reach the µGraph below, whose
       // shape rule reports them as it always did.

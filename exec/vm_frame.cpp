@@ -142,6 +142,32 @@ void require_integral(const std::vector<double>& data, DType dtype, const Source
                                        what(), dtype_name(dtype), i, data[i], dtype_name(dtype)));
 }
 
+// The tensor `owner` holds rounded to `dtype`'s storage: itself, rounded in place where nothing
+// else holds it (an operator's fresh tensor) or no element changes, else a rounded copy.
+std::shared_ptr<const Tensor<double>> rounded(std::shared_ptr<const Tensor<double>> owner,
+                                              DType dtype) {
+  const Tensor<double>& t = *owner;
+  // The VM makes its tensors as non-const objects behind const pointers, so this write is defined.
+  if (owner.use_count() == 1) {
+    auto& data = const_cast<Tensor<double>&>(t).data;
+    if (dtype == DType::f32) {
+      for (double& x : data) x = x == x ? static_cast<double>(static_cast<float>(x)) : x;
+    } else {
+      for (double& x : data) x = stored_value(x, dtype);
+    }
+    return owner;
+  }
+  const bool changes = dtype == DType::f32
+                           ? f32_rounding_changes(t.data)
+                           : std::any_of(t.data.begin(), t.data.end(), [&](double x) {
+                               return !std::isnan(x) && stored_value(x, dtype) != x;
+                             });
+  if (!changes) return owner;
+  auto copy = std::make_shared<Tensor<double>>(t);
+  for (double& x : copy->data) x = stored_value(x, dtype);
+  return copy;
+}
+
 // `v` as a value of `type` holds it: every tensor rounded to its dtype's storage (shared, not
 // copied, where no element changes). Values that do not match the type are left for vm_match to
 // report. `argument`: `v` is given to a parameter, whose integers must already be exact.
@@ -149,32 +175,10 @@ VmValue stored(VmValue v, const MType& type, const SourceLoc& loc, const Describ
                bool argument = false) {
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
     if (argument) require_integral(t->data, type.dtype, loc, what);
-    const auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
-    // A result nothing else holds (an operator's fresh tensor) is rounded where it is. The VM
-    // makes its tensors as non-const objects behind const pointers, so this write is defined.
-    if (owner.use_count() == 1) {
-      auto& data = const_cast<Tensor<double>*>(t)->data;
-      if (type.dtype == DType::f32) {
-        for (double& x : data) x = x == x ? static_cast<double>(static_cast<float>(x)) : x;
-      } else {
-        for (double& x : data) x = stored_value(x, type.dtype);
-      }
-      require_exact(data, type.dtype, loc, what);
-      return v;
-    }
-    const bool changes = type.dtype == DType::f32
-                             ? f32_rounding_changes(t->data)
-                             : std::any_of(t->data.begin(), t->data.end(), [&](double x) {
-                                 return !std::isnan(x) && stored_value(x, type.dtype) != x;
-                               });
-    if (!changes) {
-      require_exact(t->data, type.dtype, loc, what);
-      return v;
-    }
-    auto copy = std::make_shared<Tensor<double>>(*t);
-    for (double& x : copy->data) x = stored_value(x, type.dtype);
-    require_exact(copy->data, type.dtype, loc, what);
-    return VmValue{std::shared_ptr<const Tensor<double>>(std::move(copy))};
+    auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
+    owner = rounded(std::move(owner), type.dtype);
+    require_exact(owner->data, type.dtype, loc, what);
+    return v;
   }
   const VmTuple* tu = v.tuple();
   if (!tu || type.kind != MTypeKind::tuple || tu->size() != type.fields.size()) return v;
@@ -183,13 +187,6 @@ VmValue stored(VmValue v, const MType& type, const SourceLoc& loc, const Describ
     out->push_back(stored((*tu)[i], type.fields[i], loc,
                           [&] { return fmt::format("{}, field {}", what(), i); }, argument));
   return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
-}
-
-// Whether every tensor of `type` is stored as f32 (a tensor, or a tuple of them).
-bool only_f32_tensors(const MType& type) {
-  if (type.is_tensor()) return type.dtype == DType::f32;
-  if (type.kind != MTypeKind::tuple) return false;
-  return std::all_of(type.fields.begin(), type.fields.end(), only_f32_tensors);
 }
 
 }  // namespace
@@ -452,7 +449,7 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   bool in_f32 = false;
   VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32);
   if (fresh(in.reg) && in.binding->call.kind != CallKind::func &&
-      !(in_f32 && only_f32_tensors(in.binding->type)))
+      !(in_f32 && in.binding->type.every_tensor([](DType d) { return d == DType::f32; })))
     out = stored(std::move(out), in.binding->type, in.binding->loc,
                  [&] { return fmt::format("'{}'", in.binding->var); });
   if (fresh(in.reg)) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/dim_algebra.h"
 
 namespace weft {
@@ -14,6 +16,13 @@ MType MType::tensor(DType dtype, std::vector<SymExpr> dims) {
   t.rank = static_cast<int>(dims.size());
   t.dims = std::move(dims);
   return t;
+}
+
+bool MType::every_tensor(bool (*holds)(DType)) const {
+  if (is_tensor()) return holds(dtype);
+  return kind == MTypeKind::tuple && std::all_of(fields.begin(), fields.end(), [&](const MType& f) {
+           return f.every_tensor(holds);
+         });
 }
 
 MType MType::tensor_of_rank(DType dtype, int rank) {

@@ -28,6 +28,9 @@ struct MType {
   static MType integer(std::optional<SymExpr> value = std::nullopt);
 
   bool is_tensor() const { return kind == MTypeKind::tensor; }
+  // Whether the value is tensors only (a tensor, or a tuple of them, nested) and `holds` each
+  // one's dtype: false for integers and shapes.
+  bool every_tensor(bool (*holds)(DType)) const;
   // "f16[b, n, 64]", "f32[ndim=3]", "shape[b, n]", "tuple(f32[n], int)", "int(n)".
   std::string str() const;
 

@@ -173,11 +173,7 @@ void convert_einsum(I& imp) {
   for (char c : out)
     if (acc.letters.find(c) == std::string::npos)
       imp.fail(fmt::format("Einsum output index '{}' is in no operand", c));
-  Value v;
-  v.name = permuted(imp, acc, out);
-  v.type = imp.type_of(v.name);
-  v.elem = imp.in(0).elem;
-  imp.out(0, v);
+  imp.out(0, imp.value_of(permuted(imp, acc, out)));
 }
 
 }  // namespace

@@ -46,10 +46,7 @@ void convert_clip(I& imp) {
     std::string d = shifted(imp, imp.op("neg", {x}).name, *hi);  // hi - y
     x = shifted(imp, imp.op("neg", {imp.op("relu", {d}).name}).name, *hi);
   }
-  Value out;
-  out.name = x;
-  out.type = imp.type_of(x);
-  imp.out(0, out);
+  imp.out(0, imp.value_of(x));
 }
 
 void convert_abs(I& imp) {
@@ -75,17 +72,9 @@ std::string hard_sigmoid(I& imp, const std::string& x, double alpha, double beta
   return shifted(imp, imp.op("neg", {imp.op("relu", {d}).name}).name, 1.0);
 }
 
-Value runtime_value(I& imp, const std::string& name) {
-  Value v;
-  v.name = name;
-  v.type = imp.type_of(name);
-  v.elem = imp.in(0).elem;
-  return v;
-}
-
 void convert_hard_sigmoid(I& imp) {
-  imp.out(0, runtime_value(imp, hard_sigmoid(imp, imp.rt(0), imp.attr_float("alpha", 0.2f),
-                                             imp.attr_float("beta", 0.5f))));
+  imp.out(0, imp.value_of(hard_sigmoid(imp, imp.rt(0), imp.attr_float("alpha", 0.2f),
+                                       imp.attr_float("beta", 0.5f))));
 }
 
 // x * HardSigmoid(x; 1/6, 1/2), as MobileNetV3 exports it.

@@ -34,11 +34,10 @@ std::string index_differences(I& imp, const SymExpr& rows, const SymExpr& cols, 
 }
 
 // bool [rows, cols]: col - row - offset >= 0 (`at_least`) or <= 0.
-std::string triangle(I& imp, const SymExpr& rows, const SymExpr& cols, int64_t offset,
-                     bool at_least) {
+Value triangle(I& imp, const SymExpr& rows, const SymExpr& cols, int64_t offset, bool at_least) {
   const std::string d = index_differences(imp, rows, cols, offset);
   const Value zero = constant_value(Tensor<double>(Shape{1, 1}, 0.0), TensorProto::INT64);
-  return imp.op(at_least ? "greater_equal" : "less_equal", {d, imp.runtime(zero).first}).name;
+  return imp.op(at_least ? "greater_equal" : "less_equal", {d, imp.runtime(zero).first});
 }
 
 // Trilu(x, k): the upper (upper=1: col - row >= k) or lower (col - row <= k) triangle of the last
@@ -50,9 +49,9 @@ void convert_trilu(I& imp) {
   const int64_t k = constant_scalar_input(imp, 1, 0, "Trilu's k");
   const bool upper = imp.attr_int("upper", 1) != 0;
   const std::vector<SymExpr> d = imp.dims(x);
-  std::string keep =
+  const Value tri =
       triangle(imp, d[static_cast<size_t>(r - 2)], d[static_cast<size_t>(r - 1)], k, upper);
-  keep = imp.to_rank(keep, r);
+  const std::string keep = imp.to_rank(tri.name, r);
   const Value zero =
       constant_value(Tensor<double>(Shape(static_cast<size_t>(r), 1), 0.0), imp.in(0).elem);
   Value out = imp.op("where", {keep, x, imp.runtime(zero).first});
@@ -69,21 +68,11 @@ void convert_cumsum(I& imp) {
   const int64_t axis = imp.axis(constant_scalar_input(imp, 1, 0, "CumSum's axis"), r);
   const bool exclusive = imp.attr_int("exclusive", 0) != 0;
   const bool reverse = imp.attr_int("reverse", 0) != 0;
-  const int elem = imp.in(0).elem;
   const std::vector<SymExpr> d = imp.dims(x);
   const SymExpr n = d[static_cast<size_t>(axis)];
   // i - j >= 0 (or >= 1 exclusive); reverse: i - j <= 0 (or <= -1).
   const int64_t offset = exclusive ? (reverse ? -1 : 1) : 0;
-  std::string keep = triangle(imp, n, n, offset, !reverse);
-  Value ones = imp.as_elem(
-      [&] {
-        Value v;
-        v.name = keep;
-        v.type = imp.type_of(keep);
-        v.elem = TensorProto::BOOL;
-        return v;
-      }(),
-      elem);
+  const Value ones = imp.as_elem(triangle(imp, n, n, offset, !reverse), imp.in(0).elem);
   // Moved last, as a matrix with at least one row dim.
   std::vector<int64_t> perm(static_cast<size_t>(r));
   std::iota(perm.begin(), perm.end(), 0);
@@ -100,11 +89,7 @@ void convert_cumsum(I& imp) {
     for (int i = 0; i < r; ++i) back[static_cast<size_t>(perm[static_cast<size_t>(i)])] = i;
     y = imp.op("permute", {y}, {{"perm", syms(back)}}).name;
   }
-  Value out;
-  out.name = y;
-  out.type = imp.type_of(y);
-  out.elem = elem;
-  imp.out(0, out);
+  imp.out(0, imp.value_of(y));
 }
 
 }  // namespace

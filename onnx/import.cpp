@@ -20,6 +20,7 @@
 #include <set>
 
 #include "core/dtype_convert.h"
+#include "ir/cast.h"
 #include "model/deduce.h"
 #include "model/model_ops.h"
 #endif
@@ -79,53 +80,13 @@ std::string read_bytes(const std::string& path) {
 namespace onnx_import {
 
 DType dtype_of_elem(int elem) {
-  switch (elem) {
-    case TensorProto::DOUBLE:
-      return DType::f64;
-    case TensorProto::INT64:
-    case TensorProto::UINT16:
-    case TensorProto::UINT32:
-    case TensorProto::UINT64:
-      return DType::i64;
-    case TensorProto::INT32:
-      return DType::i32;
-    case TensorProto::INT16:
-      return DType::i16;
-    case TensorProto::INT8:
-      return DType::i8;
-    case TensorProto::UINT8:
-      return DType::u8;
-    case TensorProto::BOOL:
-      return DType::boolean;
-    default:  // FLOAT; FLOAT16 and BFLOAT16 compute in f32 (docs/onnx.md)
-      return DType::f32;
-  }
+  const CastTarget* t = cast_target(elem);
+  const DType d = t ? cast_result_dtype(*t) : DType::f32;
+  return d == DType::f16 || d == DType::bf16 ? DType::f32 : d;  // computed in f32 (docs/onnx.md)
 }
 
 int elem_of_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return TensorProto::FLOAT;
-    case DType::f16:
-      return TensorProto::FLOAT16;
-    case DType::bf16:
-      return TensorProto::BFLOAT16;
-    case DType::f64:
-      return TensorProto::DOUBLE;
-    case DType::i64:
-      return TensorProto::INT64;
-    case DType::i32:
-      return TensorProto::INT32;
-    case DType::i16:
-      return TensorProto::INT16;
-    case DType::i8:
-      return TensorProto::INT8;
-    case DType::u8:
-      return TensorProto::UINT8;
-    case DType::boolean:
-      return TensorProto::BOOL;
-  }
-  return TensorProto::FLOAT;
+  return static_cast<int>(cast_code_of(dtype));
 }
 
 bool is_integer_type(int elem) {

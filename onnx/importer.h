@@ -240,6 +240,14 @@ class Importer {
     return c;
   }
   const MType& type_of(const std::string& name) const { return types_.at(name); }
+  // The run-time IR value `name` as a Value: its type, and the ONNX type of its dtype.
+  Value value_of(const std::string& name) const {
+    Value v;
+    v.name = name;
+    v.type = type_of(name);
+    if (v.type.is_tensor()) v.elem = elem_of_dtype(v.type.dtype);
+    return v;
+  }
   // Decides conditions on symbolic dims while folding (Equal of a shape vector and -1).
   SymProver& prover() { return prover_; }
   std::vector<SymExpr> dims(const std::string& name) const {

@@ -286,12 +286,6 @@ class Matcher {
   std::set<std::pair<std::vector<int>, std::vector<std::string>>> seen_;
 };
 
-// Whether every tensor of `t` has a float dtype (f32, f16, bf16, f64).
-bool float_typed(const MType& t) {
-  if (t.is_tensor()) return is_float_dtype(t.dtype);
-  return t.kind == MTypeKind::tuple && std::all_of(t.fields.begin(), t.fields.end(), float_typed);
-}
-
 }  // namespace
 
 FunctionIndex index_function(const Function& f) {
@@ -311,7 +305,7 @@ FunctionIndex index_function(const Function& f) {
       note_reads(b.call, at, index);
       // Rules hold for real numbers: an operator on integer or bool tensors (whose storage
       // truncates and wraps) is never part of a match.
-      if (b.call.kind == CallKind::op && float_typed(b.type)) {
+      if (b.call.kind == CallKind::op && b.type.every_tensor(is_float_dtype)) {
         if (auto kind = op_by_name(b.call.callee)) {
           index.by_kind[*kind].push_back(at);
           index.kind[bi][i] = static_cast<int>(*kind);

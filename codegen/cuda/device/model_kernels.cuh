@@ -134,6 +134,30 @@ WEFT_DEV void weft_dk_st(void* p, int dtype, int64_t i, float v) {
   else
     weft_dk_stx(p, dtype, i, v);
 }
+// The same by the compute type a kernel instantiates with: float (the kernel dtypes' path) or
+// double (integer, bool and f64 tensors: exact to 2^53).
+WEFT_DEV void weft_dk_load(const void* p, int dtype, int64_t i, float& v) {
+  v = weft_dk_ld(p, dtype, i);
+}
+WEFT_DEV void weft_dk_load(const void* p, int dtype, int64_t i, double& v) {
+  v = weft_dk_ldx(p, dtype, i);
+}
+WEFT_DEV void weft_dk_store(void* p, int dtype, int64_t i, float v) {
+  weft_dk_st(p, dtype, i, v);
+}
+WEFT_DEV void weft_dk_store(void* p, int dtype, int64_t i, double v) {
+  weft_dk_stx(p, dtype, i, v);
+}
+WEFT_DEV float weft_dk_max(float a, float b) {
+  return fmaxf(a, b);
+}
+WEFT_DEV double weft_dk_max(double a, double b) {
+  return fmax(a, b);
+}
+// Whether a kernel over these dtype codes takes the exact (double) path.
+WEFT_DEV bool weft_dk_exact(int a, int b, int c) {
+  return a >= 3 || b >= 3 || c >= 3;
+}
 
 // Index mapping (every data-movement operator): output element o of `rank` dims `dims` at
 // coordinates c_d; per dim the source coordinate s = (c_d / div_d) * step_d + start_d, outside
@@ -185,6 +209,20 @@ WEFT_DEV void weft_dk_elementwise_body(const weft_dk_elementwise_args& a, const 
   }
 }
 
+// Kinds 0-2 of the row kernel (sum, mean, max of the elements g, g + to, ... of a row) in T.
+template <typename T>
+WEFT_DEV void weft_dk_reduce_row(const weft_dk_rows_args& a, int64_t base, int64_t g, int64_t at) {
+  T acc = a.kind == 2 ? static_cast<T>(-INFINITY) : static_cast<T>(0);
+  int64_t count = 0;
+  for (int64_t j = g; j < a.n; j += a.to, ++count) {
+    T v;
+    weft_dk_load(a.in, a.in_dtype, base + j * a.inner, v);
+    acc = a.kind == 2 ? weft_dk_max(acc, v) : acc + v;
+  }
+  if (a.kind == 1) acc /= static_cast<T>(count);
+  weft_dk_store(a.out, a.out_dtype, at, acc);
+}
+
 // Row kernels over [outer, n, inner] views (one thread per (outer, inner) pair, f32 partials):
 // kind 0 sum, 1 mean, 2 max over n to size `to` (element g combines g, g + to, ...); 3 softmax
 // over n (max subtracted); 4 layer norm over n (inner = 1; eps in k); 5 rms norm over n (eps in k).
@@ -194,25 +232,12 @@ WEFT_DEV void weft_dk_rows_body(const weft_dk_rows_args& a, const int64_t w_firs
   for (int64_t t = w_first; t < a.outer * a.inner * groups; t += w_step) {
     const int64_t g = t % groups, q = t / groups, i = q % a.inner, o = q / a.inner;
     const int64_t base = o * a.n * a.inner + i;
-    if (a.kind <= 2 && (a.in_dtype >= 3 || a.out_dtype >= 3)) {
-      // Integer, bool and f64 rows reduce in double: sums of integers exact to 2^53.
-      double acc = a.kind == 2 ? -INFINITY : 0.0;
-      int64_t count = 0;
-      for (int64_t j = g; j < a.n; j += a.to, ++count) {
-        const double v = weft_dk_ldx(a.in, a.in_dtype, base + j * a.inner);
-        acc = a.kind == 2 ? fmax(acc, v) : acc + v;
-      }
-      if (a.kind == 1) acc /= static_cast<double>(count);
-      weft_dk_stx(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
-    } else if (a.kind <= 2) {
-      float acc = a.kind == 2 ? -INFINITY : 0.0f;
-      int64_t count = 0;
-      for (int64_t j = g; j < a.n; j += a.to, ++count) {
-        const float v = weft_dk_ld(a.in, a.in_dtype, base + j * a.inner);
-        acc = a.kind == 2 ? fmaxf(acc, v) : acc + v;
-      }
-      if (a.kind == 1) acc /= static_cast<float>(count);
-      weft_dk_st(a.out, a.out_dtype, (o * a.to + g) * a.inner + i, acc);
+    if (a.kind <= 2) {
+      const int64_t at = (o * a.to + g) * a.inner + i;
+      if (weft_dk_exact(a.in_dtype, a.out_dtype, 0))
+        weft_dk_reduce_row<double>(a, base, g, at);
+      else
+        weft_dk_reduce_row<float>(a, base, g, at);
     } else if (a.kind == 3) {
       float m = -INFINITY, sum = 0.0f;
       for (int64_t j = 0; j < a.n; ++j)
@@ -314,6 +339,20 @@ WEFT_DEV void weft_dk_index_body(const weft_dk_index_args& a, const int64_t w_fi
   }
 }
 
+// Output element t of the matmul: row `ra` of a times column `cb` of b, accumulated in T in k
+// order.
+template <typename T>
+WEFT_DEV void weft_dk_dot(const weft_dk_matmul_args& a, int64_t ra, int64_t cb, int64_t t) {
+  T acc = 0;
+  for (int64_t q = 0; q < a.k; ++q) {
+    T x, y;
+    weft_dk_load(a.a, a.a_dtype, ra + q, x);
+    weft_dk_load(a.b, a.b_dtype, cb + q * a.n, y);
+    acc += x * y;
+  }
+  weft_dk_store(a.out, a.out_dtype, t, acc);
+}
+
 // Batched matmul [.., m, k] x [.., k, n] with broadcast batch dims, one thread per output
 // element, f32 accumulation in k order (the simple, correct path; µGraph matmuls use cuBLAS).
 WEFT_DEV void weft_dk_matmul_body(const weft_dk_matmul_args& a, const int64_t w_first,
@@ -326,19 +365,10 @@ WEFT_DEV void weft_dk_matmul_body(const weft_dk_matmul_args& a, const int64_t w_
       ob += (rest % a.batch_dims[d]) * a.b_stride[d];
       rest /= a.batch_dims[d];
     }
-    if (a.a_dtype >= 3 || a.b_dtype >= 3 || a.out_dtype >= 3) {  // integers exact, in double
-      double acc = 0.0;
-      for (int64_t q = 0; q < a.k; ++q)
-        acc += weft_dk_ldx(a.a, a.a_dtype, oa + i * a.k + q) *
-               weft_dk_ldx(a.b, a.b_dtype, ob + q * a.n + j);
-      weft_dk_stx(a.out, a.out_dtype, t, acc);
-      continue;
-    }
-    float acc = 0.0f;
-    for (int64_t q = 0; q < a.k; ++q)
-      acc += weft_dk_ld(a.a, a.a_dtype, oa + i * a.k + q) *
-             weft_dk_ld(a.b, a.b_dtype, ob + q * a.n + j);
-    weft_dk_st(a.out, a.out_dtype, t, acc);
+    if (weft_dk_exact(a.a_dtype, a.b_dtype, a.out_dtype))
+      weft_dk_dot<double>(a, oa + i * a.k, ob + j, t);
+    else
+      weft_dk_dot<float>(a, oa + i * a.k, ob + j, t);
   }
 }
 
