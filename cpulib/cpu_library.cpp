@@ -36,31 +36,43 @@ size_t onednn_prepared_weights_kept() {
 #endif
 }
 
-std::optional<Tensor<double>> run_on_cpu_library(OpKind kind,
-                                                 const std::vector<const Tensor<double>*>& in,
-                                                 const Attrs& attrs, const TensorOwners* owners) {
+bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
+                            const F32Destination& into) {
 #if WEFT_HAVE_ONEDNN
-  // The weights' owner, when it is the tensor given (a caller's owners and tensors agree).
-  std::shared_ptr<const Tensor<double>> weights;
-  if (owners && owners->size() == in.size() && in.size() == 2 && (*owners)[1] &&
-      (*owners)[1]->get() == in[1])
-    weights = *(*owners)[1];
-  if (kind == OpKind::conv && in.size() == 2) return onednn::conv(*in[0], *in[1], attrs, weights);
-  if (kind == OpKind::matmul && in.size() == 2) {
+  if (in.size() != 2) return false;
+  if (kind == OpKind::conv) return onednn::conv(in[0], in[1], attrs, into);
+  if (kind == OpKind::matmul) {
     // A weight matrix has no batch dims of its own (all 1); a matmul of two activations (the
     // attention scores) gains nothing from keeping one of them.
-    const Shape& b = in[1]->shape;
+    const Shape& b = *in[1].shape;
+    HostOperand weights = in[1];
     if (b.size() > 2 && std::any_of(b.begin(), b.end() - 2, [](int64_t d) { return d != 1; }))
-      weights = nullptr;
-    return onednn::matmul(*in[0], *in[1], weights);
+      weights.owner = nullptr;
+    return onednn::matmul(in[0], weights, into);
   }
 #else
   (void)kind;
   (void)in;
   (void)attrs;
-  (void)owners;
+  (void)into;
 #endif
-  return std::nullopt;
+  return false;
+}
+
+std::optional<Tensor<double>> run_on_cpu_library(OpKind kind,
+                                                 const std::vector<const Tensor<double>*>& in,
+                                                 const Attrs& attrs, const TensorOwners* owners) {
+  std::vector<HostOperand> operands;
+  for (size_t i = 0; i < in.size(); ++i) {
+    HostOperand o = operand_of(*in[i]);
+    // The owner, when it is the tensor given (a caller's owners and tensors agree).
+    if (owners && owners->size() == in.size() && (*owners)[i] && (*owners)[i]->get() == in[i])
+      o.owner = *(*owners)[i];
+    operands.push_back(std::move(o));
+  }
+  Tensor<float> out;
+  if (!run_on_cpu_library_f32(kind, operands, attrs, fresh_into(out))) return std::nullopt;
+  return Tensor<double>(out.shape, std::vector<double>(out.data.begin(), out.data.end()));
 }
 
 }  // namespace weft

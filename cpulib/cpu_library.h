@@ -1,6 +1,6 @@
 // The CPU library operators (issue 30): convolution and matmul run by oneDNN in f32 where weft
-// was built with it, for the VM's per-operator path. Each call takes the VM's f64 operands,
-// computes in f32 (the precision the VM stores every f32 result in) and returns f64.
+// was built with it, for the VM. Each call takes operands in f32 (the VM's f32 lane) or f64,
+// computes in f32 (the precision the VM stores every f32 result in) and returns f32.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/host_operand.h"
 #include "core/tensor.h"
 #include "ir/attrs.h"
 #include "ir/ops.h"
@@ -28,6 +29,12 @@ void limit_cpu_library_threads(int threads);
 // The shared tensors behind operands, one per operand (null where a caller has none); pointers,
 // so a caller lists them without touching their counts.
 using TensorOwners = std::vector<const std::shared_ptr<const Tensor<double>>*>;
+
+// `kind` applied to `in` with evaluated attributes `attrs` by the CPU library in f32, written
+// where `into` says; false when the library does not take the call (as run_on_cpu_library below;
+// `into` is then not called).
+bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
+                            const F32Destination& into);
 
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library, or nullopt when
 // the library does not take this call (built without one, an operator or attribute it does not

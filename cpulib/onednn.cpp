@@ -1,5 +1,5 @@
-// The shared parts of the oneDNN operators: one engine and stream for the process, conversions
-// between the VM's f64 and the library's f32, and the primitive cache.
+// The shared parts of the oneDNN operators: one engine and stream for the process, operands in
+// f32 (converted from the VM's f64 where they are not in its f32 lane), and the primitive cache.
 #include "cpulib/onednn.h"
 
 #include <dlfcn.h>
@@ -70,8 +70,16 @@ int use_threads_for(double flops) {
 void to_f32(const double* from, float* to, int64_t n) {
   convert(from, to, n);
 }
-void to_f64(const float* from, double* to, int64_t n) {
-  convert(from, to, n);
+
+dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch) {
+  const float* values = operand.f32;
+  if (!values) {
+    scratch.resize(static_cast<size_t>(numel(*operand.shape)));
+    to_f32(operand.f64, scratch.data(), numel(*operand.shape));
+    values = scratch.data();
+  }
+  // The library only reads a source memory.
+  return dnnl::memory(plain_desc(*operand.shape), cpu_engine(), const_cast<float*>(values));
 }
 
 const Cached* cached(const std::string& key, const std::function<Cached()>& build) {
@@ -95,37 +103,37 @@ const Cached* cached(const std::string& key, const std::function<Cached()>& buil
 namespace {
 
 struct Prepared {
-  std::weak_ptr<const Tensor<double>> owner;
+  std::weak_ptr<const void> owner;
   dnnl::memory memory;
 };
 std::mutex prepared_mutex;
-std::map<std::pair<const Tensor<double>*, const Cached*>, Prepared> prepared;
+std::map<std::pair<const void*, const Cached*>, Prepared> prepared;
 
 }  // namespace
 
-dnnl::memory prepared_weights(const Tensor<double>& weights, const Shape& shape,
-                              const dnnl::memory::desc& desc, const Cached* prim,
-                              const std::shared_ptr<const Tensor<double>>& owner) {
+dnnl::memory prepared_weights(const HostOperand& weights, const Shape& shape,
+                              const dnnl::memory::desc& desc, const Cached* prim) {
   auto make = [&] {
-    std::vector<float> w32(weights.data.size());
-    to_f32(weights.data.data(), w32.data(), weights.numel());
-    dnnl::memory plain(plain_desc(shape), cpu_engine(), w32.data());
+    std::vector<float> scratch;
+    dnnl::memory plain = plain_memory(weights, scratch);
+    // The same values viewed with `shape` (a grouped convolution's [g, M/g, ...]).
+    plain = dnnl::memory(plain_desc(shape), cpu_engine(), plain.get_data_handle());
     dnnl::memory out(desc, cpu_engine());  // owns its buffer
     dnnl::reorder(plain, out).execute(cpu_stream(), plain, out);
     cpu_stream().wait();
     return out;
   };
-  if (!owner) return make();
-  const auto key = std::make_pair(owner.get(), prim);
+  if (!weights.owner) return make();
+  const auto key = std::make_pair(weights.owner.get(), prim);
   {
     std::lock_guard lock(prepared_mutex);
     auto it = prepared.find(key);
-    if (it != prepared.end() && it->second.owner.lock() == owner) return it->second.memory;
+    if (it != prepared.end() && it->second.owner.lock() == weights.owner) return it->second.memory;
   }
   dnnl::memory made = make();
   std::lock_guard lock(prepared_mutex);
   std::erase_if(prepared, [](const auto& e) { return e.second.owner.expired(); });
-  prepared[key] = Prepared{owner, made};
+  prepared[key] = Prepared{weights.owner, made};
   return made;
 }
 

@@ -1,4 +1,4 @@
-// What the oneDNN operators share: the CPU engine and stream, f64 <-> f32 copies, row-major
+// What the oneDNN operators share: the CPU engine and stream, f64 -> f32 copies, row-major
 // memory descriptors, and a cache of primitives by their shapes and attributes.
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "cpulib/cpu_library.h"
 #include "ir/attrs.h"
 
 namespace weft::onednn {
@@ -33,9 +34,8 @@ int use_threads_for(double flops);
 // At most `threads` per call from now on (0: the cores).
 void set_thread_limit(int threads);
 
-// n values converted from f64 to f32 and back.
+// n values converted from f64 to f32.
 void to_f32(const double* from, float* to, int64_t n);
-void to_f64(const float* from, double* to, int64_t n);
 
 // A primitive and its descriptor, built once per key (shapes and attributes) and reused: building
 // a primitive descriptor costs more than running a small convolution.
@@ -47,22 +47,22 @@ struct Cached {
 // or null where `build` threw dnnl::error: the library refuses these shapes.
 const Cached* cached(const std::string& key, const std::function<Cached()>& build);
 
-// `weights` (of `shape`) in f32 in the layout `desc` that primitive `prim` takes. With `owner`
-// (the tensor `weights` is), made once and kept while the owner lives: entries hold it weakly, so
-// a later tensor at the same address never finds a dead one's; without, made for this call.
-dnnl::memory prepared_weights(const Tensor<double>& weights, const Shape& shape,
-                              const dnnl::memory::desc& desc, const Cached* prim,
-                              const std::shared_ptr<const Tensor<double>>& owner);
+// `weights` (an operand whose values are of `shape`) in f32 in the layout `desc` that primitive
+// `prim` takes. With an owner, made once and kept while the owner lives: entries hold it weakly,
+// so a later object at the same address never finds a dead one's; without, made for this call.
+dnnl::memory prepared_weights(const HostOperand& weights, const Shape& shape,
+                              const dnnl::memory::desc& desc, const Cached* prim);
 // Weights prepared and kept so far (tests).
 size_t prepared_weights_kept();
 
-// The operators (cpulib/onednn_*.cpp): nullopt where the library refuses the call. `weights`:
-// the owner of the weight operand, for prepared_weights.
-std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>& weight,
-                                   const Attrs& attrs,
-                                   const std::shared_ptr<const Tensor<double>>& weights = nullptr);
-std::optional<Tensor<double>> matmul(
-    const Tensor<double>& a, const Tensor<double>& b,
-    const std::shared_ptr<const Tensor<double>>& weights = nullptr);
+// A memory of `shape` row-major in f32 over `operand`'s values: its own f32 values where it has
+// them (read only), else converted into `scratch`.
+dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch);
+
+// The operators (cpulib/onednn_*.cpp), their results written where `into` says: false where
+// the library refuses the call.
+bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
+          const F32Destination& into);
+bool matmul(const HostOperand& a, const HostOperand& b, const F32Destination& into);
 
 }  // namespace weft::onednn

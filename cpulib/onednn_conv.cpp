@@ -1,6 +1,7 @@
 // Convolution (the model operator `conv`, 1 to 3 spatial dims, grouped and depthwise included)
-// by oneDNN: the library picks its blocked layouts; the input is reordered into its layout per
-// call, the weights once while their tensor lives (prepared_weights).
+// by oneDNN: the library picks its blocked layouts; the input and the result are reordered per
+// call (by reorder primitives built once, through per-thread scratch), the weights once while
+// their tensor lives (prepared_weights).
 #include <fmt/format.h>
 
 #include "cpulib/onednn.h"
@@ -16,27 +17,39 @@ memory::desc any_desc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, memory::format_tag::any);
 }
 
-// `from` (a handle) in the layout `to_desc` asks for: itself where they agree, else a reordered
-// copy.
-memory in_layout(memory from, const memory::desc& to_desc) {
-  if (from.get_desc() == to_desc) return from;
-  memory to(to_desc, cpu_engine());
-  dnnl::reorder(from, to).execute(cpu_stream(), from, to);
-  return to;
+// The reorder from `from` to `to`, built once per convolution (`key`) and direction: building a
+// reorder primitive costs more than running a small one.
+void reorder(const std::string& key, const memory& from, const memory& to) {
+  const Cached* r = cached(key, [&] {
+    dnnl::reorder::primitive_desc pd(from, to);
+    return Cached{pd, dnnl::reorder(pd)};
+  });
+  WEFT_CHECK(r != nullptr, "oneDNN refused a reorder it offered ({})", key);
+  r->prim.execute(cpu_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+// A memory of `desc` over this thread's scratch buffer `which` (grown as needed and kept): the
+// blocked copies a convolution needs per call, without an allocation per call.
+memory scratch_memory(const memory::desc& desc, int which) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& buffer = buffers[which];
+  const size_t floats = (desc.get_size() + sizeof(float) - 1) / sizeof(float);
+  if (buffer.size() < floats) buffer.resize(floats);
+  return memory(desc, cpu_engine(), buffer.data());
 }
 
 }  // namespace
 
-std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>& weight,
-                                   const Attrs& attrs,
-                                   const std::shared_ptr<const Tensor<double>>& weights) {
+bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
+          const F32Destination& into) {
   const int64_t group = attrs.get_int("group");
-  const size_t rank = x.shape.size();
-  if (rank < 3 || rank > 5 || weight.shape.size() != rank || group < 1) return std::nullopt;
-  const int64_t n = x.shape[0], c = x.shape[1], m = weight.shape[0], cg = weight.shape[1];
-  if (c != cg * group || m % group != 0) return std::nullopt;  // the caller's code reports it
-  const Windows3 w = concrete_windows(x.shape, {weight.shape.begin() + 2, weight.shape.end()},
-                                      attrs, false, "conv");
+  const Shape &x_shape = *x.shape, &w_shape = *weight.shape;
+  const size_t rank = x_shape.size();
+  if (rank < 3 || rank > 5 || w_shape.size() != rank || group < 1) return false;
+  const int64_t n = x_shape[0], c = x_shape[1], m = w_shape[0], cg = w_shape[1];
+  if (c != cg * group || m % group != 0) return false;  // the caller's code reports it
+  const Windows3 w =
+      concrete_windows(x_shape, {w_shape.begin() + 2, w_shape.end()}, attrs, false, "conv");
   // Windows3 pads the spatial dims to three at the front.
   const size_t spatial = rank - 2, first = 3 - spatial;
   memory::dims strides, dilations, pad_l, pad_r;
@@ -49,16 +62,16 @@ std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>
     out_shape.push_back(w.out[i]);
   }
   // [M, C/g, *k] is [g, M/g, C/g, *k] in the same memory.
-  Shape weight_shape = weight.shape;
+  Shape weight_shape = w_shape;
   if (group > 1) {
     weight_shape[0] = m / group;
     weight_shape.insert(weight_shape.begin(), group);
   }
-  const memory::dims x_dims(x.shape.begin(), x.shape.end());
+  const memory::dims x_dims(x_shape.begin(), x_shape.end());
   const memory::dims w_dims(weight_shape.begin(), weight_shape.end());
   const memory::dims y_dims(out_shape.begin(), out_shape.end());
   const std::string key =
-      fmt::format("conv {} {} {} {} {} {}", shape_str(x.shape), shape_str(weight_shape),
+      fmt::format("conv {} {} {} {} {} {}", shape_str(x_shape), shape_str(weight_shape),
                   fmt::join(strides, ","), fmt::join(dilations, ","), fmt::join(pad_l, ","),
                   fmt::join(pad_r, ","));
   // Before the primitive is built: oneDNN sizes its scratchpad by the threads it is built with.
@@ -71,26 +84,27 @@ std::optional<Tensor<double>> conv(const Tensor<double>& x, const Tensor<double>
     dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
     return Cached{pd, dnnl::convolution_forward(pd)};
   });
-  if (!prim) return std::nullopt;
+  if (!prim) return false;
 
-  std::vector<float> x32(static_cast<size_t>(x.numel()));
-  to_f32(x.data.data(), x32.data(), x.numel());
-  memory x_mem(plain_desc(x.shape), cpu_engine(), x32.data());
-  memory src = in_layout(x_mem, prim->pd.src_desc());
-  memory wts = prepared_weights(weight, weight_shape, prim->pd.weights_desc(), prim, weights);
-  memory dst(prim->pd.dst_desc(), cpu_engine());
+  const std::string prim_key = fmt::format("{} t{}", key, threads);
+  std::vector<float> scratch;
+  memory src = plain_memory(x, scratch);
+  if (src.get_desc() != prim->pd.src_desc()) {
+    memory blocked = scratch_memory(prim->pd.src_desc(), 0);
+    reorder(prim_key + " src", src, blocked);
+    src = blocked;
+  }
+  memory wts = prepared_weights(weight, weight_shape, prim->pd.weights_desc(), prim);
+
+  memory y_mem(plain_desc(out_shape), cpu_engine(), into(out_shape));
+  // Straight into the result where the library's layout is row-major, else through its own.
+  memory dst =
+      prim->pd.dst_desc() == y_mem.get_desc() ? y_mem : scratch_memory(prim->pd.dst_desc(), 1);
   prim->prim.execute(cpu_stream(),
                      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
-  std::vector<float> y32(static_cast<size_t>(numel(out_shape)));
-  memory y_mem(plain_desc(out_shape), cpu_engine(), y32.data());
-  if (dst.get_desc() == y_mem.get_desc())
-    y_mem = dst;
-  else
-    dnnl::reorder(dst, y_mem).execute(cpu_stream(), dst, y_mem);
+  if (dst != y_mem) reorder(prim_key + " dst", dst, y_mem);
   cpu_stream().wait();
-  Tensor<double> out(out_shape, 0.0);
-  to_f64(static_cast<const float*>(y_mem.get_data_handle()), out.data.data(), out.numel());
-  return out;
+  return true;
 }
 
 }  // namespace weft::onednn

@@ -1,5 +1,5 @@
-// Elementwise table operators on the VM's f64 tensors in f32 (or f64) semantics (one pass, no
-// copies).
+// Elementwise table operators on the VM's tensors (f32 lane or f64) in f32 (or f64) semantics
+// (one pass, no copies).
 #include "exec/host_elementwise.h"
 
 #include "core/error.h"
@@ -9,26 +9,24 @@ namespace weft {
 
 namespace {
 
-double to_f32(double x) {
-  return static_cast<double>(static_cast<float>(x));
-}
-double as_is(double x) {
-  return x;
-}
+// The row's function, constants and the result's shape, or nullopt where the operator is not a
+// unary or binary table row or the rule refuses the operands.
+struct Elementwise {
+  RealFn fn;
+  ScalarConstants constants;
+  Shape shape;
+  bool unary;
+};
 
-}  // namespace
-
-std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
-                                                  const std::vector<const Tensor<double>*>& in,
-                                                  const Attrs& attrs, bool in_f32) {
-  double (*const f32)(double) = in_f32 ? to_f32 : as_is;
+std::optional<Elementwise> elementwise_of(OpKind kind, const std::vector<const Shape*>& shapes,
+                                          const Attrs& attrs) {
   const OpInfo& info = op_info(kind);
   const OpClass cls = info.op_class;
   if ((cls != OpClass::unary && cls != OpClass::binary) || !info.real || !info.shape.concrete ||
-      in.size() != (cls == OpClass::unary ? 1u : 2u))
+      shapes.size() != (cls == OpClass::unary ? 1u : 2u))
     return std::nullopt;
   std::vector<TensorType> types;
-  for (const Tensor<double>* t : in) types.push_back({DType::f32, t->shape});
+  for (const Shape* s : shapes) types.push_back({DType::f32, *s});
   Attrs normalized = attrs;
   Shape shape;
   try {
@@ -36,50 +34,101 @@ std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
   } catch (const UserError&) {
     return std::nullopt;  // the caller's µGraph path reports it, with its location
   }
-  const ScalarConstants c = scalar_constants(info, normalized);
-  const RealFn fn = info.real;
-  Tensor<double> out(shape, 0.0);
-  double* o = out.data.data();
-  const int64_t n = out.numel();
-  ScalarArgs s{.k = c.k, .k2 = c.k2};
-  if (cls == OpClass::unary) {
-    const double* x = in[0]->data.data();
+  if (cls == OpClass::binary &&
+      (shapes[0]->size() != shape.size() || shapes[1]->size() != shape.size()))
+    return std::nullopt;
+  return Elementwise{info.real, scalar_constants(info, normalized), shape, cls == OpClass::unary};
+}
+
+template <bool kF32>
+double domain(double x) {
+  if constexpr (kF32) return static_cast<double>(static_cast<float>(x));
+  return x;
+}
+
+// out[i] = fn(a[i]) or fn(a[i], b[i]) with broadcasting, in the f32 domain (kF32) or f64.
+template <bool kF32, class Out, class A, class B>
+void apply(const Elementwise& e, const A* a, const Shape& a_shape, const B* b, const Shape& b_shape,
+           Out* o) {
+  const int64_t n = numel(e.shape);
+  ScalarArgs s{.k = e.constants.k, .k2 = e.constants.k2};
+  const RealFn fn = e.fn;
+  if (e.unary) {
     for (int64_t i = 0; i < n; ++i) {
-      s.x = f32(x[i]);
-      o[i] = f32(fn(s));
+      s.x = domain<kF32>(static_cast<double>(a[i]));
+      o[i] = static_cast<Out>(domain<kF32>(fn(s)));
     }
-    return out;
+    return;
   }
-  const Tensor<double>&a = *in[0], &b = *in[1];
-  if (a.shape == shape && b.shape == shape) {
+  if (a_shape == e.shape && b_shape == e.shape) {
     for (int64_t i = 0; i < n; ++i) {
-      s.x = f32(a.data[static_cast<size_t>(i)]);
-      s.y = f32(b.data[static_cast<size_t>(i)]);
-      o[i] = f32(fn(s));
+      s.x = domain<kF32>(static_cast<double>(a[i]));
+      s.y = domain<kF32>(static_cast<double>(b[i]));
+      o[i] = static_cast<Out>(domain<kF32>(fn(s)));
     }
-    return out;
+    return;
   }
-  // Broadcasting (the row's rule checked the operands have the result's rank): strides of 0
-  // along the dims an operand has as 1, walked incrementally.
-  const size_t rank = shape.size();
-  if (a.shape.size() != rank || b.shape.size() != rank) return std::nullopt;
-  const std::vector<int64_t> sa = broadcast_strides(a.shape, shape);
-  const std::vector<int64_t> sb = broadcast_strides(b.shape, shape);
+  // Broadcasting (the rule checked the operands have the result's rank): strides of 0 along the
+  // dims an operand has as 1, walked incrementally.
+  const size_t rank = e.shape.size();
+  const std::vector<int64_t> sa = broadcast_strides(a_shape, e.shape);
+  const std::vector<int64_t> sb = broadcast_strides(b_shape, e.shape);
   std::vector<int64_t> idx(rank, 0);
   int64_t oa = 0, ob = 0;
   for (int64_t i = 0; i < n; ++i) {
-    s.x = f32(a.data[static_cast<size_t>(oa)]);
-    s.y = f32(b.data[static_cast<size_t>(ob)]);
-    o[i] = f32(fn(s));
+    s.x = domain<kF32>(static_cast<double>(a[oa]));
+    s.y = domain<kF32>(static_cast<double>(b[ob]));
+    o[i] = static_cast<Out>(domain<kF32>(fn(s)));
     for (size_t d = rank; d-- > 0;) {
       oa += sa[d];
       ob += sb[d];
-      if (++idx[d] < shape[d]) break;
-      oa -= sa[d] * shape[d];
-      ob -= sb[d] * shape[d];
+      if (++idx[d] < e.shape[d]) break;
+      oa -= sa[d] * e.shape[d];
+      ob -= sb[d] * e.shape[d];
       idx[d] = 0;
     }
   }
+}
+
+// Dispatches on the operands' element types (f32 lane or f64).
+template <bool kF32, class Out>
+void apply_operands(const Elementwise& e, const std::vector<HostOperand>& in, Out* o) {
+  const HostOperand& a = in[0];
+  const HostOperand& b = e.unary ? in[0] : in[1];
+  if (a.f32 && b.f32) return apply<kF32>(e, a.f32, *a.shape, b.f32, *b.shape, o);
+  if (a.f32) return apply<kF32>(e, a.f32, *a.shape, b.f64, *b.shape, o);
+  if (b.f32) return apply<kF32>(e, a.f64, *a.shape, b.f32, *b.shape, o);
+  apply<kF32>(e, a.f64, *a.shape, b.f64, *b.shape, o);
+}
+
+std::vector<const Shape*> shapes_of(const std::vector<HostOperand>& in) {
+  std::vector<const Shape*> shapes;
+  for (const HostOperand& x : in) shapes.push_back(x.shape);
+  return shapes;
+}
+
+}  // namespace
+
+bool elementwise_on_host_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
+                             const F32Destination& into) {
+  std::optional<Elementwise> e = elementwise_of(kind, shapes_of(in), attrs);
+  if (!e) return false;
+  apply_operands<true>(*e, in, into(e->shape));
+  return true;
+}
+
+std::optional<Tensor<double>> elementwise_on_host(OpKind kind,
+                                                  const std::vector<const Tensor<double>*>& in,
+                                                  const Attrs& attrs, bool in_f32) {
+  std::vector<HostOperand> operands;
+  for (const Tensor<double>* t : in) operands.push_back(operand_of(*t));
+  std::optional<Elementwise> e = elementwise_of(kind, shapes_of(operands), attrs);
+  if (!e) return std::nullopt;
+  Tensor<double> out(e->shape, 0.0);
+  if (in_f32)
+    apply_operands<true>(*e, operands, out.data.data());
+  else
+    apply_operands<false>(*e, operands, out.data.data());
   return out;
 }
 

@@ -12,15 +12,22 @@
 #include "core/system_memory.h"
 #include "cpulib/cpu_library.h"
 #include "exec/host_elementwise.h"
+#include "exec/host_movement.h"
 #include "interp/interpreter.h"
+#include "interp/real_domain.h"
 #include "model/expand.h"
 #include "model/library.h"
 #include "model/model_ops.h"
+#include "runtime/cpu_program.h"
 
 namespace weft {
 
 const Tensor<double>* VmValue::tensor() const {
   auto* p = std::get_if<std::shared_ptr<const Tensor<double>>>(&v);
+  return p ? p->get() : nullptr;
+}
+const Tensor<float>* VmValue::tensor_f32() const {
+  auto* p = std::get_if<std::shared_ptr<const Tensor<float>>>(&v);
   return p ? p->get() : nullptr;
 }
 const VmTuple* VmValue::tuple() const {
@@ -31,11 +38,23 @@ const VmSlot* VmValue::slot() const {
   return std::get_if<VmSlot>(&v);
 }
 
+VmValue with_f64_tensors(const VmValue& v) {
+  if (const Tensor<float>* t = v.tensor_f32())
+    return VmValue{std::make_shared<const Tensor<double>>(
+        t->shape, std::vector<double>(t->data.begin(), t->data.end()))};
+  const VmTuple* tu = v.tuple();
+  if (!tu) return v;
+  auto out = std::make_shared<VmTuple>();
+  for (const VmValue& x : *tu) out->push_back(with_f64_tensors(x));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(out))};
+}
+
 namespace {
 
 // The shape of a tensor, in planned storage or not; null for other values.
 const Shape* tensor_shape(const VmValue& v) {
   if (const Tensor<double>* t = v.tensor()) return &t->shape;
+  if (const Tensor<float>* t = v.tensor_f32()) return &t->shape;
   if (const VmSlot* s = v.slot()) return &s->shape;
   return nullptr;
 }
@@ -433,53 +452,211 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
   return tensor_value(lib_function_by_name(c.callee)->eval(tensors, {}));
 }
 
-VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
-                    int depth, bool* in_f32) {
+namespace {
+
+VmValue f32_value(Tensor<float> t) {
+  return VmValue{std::make_shared<const Tensor<float>>(std::move(t))};
+}
+
+// One output as a tensor, several as a tuple, in the f32 lane.
+VmValue f32_results(std::vector<Tensor<float>> outs) {
+  if (outs.size() == 1) return f32_value(std::move(outs[0]));
+  auto tu = std::make_shared<VmTuple>();
+  for (auto& t : outs) tu->push_back(f32_value(std::move(t)));
+  return VmValue{std::shared_ptr<const VmTuple>(std::move(tu))};
+}
+
+// Where a result of the f32 lane is written: its planned slot where one is given and the result
+// fits (the floats packed in the slot's bytes), else a fresh tensor.
+class F32Result {
+ public:
+  F32Result(const VmSlot* place, int64_t capacity) : place_(place), capacity_(capacity) {}
+  float* room(const Shape& shape) {
+    shape_ = shape;
+    if (place_ && (numel(shape) + 1) / 2 <= capacity_) {
+      in_place_ = true;
+      return reinterpret_cast<float*>(place_->buffer->data() + place_->offset);
+    }
+    fresh_ = Tensor<float>(shape, 0.0f);
+    return fresh_.data.data();
+  }
+  F32Destination destination() {
+    return [this](const Shape& shape) { return room(shape); };
+  }
+  VmValue value() && {
+    if (in_place_) return VmValue{VmSlot{place_->buffer, place_->offset, shape_, true}};
+    return f32_value(std::move(fresh_));
+  }
+
+ private:
+  const VmSlot* place_;
+  int64_t capacity_;
+  bool in_place_ = false;
+  Shape shape_;
+  Tensor<float> fresh_;
+};
+
+// A tensor operand (f32 lane or f64, in planned storage or not) as a view; null shape for other
+// values. A tensor's owner comes with it; a slot's storage is reused by later tensors, so it has
+// none (nothing may be kept by it).
+HostOperand operand_of(const VmValue& v) {
+  if (auto* p = std::get_if<std::shared_ptr<const Tensor<float>>>(&v.v))
+    return HostOperand::of((*p)->shape, (*p)->data.data(), *p);
+  if (auto* p = std::get_if<std::shared_ptr<const Tensor<double>>>(&v.v))
+    return HostOperand::of((*p)->shape, (*p)->data.data(), *p);
+  if (const VmSlot* s = v.slot()) {
+    const double* first = s->buffer->data() + s->offset;
+    // An f32 slot's floats were copied into these bytes (vm_frame.cpp); only the operators
+    // (oneDNN, the generated code, the elementwise loop) read them as floats.
+    return s->f32 ? HostOperand::of(s->shape, reinterpret_cast<const float*>(first))
+                  : HostOperand::of(s->shape, first);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
+                                          const std::vector<HostOperand>& operands,
+                                          const SymBinding& heap, const VmSlot* place,
+                                          int64_t capacity) {
   const Call& c = b.call;
-  std::vector<const Tensor<double>*> tensors;
-  for (const VmValue* v : in) tensors.push_back(v->tensor());
+  // A result of f64, an integer type or bool is computed in f64 (run_operator_on_host).
+  if (c.kind != CallKind::op || !b.type.every_tensor(is_kernel_dtype)) return std::nullopt;
+  const OpKind kind = *op_by_name(c.callee);
+  const OpClass cls = class_of(kind);
+  const bool library = options_.cpu_library && (kind == OpKind::conv || kind == OpKind::matmul);
+  const bool elementwise = cls == OpClass::unary || cls == OpClass::binary;
+  const bool movement = kind == OpKind::reshape || kind == OpKind::permute;
+  // Other table operators of the µGraph layers: their one-operator µGraph by the interpreter in
+  // f32, as the f64 path runs it, on the lane's values.
+  const bool table = cls != OpClass::model && (op_info(kind).levels & kAtKernel);
+  if (!library && !elementwise && !movement && !table) return std::nullopt;
+  Attrs attrs;
+  try {
+    attrs = evaluate_attrs(c.attrs, heap, c.loc);
+    F32Result result(place, capacity);
+    if ((library && run_on_cpu_library_f32(kind, operands, attrs, result.destination())) ||
+        (elementwise && elementwise_on_host_f32(kind, operands, attrs, result.destination())) ||
+        (movement && movement_on_host_f32(kind, operands, attrs, result.destination())))
+      return std::move(result).value();
+  } catch (const UserError& e) {
+    throw UserError(c.loc, e.message());
+  }
+  if (!table) return std::nullopt;
+  // The table's shape rule checks the operands again (and reports them at the call).
+  GraphBuilder gb(Level::kernel, b.var);
+  std::vector<ValueId> ids;
+  std::vector<Tensor<float>> inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const HostOperand& x = operands[i];
+    ids.push_back(gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, *x.shape}, c.loc));
+    Tensor<float>& t = inputs.emplace_back(*x.shape, 0.0f);
+    for (int64_t k = 0; k < t.numel(); ++k)
+      t.data[static_cast<size_t>(k)] = static_cast<float>(x.at(k));
+  }
+  for (ValueId o : gb.add_op(kind, ids, attrs, {}, c.loc)) gb.add_output(o);
+  std::vector<Tensor<float>> outs = evaluate(std::move(gb).finish(), inputs, RealDomain<float>{});
+  return f32_results(std::move(outs));
+}
+
+VmValue Vm::run_ugraph(const Binding& b, const std::vector<HostOperand>& operands, bool* in_f32,
+                       const VmSlot* place, int64_t capacity) {
+  const Call& c = b.call;
+  const Graph& g = *module_.find_ugraph(c.callee)->graph;
+  std::vector<Shape> shapes;
+  for (const HostOperand& x : operands) shapes.push_back(*x.shape);
+  try {
+    check_input_shapes(g, shapes);
+  } catch (const UserError& e) {
+    throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
+  }
+  // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
+  if (options_.ugraph_executor == UGraphExecutor::interpreter) {
+    std::vector<Tensor<double>> inputs;
+    for (const HostOperand& x : operands) {
+      Tensor<double>& t = inputs.emplace_back(*x.shape, 0.0);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data[static_cast<size_t>(i)] = x.at(i);
+    }
+    return results_value(evaluate_real(g, inputs, true));
+  }
+  if (in_f32) *in_f32 = true;
+  // The f32 lane's operands as they are, f64 ones converted.
+  std::vector<std::vector<float>> converted(operands.size());
+  std::vector<const float*> inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const HostOperand& x = operands[i];
+    if (!x.f32) converted[i].assign(x.f64, x.f64 + x.numel());
+    inputs.push_back(x.f32 ? x.f32 : converted[i].data());
+  }
+  const Program& program = ugraph_program(g);
+  std::vector<Tensor<float>> outs;
+  outs.reserve(g.outputs.size());
+  if (const auto* cpu = dynamic_cast<const CpuProgram*>(&program)) {
+    if (g.outputs.size() == 1) {  // written in place where planned
+      F32Result result(place, capacity);
+      const Shape& shape = g.type(g.outputs[0]).shape;
+      float* out = result.room(shape);
+      std::fill(out, out + numel(shape), 0.0f);  // the program's outputs start zeroed
+      cpu->run(inputs, {out});
+      return std::move(result).value();
+    }
+    std::vector<float*> outputs;
+    for (ValueId o : g.outputs)
+      outputs.push_back(outs.emplace_back(g.type(o).shape, 0.0f).data.data());
+    cpu->run(inputs, outputs);
+  } else {
+    for (size_t i = 0; i < operands.size(); ++i)
+      if (operands[i].f32)
+        converted[i].assign(operands[i].f32, operands[i].f32 + operands[i].numel());
+    auto raw = program.run(converted);
+    for (size_t i = 0; i < raw.size(); ++i)
+      outs.emplace_back(g.type(g.outputs[i]).shape, std::move(raw[i]));
+  }
+  return f32_results(std::move(outs));
+}
+
+VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
+                    int depth, bool* in_f32, const VmSlot* place, int64_t capacity) {
+  const Call& c = b.call;
+  std::vector<HostOperand> operands;
   auto require_tensors = [&] {
-    for (size_t i = 0; i < tensors.size(); ++i)
-      if (!tensors[i]) throw UserError(c.loc, fmt::format("operand {} is not a tensor", i + 1));
+    for (size_t i = 0; i < in.size(); ++i) {
+      operands.push_back(operand_of(*in[i]));
+      if (!operands.back().shape)
+        throw UserError(c.loc, fmt::format("operand {} is not a tensor", i + 1));
+    }
   };
   switch (c.kind) {
     case CallKind::op:
-    case CallKind::lib:
+    case CallKind::lib: {
       require_tensors();
-      {
-        TensorOwners owners;
-        for (const VmValue* v : in) {
-          owners.push_back(std::get_if<std::shared_ptr<const Tensor<double>>>(&v->v));
+      if (std::optional<VmValue> done = execute_in_f32(b, operands, heap, place, capacity)) {
+        if (in_f32) *in_f32 = true;
+        return *std::move(done);
+      }
+      // The f64 paths: operands of the f32 lane and in planned storage copied into f64 tensors.
+      std::vector<std::shared_ptr<const Tensor<double>>> held;
+      std::vector<const Tensor<double>*> tensors;
+      TensorOwners owners;
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (const Tensor<double>* t = in[i]->tensor()) {
+          tensors.push_back(t);
+          owners.push_back(std::get_if<std::shared_ptr<const Tensor<double>>>(&in[i]->v));
+          continue;
         }
-        return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners);
+        const HostOperand& x = operands[i];
+        auto copy = std::make_shared<Tensor<double>>(*x.shape, 0.0);
+        for (int64_t k = 0; k < copy->numel(); ++k) copy->data[static_cast<size_t>(k)] = x.at(k);
+        held.push_back(std::move(copy));
+        tensors.push_back(held.back().get());
+        owners.push_back(nullptr);
       }
-    case CallKind::ugraph: {
-      require_tensors();
-      const Graph& g = *module_.find_ugraph(c.callee)->graph;
-      std::vector<Shape> shapes;
-      for (const Tensor<double>* t : tensors) shapes.push_back(t->shape);
-      try {
-        check_input_shapes(g, shapes);
-      } catch (const UserError& e) {
-        throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
-      }
-      // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
-      if (options_.ugraph_executor == UGraphExecutor::interpreter) {
-        std::vector<Tensor<double>> inputs;
-        for (const Tensor<double>* t : tensors) inputs.push_back(*t);
-        return results_value(evaluate_real(g, inputs, true));
-      }
-      std::vector<std::vector<float>> flat;
-      flat.reserve(tensors.size());
-      for (const Tensor<double>* t : tensors) flat.emplace_back(t->data.begin(), t->data.end());
-      if (in_f32) *in_f32 = true;
-      auto raw = ugraph_program(g).run(flat);
-      std::vector<Tensor<double>> outs;
-      for (size_t i = 0; i < raw.size(); ++i)
-        outs.emplace_back(g.type(g.outputs[i]).shape,
-                          std::vector<double>(raw[i].begin(), raw[i].end()));
-      return results_value(std::move(outs));
+      return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners);
     }
+    case CallKind::ugraph:
+      require_tensors();
+      return run_ugraph(b, operands, in_f32, place, capacity);
     case CallKind::func: {
       std::vector<VmValue> args;
       for (const VmValue* v : in) args.push_back(*v);

@@ -5,7 +5,9 @@
 // heap of symbolic-variable values. Table operators run through the reference
 // interpreter, model operators and library functions through their CPU implementations,
 // µGraphs through the interpreter or a compiled CPU program; each call's result and each argument
-// of a run are stored in their dtype (rounded to f32, f16 or bf16). Deterministic.
+// of a run are stored in their dtype (rounded to f32, f16 or bf16). f32 tensors that the f32 paths
+// (compiled µGraphs, the CPU library, the elementwise path) make and take stay in f32 between
+// them (the f32 lane); every other value is held in f64. Deterministic.
 #pragma once
 
 #include <cstdint>
@@ -29,23 +31,30 @@ namespace weft {
 
 struct VmValue;
 using VmTuple = std::vector<VmValue>;
-// A tensor that lives in a frame's planned storage: `shape` at element `offset` of `buffer`.
+// A tensor that lives in a frame's planned storage: `shape` at element `offset` of `buffer`. An
+// f32 slot holds its floats packed in the bytes that start at that element (copied in and out
+// with memcpy: the buffer's objects stay doubles).
 struct VmSlot {
   std::shared_ptr<std::vector<double>> buffer;
   int64_t offset = 0;
   Shape shape;
+  bool f32 = false;
 };
-// A run-time value: a tensor (shared: tuples, items and casts alias it), a tensor in planned
-// storage, a tuple, or an integer. Slots never leave their frame: the VM copies them out
-// (resolves them) for operators, callees and the result.
+// A run-time value: a tensor in f64 or, in the f32 lane, in f32 (shared: tuples, items and casts
+// alias it), a tensor in planned storage, a tuple, or an integer. Slots never leave their frame:
+// the VM copies them out (resolves them) for operators, callees and the result; f32 tensors
+// never leave the VM (Vm::run returns f64 ones).
 struct VmValue {
   std::variant<std::shared_ptr<const Tensor<double>>, std::shared_ptr<const VmTuple>, int64_t,
-               VmSlot>
+               VmSlot, std::shared_ptr<const Tensor<float>>>
       v;
   const Tensor<double>* tensor() const;
+  const Tensor<float>* tensor_f32() const;  // a tensor of the f32 lane
   const VmTuple* tuple() const;
   const VmSlot* slot() const;
 };
+// `v` with every tensor of the f32 lane converted to f64 (shared where there is none).
+VmValue with_f64_tensors(const VmValue& v);
 
 enum class VmOpcode : uint8_t {
   bind_params,  // match the arguments against the parameter types (binds variables)
@@ -160,8 +169,20 @@ class Vm {
   // `*in_f32` (where given) is set when every element of the result is already an f32 value (the
   // CPU library, the elementwise path and compiled µGraphs compute in f32), so storing it as f32
   // changes nothing and is skipped.
+  // `place` (where given): the planned storage of an f32 result, `capacity` doubles at `place`'s
+  // offset; a result of the f32 lane is written there (the value returned is then that slot)
+  // when it fits.
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
-                  int depth, bool* in_f32 = nullptr);
+                  int depth, bool* in_f32 = nullptr, const VmSlot* place = nullptr,
+                  int64_t capacity = 0);
+  // An operator whose result is f32 (or another kernel dtype) by the CPU library or the
+  // elementwise path on f32 values, the result in the f32 lane; nullopt where neither takes it.
+  std::optional<VmValue> execute_in_f32(const Binding& b, const std::vector<HostOperand>& operands,
+                                        const SymBinding& heap, const VmSlot* place,
+                                        int64_t capacity);
+  // A call_ugraph: by the interpreter (f64), or compiled, its outputs in the f32 lane.
+  VmValue run_ugraph(const Binding& b, const std::vector<HostOperand>& operands, bool* in_f32,
+                     const VmSlot* place, int64_t capacity);
   void account(const VmValue& v, int sign);
   void account_storage(int64_t elements);
   // Whether `bytes` more fit under the memory limit with what the VM holds now.
@@ -182,8 +203,13 @@ class Vm {
   // Static arenas not held by a frame, per function: allocated once, reused by later calls.
   std::map<const VmFunction*, std::vector<std::shared_ptr<std::vector<double>>>> arenas_;
   VmStats stats_;
-  // Argument tensors found to hold f32 values (Vm::run skips scanning them again while they live).
-  std::map<const Tensor<double>*, std::weak_ptr<const Tensor<double>>> f32_arguments_;
+  // f32 arguments in the f32 lane, by the tensor given: a model's weights come back run after
+  // run as the same tensors and are converted once while they live.
+  struct F32Argument {
+    std::weak_ptr<const Tensor<double>> given;
+    std::shared_ptr<const Tensor<float>> lane;
+  };
+  std::map<const Tensor<double>*, F32Argument> f32_arguments_;
   int64_t live_bytes_ = 0;
   int64_t outside_bytes_ = 0;  // live tensors not in planned storage
   int64_t storage_bytes_ = 0;  // planned storage held by frames

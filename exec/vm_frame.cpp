@@ -5,7 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -18,9 +20,12 @@
 namespace weft {
 
 void Vm::account(const VmValue& v, int sign) {
-  if (const Tensor<double>* t = v.tensor()) {
-    live_bytes_ += sign * t->numel() * 4;
-    outside_bytes_ += sign * t->numel() * 4;
+  const Tensor<double>* t = v.tensor();
+  const Tensor<float>* f = v.tensor_f32();
+  if (t || f) {
+    const int64_t n = t ? t->numel() : f->numel();
+    live_bytes_ += sign * n * 4;
+    outside_bytes_ += sign * n * 4;
   } else if (const VmSlot* s = v.slot()) {
     live_bytes_ += sign * numel(s->shape) * 4;
   } else if (const VmTuple* tu = v.tuple()) {
@@ -173,6 +178,10 @@ std::shared_ptr<const Tensor<double>> rounded(std::shared_ptr<const Tensor<doubl
 // report. `argument`: `v` is given to a parameter, whose integers must already be exact.
 VmValue stored(VmValue v, const MType& type, const SourceLoc& loc, const Describe& what,
                bool argument = false) {
+  if (v.tensor_f32() && type.is_tensor()) {
+    if (type.dtype == DType::f32) return v;  // the f32 lane holds f32 values
+    v = with_f64_tensors(v);
+  }
   if (const Tensor<double>* t = v.tensor(); t && type.is_tensor()) {
     if (argument) require_integral(t->data, type.dtype, loc, what);
     auto& owner = std::get<std::shared_ptr<const Tensor<double>>>(v.v);
@@ -193,8 +202,9 @@ VmValue stored(VmValue v, const MType& type, const SourceLoc& loc, const Describ
 
 VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
   // The arguments as the parameters' dtypes store them (the callee's own values are stored at
-  // each call's result).
+  // each call's result); f32 ones in the f32 lane.
   const VmFunction& f = compiled(name);
+  std::erase_if(f32_arguments_, [](const auto& e) { return e.second.given.expired(); });
   std::vector<VmValue> typed;
   for (size_t i = 0; i < args.size(); ++i) {
     if (i >= f.fn->params.size()) {
@@ -202,34 +212,30 @@ VmValue Vm::run(const std::string& name, const std::vector<VmValue>& args) {
       continue;
     }
     const MType& type = f.fn->params[i].type;
-    // The weights come back run after run as the same tensors: one found to hold f32 values is
-    // not scanned again while it lives (the tensor is const; its owner keeps it alive).
-    const auto* owner = std::get_if<std::shared_ptr<const Tensor<double>>>(&args[i].v);
-    const bool f32_param = owner && *owner && type.is_tensor() && type.dtype == DType::f32;
-    if (f32_param) {
-      auto known = f32_arguments_.find(owner->get());
-      if (known != f32_arguments_.end() && known->second.lock() == *owner) {
-        typed.push_back(args[i]);
-        continue;
+    const auto* given = std::get_if<std::shared_ptr<const Tensor<double>>>(&args[i].v);
+    if (given && *given && type.is_tensor() && type.dtype == DType::f32) {
+      // The weights come back run after run as the same tensors: converted once while they live.
+      F32Argument& known = f32_arguments_[given->get()];
+      if (known.given.lock() != *given) {
+        const Tensor<double>& t = **given;
+        known = {*given, std::make_shared<const Tensor<float>>(
+                             t.shape, std::vector<float>(t.data.begin(), t.data.end()))};
       }
+      typed.push_back(VmValue{known.lane});
+      continue;
     }
     const Param& param = f.fn->params[i];
     typed.push_back(stored(
         args[i], type, param.loc, [&] { return fmt::format("parameter '{}'", param.name); }, true));
-    if (f32_param && typed.back().tensor() == owner->get()) {  // held as it came: exact in f32
-      // Inputs that change every run leave dead entries: dropped once they outnumber the rest.
-      if (f32_arguments_.size() >= 2 * args.size() + 64)
-        std::erase_if(f32_arguments_, [](const auto& e) { return e.second.expired(); });
-      f32_arguments_[owner->get()] = *owner;
-    }
   }
-  return call_function(f, typed, 0);
+  return with_f64_tensors(call_function(f, typed, 0));
 }
 
 namespace {
 
 int64_t tensor_bytes(const VmValue& v) {
   if (const Tensor<double>* t = v.tensor()) return t->numel() * 4;
+  if (const Tensor<float>* t = v.tensor_f32()) return t->numel() * 4;
   if (const VmSlot* s = v.slot()) return numel(s->shape) * 4;
   int64_t sum = 0;
   if (const VmTuple* tu = v.tuple())
@@ -246,6 +252,11 @@ bool holds_slot(const VmValue& v) {
 
 // `v` with every tensor in planned storage copied out: what operators, callees and callers see.
 VmValue resolve(const VmValue& v) {
+  if (const VmSlot* s = v.slot(); s && s->f32) {
+    auto t = std::make_shared<Tensor<float>>(s->shape, 0.0f);
+    std::memcpy(t->data.data(), s->buffer->data() + s->offset, t->data.size() * sizeof(float));
+    return VmValue{std::shared_ptr<const Tensor<float>>(std::move(t))};
+  }
   if (const VmSlot* s = v.slot()) {
     auto first = s->buffer->begin() + s->offset;
     return VmValue{std::make_shared<Tensor<double>>(
@@ -261,8 +272,8 @@ VmValue resolve(const VmValue& v) {
 template <class Place>
 VmValue replace_leaf(const VmValue& v, const std::vector<int>& path, size_t depth, Place&& place) {
   if (depth == path.size()) {
-    WEFT_CHECK(v.tensor(), "a planned allocation is not a tensor at run time");
-    return place(*v.tensor());
+    WEFT_CHECK(v.tensor() || v.tensor_f32(), "a planned allocation is not a tensor at run time");
+    return place(v);
   }
   const VmTuple* tu = v.tuple();
   WEFT_CHECK(tu && static_cast<size_t>(path[depth]) < tu->size(), "bad planned path");
@@ -337,7 +348,8 @@ class Vm::Frame {
  private:
   bool fresh(int reg) const { return f_.fresh[static_cast<size_t>(reg)]; }
   double fill() const {
-    return vm_.options_.poison ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    // A NaN whose two halves are f32 NaNs too, so f32 slots are poisoned as well.
+    return vm_.options_.poison ? std::bit_cast<double>(uint64_t{0xFFF80000FFF80000}) : 0.0;
   }
   std::shared_ptr<std::vector<double>> new_buffer(int64_t elements,
                                                   const std::function<std::string()>& what) {
@@ -433,9 +445,11 @@ void Vm::Frame::release(const VmInstr& in) {
 
 VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
                         const SymBinding& heap) {
-  // Tuples and items alias their operands (slots included); everything else reads copies.
-  bool aliasing =
-      in.binding->call.kind == CallKind::tuple || in.binding->call.kind == CallKind::item;
+  // Tuples and items alias their operands (slots included); operators and µGraphs read slots in
+  // place (the slot lives until the call returns); callees read copies.
+  const CallKind kind = in.binding->call.kind;
+  const bool aliasing = kind == CallKind::tuple || kind == CallKind::item || kind == CallKind::op ||
+                        kind == CallKind::lib || kind == CallKind::ugraph;
   std::vector<VmValue> resolved;
   std::vector<const VmValue*> operands;
   for (int a : in.args)
@@ -447,7 +461,25 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   // Each operator computes in f32 or wider and stores its result in the result's dtype
   // (a function's result is stored by the callee's own calls).
   bool in_f32 = false;
-  VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32);
+  // An f32 tensor result with planned storage is written there by the f32 lane's paths.
+  std::optional<VmSlot> place;
+  int64_t capacity = 0;
+  int planned = -1;
+  if (f_.plan && in.index >= 0 && in.binding->type.is_tensor() &&
+      in.binding->type.dtype == DType::f32)
+    for (int k : f_.binding_allocs[static_cast<size_t>(in.index)]) {
+      const PlannedAlloc& a = f_.plan->allocs[static_cast<size_t>(k)];
+      if (a.placement != AllocPlacement::storage || !a.path.empty()) continue;
+      auto s = static_cast<size_t>(a.storage);
+      place = VmSlot{storage_.buffers[s], storage_.base[s], {}, true};
+      capacity = storage_.capacity[s];
+      planned = k;
+    }
+  VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32, place ? &*place : nullptr,
+                            capacity);
+  const VmSlot* written_in_place = out.slot();
+  if (written_in_place && planned >= 0)
+    storage_.written[static_cast<size_t>(planned)] = (numel(written_in_place->shape) + 1) / 2;
   if (fresh(in.reg) && in.binding->call.kind != CallKind::func &&
       !(in_f32 && in.binding->type.every_tensor([](DType d) { return d == DType::f32; })))
     out = stored(std::move(out), in.binding->type, in.binding->loc,
@@ -462,15 +494,24 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   if (f_.plan && in.index >= 0)
     for (int k : f_.binding_allocs[static_cast<size_t>(in.index)]) {
       const PlannedAlloc& a = f_.plan->allocs[static_cast<size_t>(k)];
-      if (a.placement != AllocPlacement::storage) continue;
+      if (a.placement != AllocPlacement::storage || (written_in_place && k == planned)) continue;
       auto s = static_cast<size_t>(a.storage);
-      out = replace_leaf(out, a.path, 0, [&](const Tensor<double>& t) {
-        WEFT_CHECK(t.numel() <= storage_.capacity[s],
-                   "{}: {} elements planned into storage s{} of {}", a.var, t.numel(), s,
+      out = replace_leaf(out, a.path, 0, [&](const VmValue& leaf) {
+        const Tensor<double>* t = leaf.tensor();
+        const Tensor<float>* t32 = leaf.tensor_f32();
+        const int64_t n = t ? t->numel() : t32->numel();
+        const int64_t doubles = t ? n : (n + 1) / 2;  // an f32 tensor's floats packed
+        WEFT_CHECK(doubles <= storage_.capacity[s],
+                   "{}: {} elements planned into storage s{} of {}", a.var, n, s,
                    storage_.capacity[s]);
-        std::copy(t.data.begin(), t.data.end(), storage_.buffers[s]->begin() + storage_.base[s]);
-        storage_.written[static_cast<size_t>(k)] = t.numel();
-        return VmValue{VmSlot{storage_.buffers[s], storage_.base[s], t.shape}};
+        double* place = storage_.buffers[s]->data() + storage_.base[s];
+        if (t)
+          std::copy(t->data.begin(), t->data.end(), place);
+        else
+          std::memcpy(place, t32->data.data(), static_cast<size_t>(n) * sizeof(float));
+        storage_.written[static_cast<size_t>(k)] = doubles;
+        return VmValue{
+            VmSlot{storage_.buffers[s], storage_.base[s], t ? t->shape : t32->shape, !t}};
       });
     }
   return out;

@@ -10,6 +10,8 @@
 #include <limits>
 #include <optional>
 
+#include "model/permute_values.h"
+
 namespace weft {
 int64_t const_int(DeduceContext& ctx, const SymExpr& e, const std::string& what, int64_t lo) {
   auto c = e.as_constant();
@@ -169,26 +171,9 @@ int64_t last_dim(const Tensor<double>& t) {
 
 Tensor<double> eval_permute(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
   const Tensor<double>& x = *in[0];
-  const auto& perm = attrs.get_list("perm");
-  size_t r = x.shape.size();
-  Shape out_shape(r);
-  std::vector<int64_t> p(r);
-  for (size_t i = 0; i < r; ++i) {
-    p[i] = perm[i] < 0 ? perm[i] + static_cast<int64_t>(r) : perm[i];
-    out_shape[i] = x.shape[static_cast<size_t>(p[i])];
-  }
-  Tensor<double> out(out_shape, 0.0);
-  auto in_strides = strides_of(x.shape);
-  std::vector<int64_t> idx(r, 0);
-  for (int64_t o = 0; o < out.numel(); ++o) {
-    int64_t src = 0;
-    for (size_t i = 0; i < r; ++i) src += idx[i] * in_strides[static_cast<size_t>(p[i])];
-    out.data[static_cast<size_t>(o)] = x.data[static_cast<size_t>(src)];
-    for (int d = static_cast<int>(r) - 1; d >= 0; --d) {
-      if (++idx[static_cast<size_t>(d)] < out_shape[static_cast<size_t>(d)]) break;
-      idx[static_cast<size_t>(d)] = 0;
-    }
-  }
+  const std::vector<int64_t> p = normalized_perm(attrs.get_list("perm"), x.shape.size());
+  Tensor<double> out(permuted_shape(x.shape, p), 0.0);
+  permute_values(x.data.data(), x.shape, p, out.data.data());
   return out;
 }
 

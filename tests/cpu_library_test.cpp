@@ -2,7 +2,7 @@
 // convolution against the model operator's f64 semantics over 1 to 3 spatial dims, groups,
 // strides, dilations and asymmetric pads; its matmul against the interpreter with broadcast batch
 // dims; and the VM's elementwise path (exec/host_elementwise.h) bit for bit against the
-// interpreter it replaces.
+// interpreter it replaces; each also on operands of the VM's f32 lane.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -79,6 +79,11 @@ TEST(CpuLibrary, ConvolutionMatchesTheModelOperatorsF64Semantics) {
     std::optional<Tensor<double>> got = run_on_cpu_library(OpKind::conv, {&x, &w}, attrs);
     ASSERT_TRUE(got) << "oneDNN refused a convolution it implements";
     EXPECT_LT(scaled_error(*got, reference->eval({&x, &w}, attrs)), 1e-5);
+    // The f32 lane: the input given in f32 (the weight in f64) gives the same floats.
+    Tensor<float> x32(x.shape, std::vector<float>(x.data.begin(), x.data.end())), lane;
+    ASSERT_TRUE(run_on_cpu_library_f32(OpKind::conv, {operand_of(x32), operand_of(w)}, attrs,
+                                       fresh_into(lane)));
+    EXPECT_EQ(std::vector<double>(lane.data.begin(), lane.data.end()), got->data);
   }
 }
 
@@ -190,6 +195,13 @@ TEST(HostElementwise, EqualsTheInterpretersF32ResultBitForBit) {
     ASSERT_TRUE(got);
     EXPECT_EQ(got->shape, want.shape);
     EXPECT_EQ(got->data, want.data);
+    // The f32 lane: the first operand in f32, the second (broadcast) in f64, the result in f32.
+    Tensor<float> a32(a.shape, std::vector<float>(a.data.begin(), a.data.end())), lane;
+    std::vector<HostOperand> operands = {operand_of(a32)};
+    if (binary) operands.push_back(operand_of(b));
+    ASSERT_TRUE(elementwise_on_host_f32(info.kind, operands, attrs, fresh_into(lane)));
+    EXPECT_EQ(lane.shape, want.shape);
+    EXPECT_EQ(std::vector<double>(lane.data.begin(), lane.data.end()), want.data);
     ++checked;
   }
   EXPECT_GE(checked, 9);  // exp sqr sqrt silu scale shift add sub mul div neg ...
