@@ -71,15 +71,37 @@ void to_f32(const double* from, float* to, int64_t n) {
   convert(from, to, n);
 }
 
+namespace {
+
+// The operand's f32 values: its own, or converted into `scratch`.
+float* f32_values(const HostOperand& operand, std::vector<float>& scratch) {
+  if (operand.f32) return const_cast<float*>(operand.f32);  // the library only reads a source
+  scratch.resize(static_cast<size_t>(numel(*operand.shape)));
+  to_f32(operand.f64, scratch.data(), numel(*operand.shape));
+  return scratch.data();
+}
+
+}  // namespace
+
 dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch) {
-  const float* values = operand.f32;
-  if (!values) {
-    scratch.resize(static_cast<size_t>(numel(*operand.shape)));
-    to_f32(operand.f64, scratch.data(), numel(*operand.shape));
-    values = scratch.data();
-  }
-  // The library only reads a source memory.
-  return dnnl::memory(plain_desc(*operand.shape), cpu_engine(), const_cast<float*>(values));
+  return dnnl::memory(plain_desc(*operand.shape), cpu_engine(), f32_values(operand, scratch));
+}
+
+dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch,
+                          const Cached* prim, int role) {
+  return bound_memory(
+      prim, role, [&] { return plain_desc(*operand.shape); }, f32_values(operand, scratch));
+}
+
+dnnl::memory bound_memory(const Cached* prim, int role,
+                          const std::function<dnnl::memory::desc()>& desc, void* data) {
+  thread_local std::map<std::pair<const Cached*, int>, dnnl::memory> made;
+  auto [it, fresh] = made.try_emplace({prim, role});
+  if (fresh)
+    it->second = dnnl::memory(desc(), cpu_engine(), data);
+  else
+    it->second.set_data_handle(data);
+  return it->second;
 }
 
 const Cached* cached(const std::string& key, const std::function<Cached()>& build) {

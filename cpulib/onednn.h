@@ -42,7 +42,35 @@ void to_f32(const double* from, float* to, int64_t n);
 struct Cached {
   dnnl::primitive_desc_base pd;
   dnnl::primitive prim;
+  // Whether the primitive's source and destination layouts are row-major (no reorder needed).
+  bool plain_src = false, plain_dst = false;
 };
+
+// A cache key: a tag and integers, as bytes (formatting one per call cost more than a small
+// convolution's reorders).
+class CacheKey {
+ public:
+  explicit CacheKey(char tag) : bytes_(1, tag) {}
+  CacheKey& add(int64_t x) {
+    bytes_.append(reinterpret_cast<const char*>(&x), sizeof x);
+    return *this;
+  }
+  CacheKey& add(const std::vector<int64_t>& xs) {
+    add(static_cast<int64_t>(xs.size()));
+    for (int64_t x : xs) add(x);
+    return *this;
+  }
+  const std::string& str() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+// A memory of the layout `desc()` gives over `data`: the object is made once per primitive and
+// role on the calling thread and pointed at `data` at each call (making one costs more than a
+// small reorder); `desc` is called only then.
+dnnl::memory bound_memory(const Cached* prim, int role,
+                          const std::function<dnnl::memory::desc()>& desc, void* data);
 // The entry of `key`, built by `build` on first use under a lock (entries live for the process),
 // or null where `build` threw dnnl::error: the library refuses these shapes.
 const Cached* cached(const std::string& key, const std::function<Cached()>& build);
@@ -58,6 +86,9 @@ size_t prepared_weights_kept();
 // A memory of `shape` row-major in f32 over `operand`'s values: its own f32 values where it has
 // them (read only), else converted into `scratch`.
 dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch);
+// The same as role `role` of `prim` (bound_memory).
+dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch,
+                          const Cached* prim, int role);
 
 // The operators (cpulib/onednn_*.cpp), their results written where `into` says: false where
 // the library refuses the call.

@@ -2,7 +2,6 @@
 // by oneDNN: the library picks its blocked layouts; the input and the result are reordered per
 // call (by reorder primitives built once, through per-thread scratch), the weights once while
 // their tensor lives (prepared_weights).
-#include <fmt/format.h>
 
 #include "cpulib/onednn.h"
 #include "model/model_ops.h"
@@ -28,14 +27,18 @@ void reorder(const std::string& key, const memory& from, const memory& to) {
   r->prim.execute(cpu_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
-// A memory of `desc` over this thread's scratch buffer `which` (grown as needed and kept): the
+// Roles of a convolution's memories (bound_memory).
+enum Role { kPlainSrc, kBlockedSrc, kBlockedDst, kPlainDst };
+
+// A memory of `desc` over this thread's scratch buffer for `role` (grown as needed and kept): the
 // blocked copies a convolution needs per call, without an allocation per call.
-memory scratch_memory(const memory::desc& desc, int which) {
+memory scratch_memory(const Cached* prim, Role role, const memory::desc& desc) {
   thread_local std::vector<float> buffers[2];
-  std::vector<float>& buffer = buffers[which];
+  std::vector<float>& buffer = buffers[role == kBlockedSrc ? 0 : 1];
   const size_t floats = (desc.get_size() + sizeof(float) - 1) / sizeof(float);
   if (buffer.size() < floats) buffer.resize(floats);
-  return memory(desc, cpu_engine(), buffer.data());
+  return bound_memory(
+      prim, role, [&] { return desc; }, buffer.data());
 }
 
 }  // namespace
@@ -70,39 +73,37 @@ bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
   const memory::dims x_dims(x_shape.begin(), x_shape.end());
   const memory::dims w_dims(weight_shape.begin(), weight_shape.end());
   const memory::dims y_dims(out_shape.begin(), out_shape.end());
-  const std::string key =
-      fmt::format("conv {} {} {} {} {} {}", shape_str(x_shape), shape_str(weight_shape),
-                  fmt::join(strides, ","), fmt::join(dilations, ","), fmt::join(pad_l, ","),
-                  fmt::join(pad_r, ","));
+  CacheKey key('c');
+  key.add(x_shape).add(weight_shape).add(strides).add(dilations).add(pad_l).add(pad_r);
   // Before the primitive is built: oneDNN sizes its scratchpad by the threads it is built with.
   const int threads = use_threads_for(2.0 * static_cast<double>(numel(out_shape)) *
                                       static_cast<double>(cg) * static_cast<double>(w.k_size()));
-  const Cached* prim = cached(fmt::format("{} t{}", key, threads), [&] {
+  key.add(threads);
+  const Cached* prim = cached(key.str(), [&] {
     dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(x_dims),
         any_desc(w_dims), any_desc(y_dims), strides, dilations, pad_l, pad_r);
     dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
-    return Cached{pd, dnnl::convolution_forward(pd)};
+    return Cached{pd, dnnl::convolution_forward(pd), pd.src_desc() == plain_desc(x_shape),
+                  pd.dst_desc() == plain_desc(out_shape)};
   });
   if (!prim) return false;
 
-  const std::string prim_key = fmt::format("{} t{}", key, threads);
   std::vector<float> scratch;
-  memory src = plain_memory(x, scratch);
-  if (src.get_desc() != prim->pd.src_desc()) {
-    memory blocked = scratch_memory(prim->pd.src_desc(), 0);
-    reorder(prim_key + " src", src, blocked);
+  memory src = plain_memory(x, scratch, prim, kPlainSrc);
+  if (!prim->plain_src) {
+    memory blocked = scratch_memory(prim, kBlockedSrc, prim->pd.src_desc());
+    reorder(key.str() + "s", src, blocked);
     src = blocked;
   }
   memory wts = prepared_weights(weight, weight_shape, prim->pd.weights_desc(), prim);
-
-  memory y_mem(plain_desc(out_shape), cpu_engine(), into(out_shape));
+  memory y_mem = bound_memory(
+      prim, kPlainDst, [&] { return plain_desc(out_shape); }, into(out_shape));
   // Straight into the result where the library's layout is row-major, else through its own.
-  memory dst =
-      prim->pd.dst_desc() == y_mem.get_desc() ? y_mem : scratch_memory(prim->pd.dst_desc(), 1);
+  memory dst = prim->plain_dst ? y_mem : scratch_memory(prim, kBlockedDst, prim->pd.dst_desc());
   prim->prim.execute(cpu_stream(),
                      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
-  if (dst != y_mem) reorder(prim_key + " dst", dst, y_mem);
+  if (!prim->plain_dst) reorder(key.str() + "d", dst, y_mem);
   cpu_stream().wait();
   return true;
 }

@@ -60,9 +60,7 @@ typename Frame::Value run_register_program(const VmFunction& f,
     switch (in.op) {
       case VmOpcode::bind_params:
         for (size_t i = 0; i < args.size(); ++i) {
-          frame.match(fn.params[i].type, args[i], heap,
-                      fmt::format("parameter '{}' of '{}'", fn.params[i].name, fn.name),
-                      fn.params[i].loc);
+          frame.match(fn.params[i].type, args[i], heap, f.param_what[i], fn.params[i].loc);
           regs[i] = args[i];
           live[i] = true;
         }
@@ -121,8 +119,7 @@ typename Frame::Value run_register_program(const VmFunction& f,
         break;
       case VmOpcode::ret: {
         Value result = frame.returned(in.reg, regs[reg]);
-        frame.match(fn.ret, result, heap, fmt::format("the result of '{}'", fn.name),
-                    fn.result_loc);
+        frame.match(fn.ret, result, heap, f.result_what, fn.result_loc);
         return result;
       }
     }

@@ -106,8 +106,12 @@ void vm_match(const MType& type, const VmValue& value, SymBinding& heap, const s
         throw UserError(loc, fmt::format("{}: expected {} (rank {}), got a tensor of shape {}",
                                          what, type.str(), type.rank, shape_str(*shape)));
       if (type.dims)
-        for (size_t i = 0; i < shape->size(); ++i)
-          match_expr((*type.dims)[i], (*shape)[i], heap, fmt::format("{}, dim {}", what, i), loc);
+        for (size_t i = 0; i < shape->size(); ++i) {
+          const SymExpr& d = (*type.dims)[i];
+          // A constant dim (a weight's, a specialized function's) needs no evaluation.
+          if (std::optional<int64_t> c = d.as_constant(); c && *c == (*shape)[i]) continue;
+          match_expr(d, (*shape)[i], heap, fmt::format("{}, dim {}", what, i), loc);
+        }
       return;
     }
     case MTypeKind::tuple: {
@@ -169,6 +173,9 @@ Vm::Vm(const Module& module_in, VmOptions options)
         for (const Binding& x : arm.bindings) number(x);
     };
     vf.fresh.assign(f.params.size(), false);
+    for (const Param& p : f.params)
+      vf.param_what.push_back(fmt::format("parameter '{}' of '{}'", p.name, f.name));
+    vf.result_what = fmt::format("the result of '{}'", f.name);
     for (const Binding* b : bindings) number(*b);
     vf.num_registers = static_cast<int>(reg.size());
     vf.register_names.resize(reg.size());

@@ -88,6 +88,10 @@ struct VmFunction {
   std::vector<VmInstr> code;
   const FunctionPlan* plan = nullptr;            // null: every tensor allocated on its own
   std::vector<std::vector<int>> binding_allocs;  // binding index -> the plan's allocations
+  // "parameter 'x' of 'f'" per parameter and "the result of 'f'": the names errors give, made
+  // once rather than at every call.
+  std::vector<std::string> param_what;
+  std::string result_what;
 };
 
 // "vm.builtin"-style choice for call_ugraph: the reference interpreter, or each µGraph compiled
