@@ -4,7 +4,8 @@
 //   --weft_list_tiers  prints each test's name and labels (tab-separated) and exits.
 // While tests run, a test that loaded a generated library (in this process, or in a weft
 // process it started) without the loads_generated tier is reported, and the run fails: the
-// tier cannot be forgotten.
+// tier cannot be forgotten. Tests write their files under a directory of their own
+// (testing::TempDir(), TEST_TMPDIR), removed when the process ends.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <algorithm>
@@ -172,6 +173,16 @@ int main(int argc, char** argv) {
   }
   auto* check = new TierCheck(note);
   testing::UnitTest::GetInstance()->listeners().Append(check);  // owned by gtest
+  // A scratch directory per process (unless the caller chose one): files tests write do not pile
+  // up in /tmp run after run.
+  std::string scratch;
+  if (const char* t = std::getenv("TEST_TMPDIR"); !t || !*t) {
+    std::string pattern = (fs::temp_directory_path() / "weft-tests-XXXXXX").string();
+    if (mkdtemp(pattern.data())) {
+      scratch = pattern;
+      setenv("TEST_TMPDIR", scratch.c_str(), 1);
+    }
+  }
   int rc = RUN_ALL_TESTS();
   if (!check->violations.empty()) {
     std::fprintf(stderr,
@@ -180,9 +191,8 @@ int main(int argc, char** argv) {
                  check->violations.size());
     rc = 1;
   }
-  if (own_note) {
-    std::error_code ec;
-    fs::remove(note, ec);
-  }
+  std::error_code ec;
+  if (own_note) fs::remove(note, ec);
+  if (!scratch.empty()) fs::remove_all(scratch, ec);
   return rc;
 }
