@@ -60,6 +60,9 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
                                     const std::vector<SymBinding>& bindings) {
   nlohmann::ordered_json j;
   j["model"] = file;
+  // The path as given is relative to where `weft compile` ran: its absolute form lets `weft bench
+  // DIR --peer onnxruntime` find the model from anywhere.
+  j["model_path"] = std::filesystem::absolute(file).lexically_normal().string();
   j["target"] = target;
   j["bindings"] = nlohmann::ordered_json::array();
   for (const SymBinding& b : bindings) j["bindings"].push_back(binding_json(b));

@@ -66,6 +66,9 @@ CompiledModelDir::CompiledModelDir(const std::string& dir) : dir_(dir) {
     }
     target_ = j.at("target").get<std::string>();
     model_file_ = j.value("model", std::string());
+    if (std::string absolute = j.value("model_path", std::string());
+        !absolute.empty() && !fs::exists(model_file_))
+      model_file_ = absolute;
   } catch (const nlohmann::json::exception& e) {
     throw UserError(SourceLoc{summary.string()}, fmt::format("bad summary: {}", e.what()));
   }

@@ -3,6 +3,7 @@ weft.compile_model into a directory (against the uncompiled model and the CLI's 
 weft.load_compiled, and the errors (missing files, bad bindings, a directory that is not one)."""
 
 import json
+import pathlib
 import subprocess
 
 import numpy as np
@@ -149,6 +150,9 @@ def test_load_compiled_runs_as_the_cli_does(compiled_mlp, tmp_path, weft_binary)
     _, _, work = compiled_mlp
     d = weft.load_compiled(work / "out")
     assert d.summary["model"].endswith("tiny_mlp.wmod")
+    # The absolute path finds the model from any directory (weft bench --peer).
+    model_path = pathlib.Path(d.summary["model_path"])
+    assert model_path.is_absolute() and model_path.name == "tiny_mlp.wmod" and model_path.exists()
     inputs = mlp_inputs(2, 4, seed=7)
     np.savez(tmp_path / "in.npz", **inputs)
     subprocess.run([weft_binary, "run", str(work / "out"), "--inputs", str(tmp_path / "in.npz"),
