@@ -13,9 +13,14 @@
 
 namespace weft {
 
+// Asked once: the library asks per call (a convolution's threads), and the answer reads the
+// process's CPU affinity each time.
 inline int hardware_threads() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  static const int threads = [] {
+    unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+  }();
+  return threads;
 }
 
 // Calls fn(i) for every i in [0, n) on up to `threads` threads (0: all cores), handing out indices

@@ -118,31 +118,35 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
                                                  const NpzArrays& inputs, const std::string& where,
                                                  bool original) const {
   const Function& fn = function_to_run(original ? original_ : compiled_, function, SourceLoc{dir_});
-  NpzArrays in = inputs;
+  // The given arrays under the module's names (an ONNX input's under its parameter's).
+  std::map<std::string, const NpyArray*> given;
+  for (const auto& [name, a] : inputs) given.emplace(name, &a);
   for (const auto& [onnx, wmod] : onnx_inputs_) {
-    auto it = in.find(onnx);
-    if (onnx == wmod || it == in.end()) continue;
-    NpyArray a = it->second;
-    in.erase(it);
-    in.emplace(wmod, a);
+    auto it = given.find(onnx);
+    if (onnx == wmod || it == given.end()) continue;
+    const NpyArray* a = it->second;
+    given.erase(it);
+    given.emplace(wmod, a);
   }
-  const std::set<std::string> given = [&] {
-    std::set<std::string> names;
-    for (const auto& [name, a] : in) names.insert(name);
-    return names;
-  }();
-  for (const auto& [name, a] : weights_) in.emplace(name, a);
-  std::vector<VmValue> args = arguments_from_npz(fn, in, where);
-  // The same weight tensors every call: what the CPU library prepares for a tensor (its layout
-  // of a convolution's weights) is kept while the tensor lives.
-  for (size_t i = 0; i < fn.params.size(); ++i) {
-    if (!weights_.count(fn.params[i].name) || given.count(fn.params[i].name) || !args[i].tensor())
+  std::vector<VmValue> args;
+  for (const Param& p : fn.params) {
+    const std::string what = fmt::format("array '{}'", p.name);
+    if (auto it = given.find(p.name); it != given.end()) {
+      args.push_back(argument_value(p, *it->second, what, SourceLoc{where}));
       continue;
-    VmValue& kept = weight_values_[{original, fn.params[i].name}];
-    if (kept.tensor() && kept.tensor()->shape == args[i].tensor()->shape)
-      args[i] = kept;
-    else
-      kept = args[i];
+    }
+    auto w = weights_.find(p.name);
+    if (w == weights_.end())
+      throw UserError(SourceLoc{where},
+                      fmt::format("no array '{}' for the parameter '{}' of '{}' (the archive "
+                                  "holds {} arrays)",
+                                  p.name, p.name, fn.name, inputs.size()));
+    // The same weight tensors every call, made once (not copied per run): what the VM and the
+    // CPU library prepare for a tensor (its f32 values, a convolution's weights in the
+    // library's layout) is kept while the tensor lives.
+    VmValue& kept = weight_values_[{original, p.name}];
+    if (!kept.tensor()) kept = argument_value(p, w->second, what, SourceLoc{where});
+    args.push_back(kept);
   }
   return args;
 }
