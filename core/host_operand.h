@@ -38,6 +38,13 @@ struct HostOperand {
   int64_t numel() const { return weft::numel(*shape); }
   // Element i as a double (exact from either).
   double at(int64_t i) const { return f32 ? static_cast<double>(f32[i]) : f64[i]; }
+  // The values copied into a tensor of T (f32 or f64).
+  template <class T>
+  Tensor<T> to_tensor() const {
+    Tensor<T> t(*shape, T{});
+    for (int64_t i = 0; i < t.numel(); ++i) t.data[static_cast<size_t>(i)] = static_cast<T>(at(i));
+    return t;
+  }
 };
 
 // Where an operator writes an f32 result: called once with the result's shape, it returns room

@@ -418,6 +418,23 @@ VmValue results_value(std::vector<Tensor<double>> outs) {
 
 }  // namespace
 
+namespace {
+
+// Operator `kind` of binding `b` as a one-operator µGraph at the actual shapes: the table's shape
+// rule checks them again (and reports them at the call).
+Graph one_operator_graph(const Binding& b, OpKind kind, const std::vector<Shape>& shapes,
+                         const Attrs& attrs) {
+  GraphBuilder gb(Level::kernel, b.var);
+  std::vector<ValueId> ids;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    ids.push_back(
+        gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, shapes[i]}, b.call.loc));
+  for (ValueId o : gb.add_op(kind, ids, attrs, {}, b.call.loc)) gb.add_output(o);
+  return std::move(gb).finish();
+}
+
+}  // namespace
+
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
                              const SymBinding& heap, bool cpu_library, bool* in_f32,
                              const TensorOwners* owners) {
@@ -442,18 +459,14 @@ VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<do
     } catch (const UserError& e) {
       throw UserError(c.loc, e.message());
     }
-    // A one-operator µGraph at the actual shapes: the table's shape rule checks them again.
-    GraphBuilder gb(Level::kernel, b.var);
-    std::vector<ValueId> ids;
+    std::vector<Shape> shapes;
     std::vector<Tensor<double>> inputs;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      ids.push_back(
-          gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, tensors[i]->shape}, c.loc));
-      inputs.push_back(*tensors[i]);
+    for (const Tensor<double>* t : tensors) {
+      shapes.push_back(t->shape);
+      inputs.push_back(*t);
     }
-    auto outs = gb.add_op(kind, ids, attrs, {}, c.loc);
-    for (ValueId o : outs) gb.add_output(o);
-    return results_value(evaluate_real(std::move(gb).finish(), inputs, !in_f64));
+    return results_value(
+        evaluate_real(one_operator_graph(b, kind, shapes, attrs), inputs, !in_f64));
   }
   WEFT_CHECK(c.kind == CallKind::lib, "{} is not an operator call", call_kind_name(c.kind));
   return tensor_value(lib_function_by_name(c.callee)->eval(tensors, {}));
@@ -551,19 +564,14 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
     throw UserError(c.loc, e.message());
   }
   if (!table) return std::nullopt;
-  // The table's shape rule checks the operands again (and reports them at the call).
-  GraphBuilder gb(Level::kernel, b.var);
-  std::vector<ValueId> ids;
+  std::vector<Shape> shapes;
   std::vector<Tensor<float>> inputs;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    const HostOperand& x = operands[i];
-    ids.push_back(gb.add_input(fmt::format("x{}", i), TensorType{DType::f32, *x.shape}, c.loc));
-    Tensor<float>& t = inputs.emplace_back(*x.shape, 0.0f);
-    for (int64_t k = 0; k < t.numel(); ++k)
-      t.data[static_cast<size_t>(k)] = static_cast<float>(x.at(k));
+  for (const HostOperand& x : operands) {
+    shapes.push_back(*x.shape);
+    inputs.push_back(x.to_tensor<float>());
   }
-  for (ValueId o : gb.add_op(kind, ids, attrs, {}, c.loc)) gb.add_output(o);
-  std::vector<Tensor<float>> outs = evaluate(std::move(gb).finish(), inputs, RealDomain<float>{});
+  std::vector<Tensor<float>> outs =
+      evaluate(one_operator_graph(b, kind, shapes, attrs), inputs, RealDomain<float>{});
   return f32_results(std::move(outs));
 }
 
@@ -581,10 +589,7 @@ VmValue Vm::run_ugraph(const Binding& b, const std::vector<HostOperand>& operand
   // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
   if (options_.ugraph_executor == UGraphExecutor::interpreter) {
     std::vector<Tensor<double>> inputs;
-    for (const HostOperand& x : operands) {
-      Tensor<double>& t = inputs.emplace_back(*x.shape, 0.0);
-      for (int64_t i = 0; i < t.numel(); ++i) t.data[static_cast<size_t>(i)] = x.at(i);
-    }
+    for (const HostOperand& x : operands) inputs.push_back(x.to_tensor<double>());
     return results_value(evaluate_real(g, inputs, true));
   }
   if (in_f32) *in_f32 = true;
@@ -652,10 +657,7 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
           owners.push_back(std::get_if<std::shared_ptr<const Tensor<double>>>(&in[i]->v));
           continue;
         }
-        const HostOperand& x = operands[i];
-        auto copy = std::make_shared<Tensor<double>>(*x.shape, 0.0);
-        for (int64_t k = 0; k < copy->numel(); ++k) copy->data[static_cast<size_t>(k)] = x.at(k);
-        held.push_back(std::move(copy));
+        held.push_back(std::make_shared<const Tensor<double>>(operands[i].to_tensor<double>()));
         tensors.push_back(held.back().get());
         owners.push_back(nullptr);
       }
