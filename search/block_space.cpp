@@ -47,7 +47,11 @@ struct Enumerator {
       for (int h = 0; h < g; ++h)
         if (cls[h] == cls[g]) return false;
       if (rules.final_mode) {
-        if (rules.classes->reduced[cls[g]]) return false;  // partial results are not outputs
+        // A reduced axis may be cut only when some operand carrying it is loaded whole along it
+        // in every block (replicated along g): the reduction then reads all of it in each block,
+        // as a global statistic applied to a tile does. Otherwise each block would hold partial
+        // results, which are not outputs.
+        if (rules.classes->reduced[cls[g]] && !replicated_along(g, cls[g], imaps)) return false;
         bool in_output = false;
         for (const DimClassList& o : rules.classes->output_dims)
           for (int8_t c : o) in_output |= c == cls[g];
@@ -55,6 +59,15 @@ struct Enumerator {
       }
     }
     return true;
+  }
+
+  bool replicated_along(int g, int8_t cls, const std::vector<std::array<int8_t, 3>>& imaps) const {
+    for (size_t i = 0; i < imaps.size(); ++i) {
+      if (imaps[i][g] >= 0) continue;
+      for (int8_t c : rules.operand_classes[i])
+        if (c == cls) return true;
+    }
+    return false;
   }
 
   bool fmap_ok(size_t operand, int dim) const {

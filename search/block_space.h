@@ -53,7 +53,8 @@ std::array<int8_t, 3> grid_classes(const BlockSchedule& s, const ScheduleRules& 
 // the same tile); with loop > 1 at least one operand has an fmap (else every iteration is the
 // same); with loop == 1 every iterator is post-stage (a loop of one needs no accumulators);
 // the iterators' tiles fit in shared memory; and the axis rules: a grid dim cuts one axis class
-// (two grid dims, two classes), in final mode an output axis that is not reduced, and an fmap walks
+// (two grid dims, two classes), in final mode an output axis that is not reduced (or, if reduced,
+// carried by an operand every block loads whole along it: a global statistic), and an fmap walks
 // a reduced axis when only summing accumulators are allowed.
 std::vector<BlockSchedule> enumerate_schedules(const std::vector<TensorType>& operands,
                                                const SearchConfig& config, const Target& target,

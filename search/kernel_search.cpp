@@ -17,63 +17,6 @@
 
 namespace weft {
 
-std::shared_ptr<BlockResults> BlockMemo::get_or_create(
-    const std::string& key, const std::function<void(BlockResults&)>& init) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(key);
-  if (it != map_.end()) return it->second;
-  auto r = std::make_shared<BlockResults>();
-  init(*r);
-  map_.emplace(key, r);
-  return r;
-}
-
-std::map<std::string, std::shared_ptr<BlockResults>> BlockMemo::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return map_;
-}
-
-void BlockMemo::restore(const std::string& key, std::shared_ptr<BlockResults> r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  map_[key] = std::move(r);
-}
-
-int64_t BlockMemo::entry_bytes(const std::string& key, const BlockResults& r) {
-  using Node = std::pair<const std::string, std::shared_ptr<BlockResults>>;
-  auto bits = [](const std::vector<bool>& v) {
-    return heap_chunk(static_cast<int64_t>(v.capacity() / 8));
-  };
-  // The map node, its copy of the key (as long as the key: not the capacity of the string it was
-  // built in), and make_shared's one allocation (control block + results).
-  int64_t key_bytes = key.size() > 15 ? heap_chunk(static_cast<int64_t>(key.size() + 1)) : 0;
-  int64_t n = map_node_bytes(sizeof(Node)) + key_bytes + heap_chunk(16 + sizeof(BlockResults));
-  n += heap_bytes(r.schedules) + heap_bytes(r.per_schedule) + bits(r.done) + bits(r.truncated) +
-       heap_bytes(r.states) + heap_bytes(r.kept);
-  for (const BlockSchedule& s : r.schedules) n += heap_bytes(s);
-  for (const std::vector<BlockSketch>& sketches : r.per_schedule) {
-    n += heap_bytes(sketches);
-    for (const BlockSketch& sk : sketches) n += heap_bytes(sk);
-  }
-  return n;
-}
-
-void BlockMemo::clear() {
-  std::map<std::string, std::shared_ptr<BlockResults>> dropped;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    dropped.swap(map_);
-  }
-}
-
-int64_t BlockMemo::bytes() const {
-  int64_t n = 0;
-  for (const auto& [key, results] : snapshot()) {
-    std::lock_guard<std::mutex> lock(results->mu);
-    n += entry_bytes(key, *results);
-  }
-  return n;
-}
-
 SearchConstants constants_of(const Graph& program) {
   std::set<Rational> factors, offsets;
   for (const Op& op : program.ops) {
@@ -103,6 +46,13 @@ int64_t work_of(const BlockSketch& sk) {
   return w;
 }
 
+// Elements a block graph's saves write to device memory.
+int64_t saved_elements(const BlockSketch& sk) {
+  int64_t n = 0;
+  for (const TensorType& t : sk.output_types) n += numel(t.shape);
+  return n;
+}
+
 // Lexicographic canonical key of a kernel-level operator.
 using KKey = std::tuple<int, int, int, uint64_t, int, int, int, int64_t>;
 
@@ -128,7 +78,14 @@ class KernelSearcher {
       : ctx_(ctx),
         emit_(emit),
         own_memory_(0, ctx.stop),
-        memory_(ctx.memory ? ctx.memory : &own_memory_) {}
+        memory_(ctx.memory ? ctx.memory : &own_memory_) {
+    // Block graphs in tiers of size 3, 6, 12, ... up to max_block_ops.
+    for (int limit = 3;; limit *= 2) {
+      block_tiers_.push_back(ctx.config);
+      block_tiers_.back().max_block_ops = std::min(limit, ctx.config.max_block_ops);
+      if (limit >= ctx.config.max_block_ops) break;
+    }
+  }
 
   void run() {
     const Graph& p = ctx_.program;
@@ -146,6 +103,7 @@ class KernelSearcher {
     const int levels = ctx_.config.max_kernel_ops;
     for (depth_ = 1; depth_ <= levels && !ctx_.stop.search_stopped(); ++depth_) {
       ctx_.stop.start_level(ctx_.stop.budget().until(depth_, levels));
+      tier_reached_ = 0;
       ctx_.stats.levels_reached.fetch_add(1);
       dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
       if (ctx_.stop.level_ended() && !ctx_.stop.search_stopped())
@@ -187,35 +145,67 @@ class KernelSearcher {
     int n = static_cast<int>(vals_.size());
     int max_operands = std::min(ctx_.config.max_kernel_operands, n);
     bool final = static_cast<int>(ops_.size()) == depth_ - 1;
-    // Operand subsets, larger ones first (fused kernels read many tensors); canonical keys, not
-    // this order, keep each graph unique.
+    // Operand subsets. The last kernel takes larger ones first (a fused kernel producing the
+    // outputs reads many tensors). An intermediate kernel takes smaller ones first: its block
+    // search must finish every schedule before anything is built above it, and over many
+    // operands that can take a level's whole time, starving the small kernels (a normalisation
+    // of one input) that multi-kernel µGraphs are built from. Canonical keys, not this order,
+    // keep each graph unique.
     std::vector<std::pair<int, uint64_t>> subsets;
     for (int hi = 0; hi < n; ++hi)
       for (uint64_t rest = 0; rest < (1ULL << hi); ++rest)
         if (1 + __builtin_popcountll(rest) <= max_operands)
           subsets.emplace_back(hi, rest | (1ULL << hi));
-    std::stable_sort(subsets.begin(), subsets.end(), [](const auto& a, const auto& b) {
-      return __builtin_popcountll(a.second) > __builtin_popcountll(b.second);
+    std::stable_sort(subsets.begin(), subsets.end(), [final](const auto& a, const auto& b) {
+      int pa = __builtin_popcountll(a.second), pb = __builtin_popcountll(b.second);
+      return final ? pa > pb : pa < pb;
     });
-    for (const auto& [hi, mask] : subsets) {
-      {
-        std::vector<int> operands;
-        for (int v = 0; v < n; ++v)
-          if (mask >> v & 1) operands.push_back(v);
-        auto results = block_results(operands, final);
-        if (!final) {
-          expand_intermediate(results, operands, hi, mask, last);
+    auto operands_of = [n](uint64_t mask) {
+      std::vector<int> operands;
+      for (int v = 0; v < n; ++v)
+        if (mask >> v & 1) operands.push_back(v);
+      return operands;
+    };
+    if (!final) {
+      // Block-graph sizes deepen too: every operand set's small block graphs before any large
+      // one's (block_tiers_).
+      for (size_t tier = 0; tier < block_tiers_.size(); ++tier) {
+        reach_tier(tier);
+        for (const auto& [hi, mask] : subsets) {
+          std::vector<int> operands = operands_of(mask);
+          // With the memo full, a larger tier's new entry could keep no block graph (ensure_done
+          // searches nothing then): only entries made before are built on.
+          auto results = tier > 0 && memory_->memo_full()
+                             ? ctx_.memo.find(memo_key(operands, false, tier))
+                             : block_results(operands, false, tier);
+          if (!results) continue;
+          expand_intermediate(results, operands, hi, mask, last, tier);
           if (ctx_.stop.stopped()) return;
-          continue;
         }
+      }
+      return;
+    }
+    // The last kernel: above earlier kernels, in tiers as well, since its block search repeats
+    // for every kernel graph below it (the cheap small block graphs of all of them first). As the
+    // only kernel, at full size at once: it is searched once per level, and a level converging
+    // on small block graphs would not reach the large ones (an attention's one kernel needs 8).
+    const size_t first_tier = ops_.empty() ? block_tiers_.size() - 1 : 0;
+    for (size_t tier = first_tier; tier < block_tiers_.size(); ++tier) {
+      const int smaller = tier == first_tier ? -1 : block_tiers_[tier - 1].max_block_ops;
+      reach_tier(tier);
+      for (const auto& [hi, mask] : subsets) {
+        std::vector<int> operands = operands_of(mask);
+        auto results = block_results(operands, true, tier);
         for (size_t s = 0; s < results->schedules.size(); ++s) {
-          ensure_done(results, operands, final, s);
+          ensure_done(results, operands, true, s, tier);
           if (ctx_.stop.stopped()) return;
           const auto& sketches = results->per_schedule[s];
           for (size_t j = 0; j < sketches.size(); ++j) {
-            if (!descend_graph_defined(operands, sketches[j], kernel_key(hi, mask, s, j), last))
+            if (static_cast<int>(sketches[j].ops.size()) <= smaller) continue;
+            if (!descend_graph_defined(operands, sketches[j], kernel_key(hi, mask, s, j, tier),
+                                       last))
               continue;
-            if (final && ctx_.config.split_reductions) expand_splits(operands, sketches[j]);
+            if (ctx_.config.split_reductions) expand_splits(operands, sketches[j]);
             if (ctx_.stop.stopped()) return;
           }
         }
@@ -333,44 +323,74 @@ class KernelSearcher {
   // (schedule order): the kernel graphs above them are the same for every variant.
   void expand_intermediate(const std::shared_ptr<BlockResults>& results,
                            const std::vector<int>& operands, int hi, uint64_t mask,
-                           const KKey& last) {
+                           const KKey& last, size_t tier) {
+    // Schedule by schedule: each schedule's kept block graphs are built on as soon as it is
+    // done. The kept set and the order of descent are those of taking every schedule in first
+    // (the first `intermediate_variants` per signature, in schedule order); only when the kernel
+    // graphs above the first schedules are built changes.
+    // Block graphs within the previous tier's size were built on in that tier.
+    const int smaller = tier == 0 ? -1 : block_tiers_[tier - 1].max_block_ops;
+    size_t next = 0;  // the first entry of `kept` this call has not descended into
     for (size_t s = 0; s < results->schedules.size(); ++s) {
-      ensure_done(results, operands, false, s);
+      ensure_done(results, operands, false, s, tier);
       if (ctx_.stop.stopped()) return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(results->mu);
-      if (!results->kept_ready) {
-        // Schedule order; `value` counts the block graphs kept per signature.
-        SignatureTable count;
-        auto at = [&](uint64_t ref) -> const BlockSketch& {
-          return results->per_schedule[ref >> 32][ref & 0xffffffff];
-        };
-        int cap = std::max(1, ctx_.config.intermediate_variants);
-        for (size_t s = 0; s < results->schedules.size(); ++s)
-          for (size_t j = 0; j < results->per_schedule[s].size(); ++j) {
-            const BlockSketch& sk = results->per_schedule[s][j];
-            uint64_t hash = signature_hash(sk);
-            SignatureTable::Entry* e = count.find(sk, hash, at);
-            if (!e) e = &count.insert(hash, uint64_t{s} << 32 | j, 0);
-            if (++e->value <= cap) results->kept.emplace_back(s, j);
-          }
-        results->kept_ready = true;
-        // The table was held while `kept` grew: both count towards the peak.
-        memory_->add(count.bytes() + heap_bytes(results->kept));
-        memory_->add(-count.bytes());
+      take_in_schedule(*results, s);
+      // Only this thread grows `kept` (the kernel search is one thread; block searches are
+      // parallel inside ensure_done), so indexing it here needs no lock.
+      for (; next < results->kept.size() && results->kept[next].first <= s; ++next) {
+        const auto [ks, kj] = results->kept[next];
+        const BlockSketch& sk = results->per_schedule[ks][kj];
+        if (static_cast<int>(sk.ops.size()) <= smaller) continue;
+        descend_graph_defined(operands, sk, kernel_key(hi, mask, ks, kj, tier), last);
+        if (ctx_.stop.stopped()) return;
       }
     }
-    for (const auto& [s, j] : results->kept) {
-      descend_graph_defined(operands, results->per_schedule[s][j], kernel_key(hi, mask, s, j),
-                            last);
-      if (ctx_.stop.stopped()) return;
+  }
+
+  // The first time a level searches block graphs of tier `tier`, its convergence clock restarts:
+  // a level that found nothing with small block graphs has not yet tried the large ones (an
+  // attention's one kernel needs 8 operators), so the smaller tiers' time must not count
+  // against them. At most one restart per tier and level; the level's time share still holds.
+  void reach_tier(size_t tier) {
+    if (tier <= tier_reached_) return;
+    tier_reached_ = tier;
+    ctx_.stop.restart_convergence_clock();
+  }
+
+  // Adds schedule `s`'s block graphs to `r.kept` (at most config.intermediate_variants per
+  // signature, counting the earlier schedules'), once, when the schedules before it are in.
+  void take_in_schedule(BlockResults& r, size_t s) {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.kept_through != s) return;
+    auto at = [&](uint64_t ref) -> const BlockSketch& {
+      return r.per_schedule[ref >> 32][ref & 0xffffffff];
+    };
+    int64_t before = r.kept_count.bytes() + heap_bytes(r.kept);
+    int cap = std::max(1, ctx_.config.intermediate_variants);
+    const size_t first = r.kept.size();
+    for (size_t j = 0; j < r.per_schedule[s].size(); ++j) {
+      const BlockSketch& sk = r.per_schedule[s][j];
+      uint64_t hash = signature_hash(sk);
+      SignatureTable::Entry* e = r.kept_count.find(sk, hash, at);
+      if (!e) e = &r.kept_count.insert(hash, uint64_t{s} << 32 | j, 0);
+      if (++e->value <= cap) r.kept.emplace_back(s, j);
     }
+    // Within the schedule, the block graphs that save the least first: an intermediate that
+    // shrinks its operands (a reduction's statistic) makes the kernels above it cheap to search
+    // and to run, where one the size of its operands (an elementwise copy) rarely pays. Only
+    // the order of descent changes, not which kernel graphs exist (canonical keys decide that).
+    std::stable_sort(r.kept.begin() + static_cast<std::ptrdiff_t>(first), r.kept.end(),
+                     [&](const auto& a, const auto& b) {
+                       return saved_elements(r.per_schedule[s][a.second]) <
+                              saved_elements(r.per_schedule[s][b.second]);
+                     });
+    r.kept_through = s + 1;
+    memory_->add(r.kept_count.bytes() + heap_bytes(r.kept) - before);
   }
 
   // The canonical key of a graph-defined kernel: its largest operand, operand set, and block
   // graph (schedule s, sketch j).
-  static KKey kernel_key(int hi, uint64_t mask, size_t s, size_t j) {
+  static KKey kernel_key(int hi, uint64_t mask, size_t s, size_t j, size_t tier = 0) {
     return KKey{hi,
                 -1,
                 -1,
@@ -378,7 +398,7 @@ class KernelSearcher {
                 static_cast<int>(OpKind::kernel),
                 -1,
                 -1,
-                static_cast<int64_t>(s << 24 | j)};
+                static_cast<int64_t>(uint64_t{tier} << 56 | s << 24 | j)};
   }
 
   // Adds the kernel and searches on above it, if its key follows `last`; false if it does not.
@@ -392,14 +412,12 @@ class KernelSearcher {
   }
 
   // The memo entry (schedules, and what is known of each) for `operands`.
-  std::shared_ptr<BlockResults> block_results(const std::vector<int>& operands, bool final) {
+  // `tier`: the block graphs' size (block_tiers_).
+  std::shared_ptr<BlockResults> block_results(const std::vector<int>& operands, bool final,
+                                              size_t tier = 0) {
     BlockSearchInput in = search_input(operands, final);
     const std::vector<TensorType>& types = in.operand_types;
-    // Keyed by text, not term ids, so a checkpoint restores into a fresh term store.
-    std::string key = final ? "final;" : "any;";
-    for (size_t i = 0; i < types.size(); ++i)
-      key += fmt::format("{}:{}:{};", types[i].str(), ctx_.oracle.text(in.operand_terms[i]),
-                         fmt::join(vals_[operands[i]].type.cls, ","));
+    const std::string key = memo_key(operands, final, tier);
     auto results = ctx_.memo.get_or_create(key, [&](BlockResults& r) {
       ScheduleRules rules;
       rules.classes = in.classes;
@@ -416,6 +434,16 @@ class KernelSearcher {
       memory_->add(BlockMemo::entry_bytes(key, r));
     });
     return results;
+  }
+
+  // Keyed by text, not term ids, so a checkpoint restores into a fresh term store.
+  std::string memo_key(const std::vector<int>& operands, bool final, size_t tier) const {
+    std::string key =
+        fmt::format("{}{};", final ? "final" : "any", block_tiers_[tier].max_block_ops);
+    for (int v : operands)
+      key += fmt::format("{}:{}:{};", to_tensor_type(vals_[v].type).str(),
+                         ctx_.oracle.text(vals_[v].term), fmt::join(vals_[v].type.cls, ","));
+    return key;
   }
 
   BlockSearchInput search_input(const std::vector<int>& operands, bool final) const {
@@ -437,7 +465,8 @@ class KernelSearcher {
   // Searches schedule `first` if not done yet, together with the next few not-done schedules in
   // parallel (results are stored per schedule, so the order of completion does not matter).
   void ensure_done(const std::shared_ptr<BlockResults>& results, const std::vector<int>& operands,
-                   bool final, size_t first) {
+                   bool final, size_t first, size_t tier = 0) {
+    const SearchConfig& config = block_tiers_[tier];
     std::vector<size_t> todo;
     {
       std::lock_guard<std::mutex> lock(results->mu);
@@ -490,8 +519,8 @@ class KernelSearcher {
       };
       int64_t states = 0;
       if (!truncated)
-        states = search_block_graphs(in, results->schedules[i], ctx_.config, ctx_.constants,
-                                     ctx_.oracle, ctx_.stats, ctx_.stop, take);
+        states = search_block_graphs(in, results->schedules[i], config, ctx_.constants, ctx_.oracle,
+                                     ctx_.stats, ctx_.stop, take);
       if (ctx_.stop.stopped()) return;  // an interrupted schedule is redone on resume
       found.shrink_to_fit();            // the memo keeps it for the whole search
       share.commit(heap_bytes(found) + sketch_bytes);
@@ -717,6 +746,14 @@ class KernelSearcher {
 
   const KernelSearchContext& ctx_;
   const std::function<void(Graph&&)>& emit_;
+  // Block searches deepen like the kernel levels: block graphs of at most 3 operators for every
+  // operand set first, then 6, ... then max_block_ops. One block search of one schedule at 11
+  // operators can take tens of seconds (an intermediate one finds thousands of signatures, most
+  // never useful; a final one runs for each of ~20,000 schedules of two operands), while many
+  // kernels of a good µGraph are small: a sum of squares, a statistic applied to a tile. Block
+  // graphs a smaller tier found are not built on again. One configuration per tier.
+  std::vector<SearchConfig> block_tiers_;
+  size_t tier_reached_ = 0;   // the largest tier this level has searched (reach_tier)
   MemoryAccount own_memory_;  // when the context brings none
   MemoryAccount* memory_;
   int64_t oracle_bytes_ = 0;  // the oracle's share of the account

@@ -83,6 +83,12 @@ class StopSignal {
     std::lock_guard<std::mutex> lock(level_mu_);
     return level_ended_.load() ? level_end_ : StopReason::complete;
   }
+  // The level has reached new ground (larger block graphs, kernel_search.cpp): convergence counts
+  // from now, as from the level's start, since what it found so far says little about it.
+  void restart_convergence_clock() {
+    std::lock_guard<std::mutex> lock(level_mu_);
+    level_started_s_ = elapsed_s();
+  }
   double level_started_s() const {
     std::lock_guard<std::mutex> lock(level_mu_);
     return level_started_s_;

@@ -186,6 +186,56 @@ TEST(Schedules, FinalModeKeepsOutputAxisGridsOnly) {
   }
 }
 
+// A final kernel's grid may cut an axis the program reduces only when some operand carrying
+// that axis is loaded whole along it in every block: global_rms's second kernel cuts X's rows
+// while every block reads all the row sums R (the whole tensor's statistic, then its tile
+// scaled). With R cut as well, each block would hold a partial statistic: no final kernel.
+TEST(Schedules, FinalModeCutsAReducedAxisOnlyWhereAnOperandHoldsItWhole) {
+  Graph p =
+      expand_composites(load(weft::test::source_dir() + "/bench/beyond_rules/global_rms.weft"));
+  DimClasses dc = analyze_dim_classes(p);
+  ASSERT_TRUE(dc.usable);
+  const int8_t rows = dc.input_dims[0][0];
+  ASSERT_GE(rows, 0);
+  ASSERT_TRUE(dc.reduced[static_cast<size_t>(rows)]) << "the program sums over X's rows";
+  TensorType x = p.type(p.inputs[0]);
+  TensorType r = x;
+  r.shape = {x.shape[0], 1};
+  DimClassList r_classes;
+  r_classes.fill(kUnit);
+  r_classes[0] = rows;
+  SearchConfig config;
+  config.max_grid_dims = 1;
+  ScheduleRules rules;
+  rules.classes = &dc;
+  rules.final_mode = true;
+  BlockSchedule replicated;
+  replicated.grid = {x.shape[0], 1, 1};
+  replicated.loop = 1;
+  replicated.iters = {IterChoice{{0, -1, -1}, -1, true}, IterChoice{{-1, -1, -1}, -1, true}};
+  BlockSchedule both_cut = replicated;
+  both_cut.iters[1].imap = {0, -1, -1};
+  auto contains = [](const std::vector<BlockSchedule>& all, const BlockSchedule& s) {
+    return std::find(all.begin(), all.end(), s) != all.end();
+  };
+
+  rules.operand_classes = {dc.input_dims[0], r_classes};
+  auto with_r = enumerate_schedules({x, r}, config, target_by_name("h100"), rules);
+  EXPECT_TRUE(contains(with_r, replicated));
+  EXPECT_FALSE(contains(with_r, both_cut));
+  // X alone: cutting its rows would leave every block a partial statistic.
+  rules.operand_classes = {dc.input_dims[0]};
+  BlockSchedule x_alone = replicated;
+  x_alone.iters.resize(1);
+  EXPECT_FALSE(contains(enumerate_schedules({x}, config, target_by_name("h100"), rules), x_alone));
+  // Not final (an intermediate kernel): the rows may be cut either way.
+  rules.final_mode = false;
+  rules.operand_classes = {dc.input_dims[0], r_classes};
+  auto any = enumerate_schedules({x, r}, config, target_by_name("h100"), rules);
+  EXPECT_TRUE(contains(any, replicated));
+  EXPECT_TRUE(contains(any, both_cut));
+}
+
 // The search alone (baselines off: no test of the search passes through a rule-built candidate).
 TEST(Optimize, FindsTheFusedRmsNormLinearKernelAndVerifiesIt) {
   SearchConfig config = small_config();
