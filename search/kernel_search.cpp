@@ -325,10 +325,10 @@ class KernelSearcher {
                            const std::vector<int>& operands, int hi, uint64_t mask,
                            const KKey& last, size_t tier) {
     // Schedule by schedule: each schedule's kept block graphs are built on as soon as it is
-    // done. The kept set and the order of descent are those of taking every schedule in first
-    // (the first `intermediate_variants` per signature, in schedule order); only when the kernel
-    // graphs above the first schedules are built changes.
-    // Block graphs within the previous tier's size were built on in that tier.
+    // done, instead of after every schedule. The kept set is the same (the first
+    // `intermediate_variants` per signature, in schedule order); the kernel graphs above the
+    // first schedules are just built sooner. Block graphs within the previous tier's size were
+    // built on in that tier.
     const int smaller = tier == 0 ? -1 : block_tiers_[tier - 1].max_block_ops;
     size_t next = 0;  // the first entry of `kept` this call has not descended into
     for (size_t s = 0; s < results->schedules.size(); ++s) {
