@@ -29,10 +29,11 @@ struct BlockResults {
   std::vector<bool> truncated;
   // Intermediate mode: the (schedule, sketch) pairs the kernel search expands, at most
   // config.intermediate_variants per output signature, in schedule order (the least estimated
-  // traffic first). It grows schedule by schedule as each is done, so kernel graphs are built
-  // above the first schedules' block graphs while later ones are still unsearched; `kept_through`
-  // schedules have been taken in, `kept_count` counts the block graphs kept per signature (not
-  // checkpointed: both are recomputed from per_schedule).
+  // traffic first; within a schedule, the fewest saved elements first). It grows schedule by
+  // schedule as each is done, so kernel graphs are built above the first schedules' block graphs
+  // while later ones are still unsearched; `kept_through` schedules have been taken in,
+  // `kept_count` counts the block graphs kept per signature (not checkpointed: both are recomputed
+  // from per_schedule).
   std::vector<std::pair<size_t, size_t>> kept;
   size_t kept_through = 0;
   SignatureTable kept_count;
