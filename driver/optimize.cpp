@@ -304,10 +304,10 @@ void search_whole(Run& run) {
       if (hook_error) return;
       try {
         if (options.should_stop && options.should_stop()) stop.stop(StopReason::interrupted);
+        // The budget is enforced here too, whatever the search is doing between its own checks.
+        stop.should_stop();
         double now = stop.elapsed_s();
-        if (converge &&
-            now - std::max(run.pool.improved_s(), stop.level_started_s()) >= config.converge_s)
-          stop.end_level(StopReason::converged);
+        if (converge) stop.end_level_if_converged(run.pool.improved_s(), config.converge_s);
         if (options.on_progress && now - last_progress >= options.progress_interval_s) {
           last_progress = now;
           options.on_progress(pool_progress(run, &stats));

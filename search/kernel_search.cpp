@@ -11,6 +11,7 @@
 
 #include "core/parallel.h"
 #include "search/materialize.h"
+#include "search/operand_sets.h"
 #include "search/signature.h"
 #include "search/split_reduction.h"
 #include "search/stype.h"
@@ -145,34 +146,26 @@ class KernelSearcher {
     int n = static_cast<int>(vals_.size());
     int max_operands = std::min(ctx_.config.max_kernel_operands, n);
     bool final = static_cast<int>(ops_.size()) == depth_ - 1;
-    // Operand subsets. The last kernel takes larger ones first (a fused kernel producing the
-    // outputs reads many tensors). An intermediate kernel takes smaller ones first: its block
+    // Operand subsets. The last kernel alone takes larger ones first (a fused kernel producing
+    // the outputs reads many tensors). An intermediate kernel takes smaller ones first: its block
     // search must finish every schedule before anything is built above it, and over many
     // operands that can take a level's whole time, starving the small kernels (a normalisation
     // of one input) that multi-kernel µGraphs are built from. Canonical keys, not this order,
     // keep each graph unique.
-    std::vector<std::pair<int, uint64_t>> subsets;
-    for (int hi = 0; hi < n; ++hi)
-      for (uint64_t rest = 0; rest < (1ULL << hi); ++rest)
-        if (1 + __builtin_popcountll(rest) <= max_operands)
-          subsets.emplace_back(hi, rest | (1ULL << hi));
-    std::stable_sort(subsets.begin(), subsets.end(), [final](const auto& a, const auto& b) {
-      int pa = __builtin_popcountll(a.second), pb = __builtin_popcountll(b.second);
-      return final ? pa > pb : pa < pb;
-    });
-    auto operands_of = [n](uint64_t mask) {
-      std::vector<int> operands;
-      for (int v = 0; v < n; ++v)
-        if (mask >> v & 1) operands.push_back(v);
-      return operands;
-    };
+    // A last kernel above others must read every earlier kernel's result that nothing reads yet
+    // and that is no program output (else that kernel is dead and the graph is never complete).
+    // With those in, it takes small sets first too: the kernels below did part of the work, and
+    // the small block searches are cheap, where one over four operands can take a level's time.
+    const std::vector<OperandSet> subsets =
+        operand_sets(n, max_operands, final ? dangling_results() : std::vector<uint64_t>{},
+                     final && ops_.empty());
     if (!final) {
       // Block-graph sizes deepen too: every operand set's small block graphs before any large
       // one's (block_tiers_).
       for (size_t tier = 0; tier < block_tiers_.size(); ++tier) {
         reach_tier(tier);
         for (const auto& [hi, mask] : subsets) {
-          std::vector<int> operands = operands_of(mask);
+          std::vector<int> operands = operand_values(mask);
           // With the memo full, a larger tier's new entry could keep no block graph (ensure_done
           // searches nothing then): only entries made before are built on.
           auto results = tier > 0 && memory_->memo_full()
@@ -194,7 +187,7 @@ class KernelSearcher {
       const int smaller = tier == first_tier ? -1 : block_tiers_[tier - 1].max_block_ops;
       reach_tier(tier);
       for (const auto& [hi, mask] : subsets) {
-        std::vector<int> operands = operands_of(mask);
+        std::vector<int> operands = operand_values(mask);
         auto results = block_results(operands, true, tier);
         for (size_t s = 0; s < results->schedules.size(); ++s) {
           ensure_done(results, operands, true, s, tier);
@@ -478,7 +471,9 @@ class KernelSearcher {
     BlockSearchInput in = search_input(operands, final);
     parallel_for_index(static_cast<int64_t>(todo.size()), ctx_.threads, [&](int64_t t) {
       size_t i = todo[static_cast<size_t>(t)];
-      if (ctx_.stop.stopped()) return;
+      // The clock, not just the flag: most schedules' searches end long before the block search
+      // reads it (every 1024 states), and an operand set can have a million schedules.
+      if (ctx_.stop.should_stop()) return;
       // What this worker holds, counted as it grows; given back if the schedule is abandoned.
       MemoryAccount::Share share(*memory_);
       std::vector<BlockSketch> found;
@@ -552,6 +547,22 @@ class KernelSearcher {
     }
     ops_.push_back(std::move(op));
     ++n_graph_defined_;
+  }
+
+  // For each earlier operator none of whose results is read yet or is a program output: the
+  // mask of its results, one of which the last kernel must read.
+  std::vector<uint64_t> dangling_results() {
+    std::vector<uint64_t> required;
+    for (const KOp& op : ops_) {
+      uint64_t mask = 0;
+      bool live = false;
+      for (int o : op.outputs) {
+        mask |= 1ULL << o;
+        live |= vals_[o].uses > 0 || is_output(vals_[o].type, vals_[o].term);
+      }
+      if (!live) required.push_back(mask);
+    }
+    return required;
   }
 
   // --- pre-defined operators ---------------------------------------------------------------

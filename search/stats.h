@@ -2,6 +2,7 @@
 // threads.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -43,7 +44,7 @@ class StopSignal {
     double now = elapsed_s();
     if (budget_.timed() && now > budget_.time_s()) stop(StopReason::time_budget);
     double deadline = level_deadline_s_.load(std::memory_order_relaxed);
-    if (deadline > 0 && now > deadline) end_level(StopReason::time_budget);
+    if (deadline > 0 && now > deadline) end_level_past(now);
     return stopped();
   }
   // Stops the search once `states` (the shared count) is past the state budget.
@@ -77,6 +78,25 @@ class StopSignal {
     level_end_ = why;
     level_ended_.store(true, std::memory_order_relaxed);
   }
+  // Ends the current level if `now` is past its deadline, read again under the lock: a helper
+  // thread may have read the previous level's deadline just before the next level started.
+  void end_level_past(double now) {
+    std::lock_guard<std::mutex> lock(level_mu_);
+    double deadline = level_deadline_s_.load(std::memory_order_relaxed);
+    if (level_ended_.load(std::memory_order_relaxed) || deadline <= 0 || now <= deadline) return;
+    level_end_ = StopReason::time_budget;
+    level_ended_.store(true, std::memory_order_relaxed);
+  }
+  // Ends the current level as converged if nothing better was found (the last improvement at
+  // `improved_s`) for `converge_s` since then and since the level's start, checked under the lock
+  // for the same reason.
+  void end_level_if_converged(double improved_s, double converge_s) {
+    std::lock_guard<std::mutex> lock(level_mu_);
+    if (level_ended_.load(std::memory_order_relaxed)) return;
+    if (elapsed_s() - std::max(improved_s, level_started_s_) < converge_s) return;
+    level_end_ = StopReason::converged;
+    level_ended_.store(true, std::memory_order_relaxed);
+  }
   bool level_ended() const { return level_ended_.load(std::memory_order_relaxed); }
   // Why the level ended: complete when it ran out of work.
   StopReason level_end() const {
@@ -88,10 +108,6 @@ class StopSignal {
   void restart_convergence_clock() {
     std::lock_guard<std::mutex> lock(level_mu_);
     level_started_s_ = elapsed_s();
-  }
-  double level_started_s() const {
-    std::lock_guard<std::mutex> lock(level_mu_);
-    return level_started_s_;
   }
   void stop(StopReason r) {
     bool expected = false;
