@@ -14,6 +14,8 @@ for ex in rms_norm_linear gated_mlp gqa_attention; do
   "$build/weft" optimize "examples/$ex.weft" -o "$out/$ex" --time-budget "${WEFT_BENCH_BUDGET:-120}" --quiet
   cat "$out/$ex/timing.json"
 done
+echo "== search throughput: one thread against two (scripts/search-throughput.sh)"
+scripts/search-throughput.sh "$build"
 echo "== pruning on vs off (tests/data/silu_linear_tiny.weft, max_block_ops 4)"
 printf '{"max_kernel_ops": 1, "max_block_ops": 4, "max_grid_dims": 1, "min_blocks": 2, "max_loop": 8, "time_budget_s": 0}' > "$out/tiny.json"
 for p in "" "--no-pruning"; do

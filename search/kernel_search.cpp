@@ -106,7 +106,7 @@ class KernelSearcher {
       ctx_.stop.start_level(ctx_.stop.budget().until(depth_, levels));
       tier_reached_ = 0;
       ctx_.stats.levels_reached.fetch_add(1);
-      dfs(KKey{-1, -1, -1, 0, -1, -1, -1, -1});
+      search_level();
       if (ctx_.stop.level_ended() && !ctx_.stop.search_stopped())
         (ctx_.stop.level_end() == StopReason::converged ? ctx_.stats.levels_converged
                                                         : ctx_.stats.levels_cut)
@@ -132,6 +132,19 @@ class KernelSearcher {
     memory_->add(now - oracle_bytes_);
     oracle_bytes_ = now;
     memory_->sample();
+  }
+
+  // One level, in two parts with a convergence window each: the graphs that start with a
+  // graph-defined kernel, then those that start with a pre-defined operator. Graphs of the first
+  // kind are many and come first, so a level converging in them never reached, say, a library
+  // matmul under one fused kernel. Only convergence ends a part; the level's time share still
+  // ends both.
+  void search_level() {
+    const KKey root{-1, -1, -1, 0, -1, -1, -1, -1};
+    if (!visit()) return;
+    if (ctx_.config.max_graph_defined_kernels > 0) expand_graph_defined(root);
+    if (!ctx_.stop.resume_converged_level()) return;
+    expand_predefined(root);
   }
 
   void dfs(const KKey& last) {

@@ -97,6 +97,19 @@ class StopSignal {
     level_end_ = StopReason::converged;
     level_ended_.store(true, std::memory_order_relaxed);
   }
+  // Goes on with the current level if it has not ended, or ended only by converging (the
+  // convergence clock then restarts); false if it is over (its time share spent, or the search
+  // stopped).
+  bool resume_converged_level() {
+    std::lock_guard<std::mutex> lock(level_mu_);
+    if (stopped_.load(std::memory_order_relaxed)) return false;
+    if (!level_ended_.load(std::memory_order_relaxed)) return true;
+    if (level_end_ != StopReason::converged) return false;
+    level_end_ = StopReason::complete;
+    level_ended_.store(false, std::memory_order_relaxed);
+    level_started_s_ = elapsed_s();
+    return true;
+  }
   bool level_ended() const { return level_ended_.load(std::memory_order_relaxed); }
   // Why the level ended: complete when it ran out of work.
   StopReason level_end() const {
