@@ -2,13 +2,43 @@
 // pruning queries.
 #include "search/absexpr_oracle.h"
 
+#include <atomic>
+#include <memory>
+
 #include "absexpr/of_graph.h"
 #include "core/error.h"
 #include "search/memory_account.h"
 
 namespace weft {
+namespace {
 
-AbsExprOracle::AbsExprOracle(const Graph& program, const SaturationLimits& limits) {
+std::atomic<uint64_t> next_oracle_id{1};
+
+// One remembered op_term call. The search asks for the same operator over the same operand terms
+// again and again (sibling subtrees, every schedule), and the answer is fixed once made (terms are
+// hash-consed), so a small per-thread memo answers most calls without the shared term index,
+// whose lookup was the hottest function of the block search (docs/benchmarks.md).
+struct OpTermMemoEntry {
+  uint64_t owner = 0;  // AbsExprOracle::id_; 0: empty
+  int64_t k = 0;
+  Rational constant;
+  TermRef a = 0, b = 0, term = 0;
+  OpKind kind = OpKind::add;
+};
+constexpr size_t kOpTermMemoSize = size_t{1} << 12;
+
+size_t op_term_slot(OpKind kind, TermRef a, TermRef b, int64_t k, const Rational& c) {
+  uint64_t h = static_cast<uint64_t>(kind) * 0x9E3779B97F4A7C15ull;
+  for (uint64_t x : {uint64_t{a}, uint64_t{b}, static_cast<uint64_t>(k),
+                     static_cast<uint64_t>(c.num()), static_cast<uint64_t>(c.den())})
+    h = (h ^ x) * 0xBF58476D1CE4E5B9ull;
+  return static_cast<size_t>(h >> 52) & (kOpTermMemoSize - 1);
+}
+
+}  // namespace
+
+AbsExprOracle::AbsExprOracle(const Graph& program, const SaturationLimits& limits)
+    : id_(next_oracle_id.fetch_add(1)) {
   for (ValueId v : program.inputs) inputs_.push_back(store_.var(program.value(v).name));
   outputs_ = abstract_outputs(program, store_);
   for (TermId t : outputs_) oracles_.push_back(std::make_unique<Oracle>(store_, t, limits));
@@ -16,7 +46,15 @@ AbsExprOracle::AbsExprOracle(const Graph& program, const SaturationLimits& limit
 
 TermRef AbsExprOracle::op_term(OpKind kind, TermRef a, TermRef b, int64_t k,
                                const Rational& constant) {
-  return abstract_term(kind, a, b, k, constant, store_);
+  thread_local std::unique_ptr<OpTermMemoEntry[]> memo;
+  if (!memo) memo = std::make_unique<OpTermMemoEntry[]>(kOpTermMemoSize);
+  OpTermMemoEntry& e = memo[op_term_slot(kind, a, b, k, constant)];
+  if (e.owner == id_ && e.kind == kind && e.a == a && e.b == b && e.k == k &&
+      e.constant == constant)
+    return e.term;
+  const TermRef term = abstract_term(kind, a, b, k, constant, store_);
+  e = OpTermMemoEntry{id_, k, constant, a, b, term, kind};
+  return term;
 }
 
 bool AbsExprOracle::viable(TermRef t) {

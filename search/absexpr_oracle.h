@@ -2,6 +2,7 @@
 // of the input program, built once per search.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ class AbsExprOracle : public ExprOracle {
 
  private:
   TermStore store_;
+  const uint64_t id_;  // unique per oracle for the life of the process: keys op_term's memo
   std::vector<TermId> inputs_;
   std::vector<TermId> outputs_;
   std::vector<std::unique_ptr<Oracle>> oracles_;
