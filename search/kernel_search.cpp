@@ -137,13 +137,14 @@ class KernelSearcher {
   // One level, in two parts with a convergence window each: the graphs that start with a
   // graph-defined kernel, then those that start with a pre-defined operator. Graphs of the first
   // kind are many and come first, so a level converging in them never reached, say, a library
-  // matmul under one fused kernel. Only convergence ends a part; the level's time share still
-  // ends both.
+  // matmul under one fused kernel. Only convergence ends a part (each restarting its clock as
+  // it reaches larger block graphs); the level's time share still ends both.
   void search_level() {
     const KKey root{-1, -1, -1, 0, -1, -1, -1, -1};
     if (!visit()) return;
     if (ctx_.config.max_graph_defined_kernels > 0) expand_graph_defined(root);
     if (!ctx_.stop.resume_converged_level()) return;
+    tier_reached_ = 0;  // the second part's larger block graphs restart its window too
     expand_predefined(root);
   }
 
