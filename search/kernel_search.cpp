@@ -134,11 +134,10 @@ class KernelSearcher {
     memory_->sample();
   }
 
-  // One level, in two parts with a convergence window each: the graphs that start with a
-  // graph-defined kernel, then those that start with a pre-defined operator. Graphs of the first
-  // kind are many and come first, so a level converging in them never reached, say, a library
-  // matmul under one fused kernel. Only convergence ends a part (each restarting its clock as
-  // it reaches larger block graphs); the level's time share still ends both.
+  // One level in two parts, each with its own convergence window (restarted by larger block
+  // graphs): graphs starting with a graph-defined kernel, then with a pre-defined operator. The
+  // first kind are many, and a level converging in them never reached, say, a library matmul
+  // under one fused kernel. The level's time share still ends both.
   void search_level() {
     const KKey root{-1, -1, -1, 0, -1, -1, -1, -1};
     if (!visit()) return;
