@@ -68,9 +68,10 @@ Budget Budget::less(double reserve_s, double floor_s) const {
   return with_time(std::max(limits_.time_s - reserve_s, floor_s));
 }
 
-Budget Budget::until(int part, int parts) const {
+Budget Budget::until(int part, int parts, double from_s) const {
   WEFT_CHECK(part >= 0 && part <= parts && parts > 0, "slice {} of {} of a budget", part, parts);
-  return with_time(limits_.time_s * part / parts);
+  from_s = std::clamp(from_s, 0.0, limits_.time_s);
+  return with_time(from_s + (limits_.time_s - from_s) * part / parts);
 }
 
 Budget Budget::scaled(double fraction) const {

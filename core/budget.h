@@ -68,9 +68,10 @@ class Budget {
   Budget share(int ways, double floor_s) const;
   // The same start, ending `reserve_s` earlier (kept for a later stage), after at least `floor_s`.
   Budget less(double reserve_s, double floor_s) const;
-  // The same start, ending at `part` of `parts` equal slices of the time: a stage that ends early
-  // leaves its time to the next slice.
-  Budget until(int part, int parts) const;
+  // The same start, ending at `part` of `parts` equal slices of the time after `from_s` (seconds
+  // from the start: where the stages begin): a stage that ends early leaves its time to the next
+  // slice.
+  Budget until(int part, int parts, double from_s = 0) const;
   // The same start, ending `fraction` of the way to the deadline (a margin kept unplanned).
   Budget scaled(double fraction) const;
   // The same start, ending `late_s` later: a stage after one that overran keeps its whole share.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "search/memory_account.h"
 #include "search/merge_kernels.h"
 #include "search/partition.h"
+#include "search/seed_neighbourhoods.h"
 #include "verify/equivalence.h"
 
 namespace weft {
@@ -327,19 +329,22 @@ void search_whole(Run& run) {
     search_kernel_graphs(ctx, [&](Graph&& g) { run.pool.add(std::move(g), "search"); });
   }
   if (hook_error) std::rethrow_exception(hook_error);
-  result.stop = search_end(stop, stats);
-  result.states = stats.states.load();
-  result.pruned_expr = stats.pruned_expr.load();
-  result.pruned_bound = stats.pruned_bound.load();
-  result.block_graphs = stats.block_graphs.load();
-  result.candidates = stats.candidates.load();
-  result.split_candidates = stats.split_candidates.load();
-  result.levels_reached = stats.levels_reached.load();
-  result.levels_cut = stats.levels_cut.load();
-  result.levels_converged = stats.levels_converged.load();
-  result.peak_accounted_bytes = result.stop == StopReason::complete
-                                    ? run.memory.sampled_peak()
-                                    : std::max(run.memory.sampled_peak(), run.memory.peak());
+  // Added to the seeds' figures, if any (search_seeds).
+  const StopReason end = search_end(stop, stats);
+  result.stop = worse_stop(result.stop, end);
+  result.states += stats.states.load();
+  result.pruned_expr += stats.pruned_expr.load();
+  result.pruned_bound += stats.pruned_bound.load();
+  result.block_graphs += stats.block_graphs.load();
+  result.candidates += stats.candidates.load();
+  result.split_candidates += stats.split_candidates.load();
+  result.levels_reached = std::max(result.levels_reached, stats.levels_reached.load());
+  result.levels_cut += stats.levels_cut.load();
+  result.levels_converged += stats.levels_converged.load();
+  result.peak_accounted_bytes = std::max(
+      result.peak_accounted_bytes, end == StopReason::complete
+                                       ? run.memory.sampled_peak()
+                                       : std::max(run.memory.sampled_peak(), run.memory.peak()));
   for (const auto& [key, results] : memo.snapshot()) {
     std::lock_guard<std::mutex> lock(results->mu);
     for (bool t : results->truncated) result.memo_truncated += t;
@@ -350,11 +355,75 @@ void search_whole(Run& run) {
 // The least time a part is searched for when the search's budget is (nearly) spent.
 constexpr double kLeastPartBudgetS = 0.01;
 
+// A subprogram of the run's (a part, a seed's neighbourhood) optimized on its own under `sub`
+// (its baselines, search and verification against it; its top 1), its search figures added to
+// the run's; progress reported as subprogram `index` of `count` (1-based). `checkpoint_suffix`
+// names its checkpoint next to the run's: its fingerprint is its program and configuration, so a
+// resumed run loses none of its searches.
+OptimizeResult optimize_subprogram(Run& run, const Graph& subprogram, SearchConfig sub,
+                                   const std::string& checkpoint_suffix, int index, int count,
+                                   bool seed) {
+  OptimizeResult& result = run.result;
+  sub.top_k = 1;
+  OptimizeOptions sub_options;
+  if (!run.options.checkpoint_path.empty())
+    sub_options.checkpoint_path = run.options.checkpoint_path + checkpoint_suffix;
+  sub_options.progress_interval_s = run.options.progress_interval_s;
+  sub_options.should_stop = run.options.should_stop;
+  const double offset = run.stop.elapsed_s();
+  if (run.options.on_progress)
+    sub_options.on_progress = [&, offset, index, count, seed](const OptimizeProgress& p) {
+      if (p.phase != OptimizeProgress::Phase::search || p.search_done) return;
+      OptimizeProgress q = p;
+      q.elapsed_s += offset;
+      q.states += result.states;
+      q.part = index;
+      q.parts = count;
+      q.seed = seed;
+      run.options.on_progress(q);
+    };
+  OptimizeResult r = optimize(subprogram, sub, sub_options);
+  result.states += r.states;
+  result.pruned_expr += r.pruned_expr;
+  result.pruned_bound += r.pruned_bound;
+  result.block_graphs += r.block_graphs;
+  result.candidates += r.candidates;
+  result.split_candidates += r.split_candidates;
+  result.levels_reached = std::max(result.levels_reached, r.levels_reached);
+  result.levels_cut += r.levels_cut;
+  result.levels_converged += r.levels_converged;
+  result.oracle_complete = result.oracle_complete && r.oracle_complete;
+  result.peak_accounted_bytes = std::max(result.peak_accounted_bytes, r.peak_accounted_bytes);
+  result.stop = worse_stop(result.stop, r.stop);
+  result.resumed = result.resumed || r.resumed;
+  if (r.stop == StopReason::interrupted) run.stop.stop(StopReason::interrupted);
+  return r;
+}
+
+// What a subprogram's optimize reports about itself.
+void report_subprogram(const OptimizeResult& r, OptimizeResult::Part& report) {
+  report.stop = r.stop;
+  report.states = r.states;
+  report.candidates = r.candidates + r.baselines;
+  report.search_s = r.search_s;
+  if (!r.top.empty()) {
+    report.best_predicted_s = r.top[0].predicted_s;
+    report.best_origin = r.top[0].origin;
+  }
+}
+
+// The program value names computed by `ops`, in order.
+std::vector<std::string> op_value_names(const Graph& program, const std::vector<int>& ops) {
+  std::vector<std::string> names;
+  for (int op : ops)
+    for (ValueId v : program.ops[op].outputs) names.push_back(program.value(v).name);
+  return names;
+}
+
 // A program too large for the search, in parts: each searchable part is optimized on its own
 // (baselines, search, verification against the part) with an equal share of the search's time
 // left, and the parts' verified bests are stitched into one candidate of the whole program.
 void search_parts(Run& run, const std::vector<SubProgram>& parts) {
-  const SearchConfig& config = run.config;
   OptimizeResult& result = run.result;
   int left = 0;
   for (const SubProgram& part : parts) left += part.searched;
@@ -362,8 +431,7 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
   for (size_t i = 0; i < parts.size(); ++i) {
     const SubProgram& part = parts[i];
     OptimizeResult::Part report;
-    for (int op : part.ops)
-      for (ValueId v : run.program.ops[op].outputs) report.ops.push_back(run.program.value(v).name);
+    report.ops = op_value_names(run.program, part.ops);
     report.rule = part.rule;
     report.searched = part.searched;
     report.input_predicted_s = predict(part.graph, run.target).total_s;
@@ -371,52 +439,14 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
     report.best_origin = "input";
     replacements.push_back(part.graph);
     if (part.searched && !run.stop.search_stopped()) {
-      SearchConfig sub = config;
+      SearchConfig sub = run.config;
       sub.time_budget_s = run.stop.budget().share(left, kLeastPartBudgetS).time_s();
-      sub.top_k = 1;
       report.budget_s = sub.time_budget_s;
-      OptimizeOptions sub_options;
-      // Each part keeps its own checkpoint next to the run's (its fingerprint is the part's
-      // program and configuration), so a resumed partitioned run loses no part's search.
-      if (!run.options.checkpoint_path.empty())
-        sub_options.checkpoint_path = fmt::format("{}.part{}", run.options.checkpoint_path, i + 1);
-      sub_options.progress_interval_s = run.options.progress_interval_s;
-      sub_options.should_stop = run.options.should_stop;
-      const double offset = run.stop.elapsed_s();
-      if (run.options.on_progress)
-        sub_options.on_progress = [&, offset, i](const OptimizeProgress& p) {
-          if (p.phase != OptimizeProgress::Phase::search || p.search_done) return;
-          OptimizeProgress q = p;
-          q.elapsed_s += offset;
-          q.states += result.states;
-          q.part = static_cast<int>(i + 1);
-          q.parts = static_cast<int>(parts.size());
-          run.options.on_progress(q);
-        };
-      OptimizeResult r = optimize(part.graph, sub, sub_options);
-      report.stop = r.stop;
-      report.states = r.states;
-      report.candidates = r.candidates + r.baselines;
-      report.search_s = r.search_s;
-      result.states += r.states;
-      result.pruned_expr += r.pruned_expr;
-      result.pruned_bound += r.pruned_bound;
-      result.block_graphs += r.block_graphs;
-      result.candidates += r.candidates;
-      result.split_candidates += r.split_candidates;
-      result.levels_reached = std::max(result.levels_reached, r.levels_reached);
-      result.levels_cut += r.levels_cut;
-      result.levels_converged += r.levels_converged;
-      result.oracle_complete = result.oracle_complete && r.oracle_complete;
-      result.peak_accounted_bytes = std::max(result.peak_accounted_bytes, r.peak_accounted_bytes);
-      result.stop = worse_stop(result.stop, r.stop);
-      result.resumed = result.resumed || r.resumed;
-      if (r.stop == StopReason::interrupted) run.stop.stop(StopReason::interrupted);
-      if (!r.top.empty()) {
-        replacements.back() = r.top[0].graph;
-        report.best_predicted_s = r.top[0].predicted_s;
-        report.best_origin = r.top[0].origin;
-      }
+      OptimizeResult r =
+          optimize_subprogram(run, part.graph, sub, fmt::format(".part{}", i + 1),
+                              static_cast<int>(i + 1), static_cast<int>(parts.size()), false);
+      report_subprogram(r, report);
+      if (!r.top.empty()) replacements.back() = r.top[0].graph;
       --left;
     }
     result.partition.push_back(std::move(report));
@@ -426,6 +456,57 @@ void search_parts(Run& run, const std::vector<SubProgram>& parts) {
   // each other whole tiles become one kernel (search/merge_kernels.h).
   for (Graph& merged : merge_kernels(stitched)) run.pool.add(std::move(merged), "partition+merged");
   run.pool.add(std::move(stitched), "partition");
+}
+
+// The share of the search's time the seeds' searches take before the whole program's search.
+constexpr double kSeedShare = 0.5;
+
+// `--baselines seed` (search/seed_neighbourhoods.h): each distinct neighbourhood's subprogram is
+// searched alone (baselines off), with an equal share of what is left of the seeds' part of the
+// search's time, and its verified best, stitched into every baseline it came from (and with
+// kernels merged across the cuts), joins the candidates.
+void search_seeds(Run& run, const std::vector<SeedNeighbourhood>& hoods) {
+  const Budget phase = run.stop.budget().scaled(kSeedShare);
+  std::map<std::string, std::optional<Graph>> best;  // by subprogram text
+  std::vector<std::string> texts;
+  for (const SeedNeighbourhood& n : hoods)
+    texts.push_back(print_graph(n.units[n.searched].graph, false));
+  int left = static_cast<int>(std::set<std::string>(texts.begin(), texts.end()).size());
+  const int count = left;
+  for (size_t i = 0; i < hoods.size(); ++i) {
+    const SeedNeighbourhood& n = hoods[i];
+    auto found = best.find(texts[i]);
+    if (found == best.end()) {
+      if (run.stop.search_stopped() || (phase.timed() && phase.left_s() <= 0)) break;
+      const SubProgram& part = n.units[n.searched];
+      OptimizeResult::Part report;
+      report.ops = op_value_names(n.base, part.ops);
+      report.rule = "seed:" + n.rule;
+      report.searched = true;
+      report.input_predicted_s = n.baseline_predicted_s;
+      report.best_predicted_s = predict(part.graph, run.target).total_s;
+      report.best_origin = "input";
+      SearchConfig sub = run.config;
+      sub.baselines = "off";
+      sub.time_budget_s = phase.share(left, kLeastPartBudgetS).time_s();
+      report.budget_s = sub.time_budget_s;
+      const int index = count - left + 1;
+      OptimizeResult r = optimize_subprogram(run, part.graph, sub, fmt::format(".seed{}", index),
+                                             index, count, true);
+      report_subprogram(r, report);
+      run.result.seeds.push_back(std::move(report));
+      found = best.emplace(texts[i],
+                           r.top.empty() ? std::nullopt : std::optional<Graph>(r.top[0].graph))
+                  .first;
+      --left;
+    }
+    if (!found->second) continue;
+    Graph stitched = stitch_seed(n, *found->second);
+    const std::string origin = "seed:" + n.rule + "+search";
+    for (Graph& merged : merge_kernels(stitched))
+      run.pool.add(std::move(merged), origin + "+merged");
+    run.pool.add(std::move(stitched), origin);
+  }
 }
 
 // The share of the time budget verification leaves unplanned (docs/search.md, "Time budget").
@@ -588,10 +669,12 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
           pool,    result, checkpoint, memo,   oracle,       checker, budget};
 
   // Step 1: the baselines seed the candidates, so the run has an answer from the start.
-  for (BaselineCandidate& b : baseline_candidates(program, target, fuse_options(config))) {
+  std::vector<BaselineCandidate> baselines =
+      baseline_candidates(program, target, fuse_options(config));
+  for (const BaselineCandidate& b : baselines) {
     // Off, only the input program stays: an answer no slower than the input, built by no rule.
     if (config.baselines == "off" && b.rule != "input") continue;
-    pool.add(std::move(b.graph), "baseline:" + b.rule);
+    pool.add(Graph(b.graph), "baseline:" + b.rule);
     ++result.baselines;
   }
 
@@ -600,10 +683,13 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
 
   // Step 3: the search, of the whole program or of its parts (partition.h).
   std::vector<SubProgram> parts = partition_program(program, config);
-  if (parts.size() == 1)
+  if (parts.size() == 1) {
+    // Seeded, the baselines' neighbourhoods first, then the whole program in the time left.
+    if (config.baselines == "seed") search_seeds(run, seed_neighbourhoods(baselines, target));
     search_whole(run);
-  else
+  } else {
     search_parts(run, parts);
+  }
   result.invalid = pool.invalid();
   result.screened = pool.screened();
   if (options.on_progress) {

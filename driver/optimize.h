@@ -22,8 +22,10 @@ namespace weft {
 struct RankedCandidate {
   Graph graph;
   std::string text;  // canonical printed form (no type comments)
-  // Where it came from: "search", "baseline:RULE" (search/baselines.h), or "partition"
-  // (subprograms searched apart and stitched: search/partition.h).
+  // Where it came from: "search", "baseline:RULE" (search/baselines.h), "partition"
+  // (subprograms searched apart and stitched: search/partition.h), or "seed:RULE+search" (a
+  // baseline with part of it searched again: search/seed_neighbourhoods.h), "+merged" when
+  // kernels across the stitches were merged.
   std::string origin = "search";
   double predicted_s = 0;
   double found_s = 0;  // search time when it was found (in this run)
@@ -82,6 +84,10 @@ struct OptimizeResult {
     std::string best_origin;      // "search", "baseline:RULE", or "input" (nothing verified)
   };
   std::vector<Part> partition;
+  // `--baselines seed`: the baselines' neighbourhoods searched (search/seed_neighbourhoods.h),
+  // one per distinct subprogram, in order; `rule` is "seed:RULE", `ops` the base program's
+  // values it computes, and `input_predicted_s` those operators as the baseline built them.
+  std::vector<Part> seeds;
   // Why the search stopped; `interrupted` when OptimizeOptions::should_stop asked for it.
   StopReason stop = StopReason::complete;
   // Memory (search/memory_account.h). The accounted peak is the same on every run that completes
@@ -119,8 +125,10 @@ struct OptimizeProgress {
   int64_t wanted = 0;
   bool verify_stopped = false;
   // A partitioned program (search/partition.h): which part is being searched (1-based; 0: the
-  // whole program), of how many.
+  // whole program), of how many; with `seed`, which of the baselines' neighbourhoods instead
+  // (search/seed_neighbourhoods.h).
   int part = 0, parts = 0;
+  bool seed = false;
 };
 
 struct OptimizeOptions {

@@ -87,6 +87,13 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
                                  p.best_predicted_s * 1e6, p.best_origin, stop_reason_name(p.stop))
                    : fmt::format("{:.2f} us, kept as it is", p.input_predicted_s * 1e6));
   }
+  for (size_t i = 0; i < r.seeds.size(); ++i) {
+    const OptimizeResult::Part& p = r.seeds[i];
+    s += fmt::format(
+        "  seed {}/{} ({}: {}): as built {:.2f} us, searched {:.2f} us ({}, stop: {})\n", i + 1,
+        r.seeds.size(), p.rule, fmt::join(p.ops, " "), p.input_predicted_s * 1e6,
+        p.best_predicted_s * 1e6, p.best_origin, stop_reason_name(p.stop));
+  }
   s += fmt::format(
       "  memory: peak {:.1f} MB accounted of {}{}; peak resident {:.1f} MB\n",
       megabytes(r.peak_accounted_bytes),
@@ -142,7 +149,9 @@ std::string optimize_progress_line(const OptimizeProgress& p) {
                        p.verify_stopped ? "; verification stopped at the time budget" : "");
   return fmt::format(
       "[{:6.1f}s]{} states {} ({}/s) pruned {} block graphs {} candidates {} best {} mem {}/{} GB",
-      p.elapsed_s, p.parts > 0 ? fmt::format(" part {}/{}", p.part, p.parts) : std::string(),
+      p.elapsed_s,
+      p.parts > 0 ? fmt::format(" {} {}/{}", p.seed ? "seed" : "part", p.part, p.parts)
+                  : std::string(),
       si(static_cast<double>(p.states)),
       si(static_cast<double>(p.states) / std::max(p.elapsed_s, 1e-9)),
       si(static_cast<double>(p.pruned)), si(static_cast<double>(p.block_graphs)), p.candidates,
@@ -213,6 +222,19 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                        {"best_origin", p.best_origin}});
     summary["partition"] = parts;
   }
+  if (!r.seeds.empty()) {
+    nlohmann::json seeds = nlohmann::json::array();
+    for (const OptimizeResult::Part& p : r.seeds)
+      seeds.push_back({{"computes", p.ops},
+                       {"baseline", p.rule},
+                       {"stop_reason", stop_reason_name(p.stop)},
+                       {"states", p.states},
+                       {"candidates", p.candidates},
+                       {"as_built_predicted_us", microseconds(p.input_predicted_s)},
+                       {"searched_predicted_us", microseconds(p.best_predicted_s)},
+                       {"searched_origin", p.best_origin}});
+    summary["seeds"] = seeds;
+  }
   if (!r.top.empty())
     summary["predicted_speedup"] =
         std::round(r.program_predicted_s / r.top[0].predicted_s * 1000) / 1000;
@@ -223,9 +245,13 @@ nlohmann::json optimize_timing_json(const OptimizeResult& r) {
   nlohmann::json parts = nlohmann::json::array();
   for (const OptimizeResult::Part& p : r.partition)
     parts.push_back({{"budget_s", p.budget_s}, {"search_s", p.search_s}});
+  nlohmann::json seeds = nlohmann::json::array();
+  for (const OptimizeResult::Part& p : r.seeds)
+    seeds.push_back({{"budget_s", p.budget_s}, {"search_s", p.search_s}});
   nlohmann::json timing = {
       {"search_s", r.search_s},
       {"partition", parts},
+      {"seeds", seeds},
       {"verify_s", r.verify_s},
       {"wall_s", r.wall_s},
       {"search_budget_s", r.search_budget_s},

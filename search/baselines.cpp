@@ -278,13 +278,18 @@ std::optional<Graph> assemble(const Graph& base, const std::vector<const Fusion*
   return std::move(kb).finish();
 }
 
+struct Choice {
+  Graph graph;
+  std::vector<const Fusion*> picked;
+};
+
 // The fusions worth taking, greedily by predicted saving: disjoint, and together acyclic.
-std::optional<Graph> choose(const Graph& base, std::vector<const Fusion*> fusions) {
+std::optional<Choice> choose(const Graph& base, std::vector<const Fusion*> fusions) {
   std::stable_sort(fusions.begin(), fusions.end(),
                    [](const Fusion* a, const Fusion* b) { return a->saving > b->saving; });
   std::vector<const Fusion*> picked;
   std::vector<bool> taken(base.ops.size(), false);
-  std::optional<Graph> best;
+  std::optional<Choice> best;
   for (const Fusion* f : fusions) {
     if (f->saving <= 0) break;
     bool overlaps = false;
@@ -297,7 +302,7 @@ std::optional<Graph> choose(const Graph& base, std::vector<const Fusion*> fusion
       continue;
     }
     for (int i : f->ops) taken[i] = true;
-    best = std::move(g);
+    best = Choice{std::move(*g), picked};
   }
   return best;
 }
@@ -399,10 +404,16 @@ FuseOptions fuse_options(const SearchConfig& config) {
 
 std::vector<BaselineCandidate> baseline_candidates(const Graph& program, const Target& target,
                                                    const FuseOptions& options) {
-  std::vector<BaselineCandidate> out{{"input", program}};
+  std::vector<BaselineCandidate> out{{"input", program, {}, {}, {}}};
   std::set<std::string> seen{print_graph(program, false)};
-  auto add = [&](std::string rule, std::optional<Graph> g) {
-    if (g && seen.insert(print_graph(*g, false)).second) out.push_back({std::move(rule), *g});
+  auto add = [&](std::string rule, const Graph& base, std::optional<Choice> c) {
+    if (!c || !seen.insert(print_graph(c->graph, false)).second) return;
+    BaselineCandidate b{std::move(rule), std::move(c->graph), base, {}, {}};
+    for (const Fusion* f : c->picked) {
+      b.fused_ops.push_back(f->ops);
+      b.fused.push_back(f->fused);
+    }
+    out.push_back(std::move(b));
   };
   Graph hoisted = hoist_row_scales(program);
   std::vector<std::pair<std::string, const Graph*>> bases{{"", &program}};
@@ -434,9 +445,9 @@ std::vector<BaselineCandidate> baseline_candidates(const Graph& program, const T
         mine.push_back(&f);
         all.push_back(&f);
       }
-      add(prefix + rule_table()[k].info.name, choose(*base, mine));
+      add(prefix + rule_table()[k].info.name, *base, choose(*base, mine));
     }
-    add(prefix + "all", choose(*base, all));
+    add(prefix + "all", *base, choose(*base, all));
   }
   return out;
 }

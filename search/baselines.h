@@ -19,6 +19,13 @@ namespace weft {
 struct BaselineCandidate {
   std::string rule;  // which rule built it: "input", "chains", "matmul-epilogues", ...
   Graph graph;       // a kernel graph with the program's inputs and outputs
+  // What the rule fused, so the search can start from it (`--baselines seed`,
+  // search/seed_neighbourhoods.h): the program it fused (the input, or the input after
+  // hoist_row_scales), and each fusion's operators (indices into `base.ops`) with its kernels.
+  // Empty for the input program.
+  Graph base;
+  std::vector<std::vector<int>> fused_ops;
+  std::vector<FusedRegion> fused;
 };
 
 // The rules, in the order baseline_candidates applies them (each is also a candidate on its own).

@@ -78,10 +78,11 @@ struct TargetName {
 };
 
 struct BaselineMode {
-  std::string_view accepted = "\"on\" or \"off\"";
+  std::string_view accepted = "\"on\", \"off\" or \"seed\"";
   bool read(const json& v, std::string& out, std::string&) const {
-    if (!v.is_string() || (v.get<std::string>() != "on" && v.get<std::string>() != "off"))
-      return false;
+    if (!v.is_string()) return false;
+    const std::string mode = v.get<std::string>();
+    if (mode != "on" && mode != "off" && mode != "seed") return false;
     out = v.get<std::string>();
     return true;
   }

@@ -98,12 +98,13 @@ class KernelSearcher {
     for (ValueId o : p.outputs) output_types_.push_back(to_stype(p.type(o)));
     // Iterative deepening: all µGraphs of one kernel operator first, then two, ...; each level
     // emits only graphs of exactly that size, so nothing is emitted twice. With a time budget,
-    // level d of n must end by d/n of it (time a level leaves unused goes to the next), so every
-    // size is reached; a level also ends when the driver sees the best stop improving
-    // (StopSignal::end_level, SearchConfig::converge_s).
+    // level d of n must end by d/n of the time left at the start (after any seeds' searches) and
+    // a level that ends early leaves its time to the next, so every size is reached; a level also
+    // ends when the driver sees the best stop improving (StopSignal::end_level, converge_s).
     const int levels = ctx_.config.max_kernel_ops;
+    const double started_s = ctx_.stop.elapsed_s();
     for (depth_ = 1; depth_ <= levels && !ctx_.stop.search_stopped(); ++depth_) {
-      ctx_.stop.start_level(ctx_.stop.budget().until(depth_, levels));
+      ctx_.stop.start_level(ctx_.stop.budget().until(depth_, levels, started_s));
       tier_reached_ = 0;
       ctx_.stats.levels_reached.fetch_add(1);
       search_level();
@@ -163,8 +164,7 @@ class KernelSearcher {
     // the outputs reads many tensors). An intermediate kernel takes smaller ones first: its block
     // search must finish every schedule before anything is built above it, and over many
     // operands that can take a level's whole time, starving the small kernels (a normalisation
-    // of one input) that multi-kernel µGraphs are built from. Canonical keys, not this order,
-    // keep each graph unique.
+    // of one input) multi-kernel µGraphs are built from. Canonical keys keep graphs unique.
     // A last kernel above others must read every earlier kernel's result that nothing reads yet
     // and that is no program output (else that kernel is dead and the graph is never complete).
     // With those in, it takes small sets first too: the kernels below did part of the work, and

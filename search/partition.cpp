@@ -16,40 +16,11 @@ bool has(const std::vector<OpKind>& kinds, OpKind k) {
 // The part made of program ops [begin, end).
 SubProgram make_part(const Graph& program, int begin, int end, std::string rule, bool searched,
                      int index) {
-  SubProgram part;
+  std::vector<int> ops;
+  for (int i = begin; i < end; ++i) ops.push_back(i);
+  SubProgram part = subprogram_of(program, ops, fmt::format("{}.part{}", program.name, index + 1));
   part.rule = std::move(rule);
   part.searched = searched;
-  std::vector<int> producer = program.producers();
-  std::vector<std::vector<int>> consumers = program.consumers();
-  GraphBuilder b(Level::kernel, fmt::format("{}.part{}", program.name, index + 1));
-  std::vector<ValueId> map(program.values.size(), -1);
-  for (int i = begin; i < end; ++i) {
-    part.ops.push_back(i);
-    const Op& op = program.ops[i];
-    std::vector<ValueId> ins;
-    for (ValueId v : op.inputs) {
-      if (map[v] < 0) {
-        map[v] = b.add_input(program.value(v).name, program.type(v));
-        part.inputs.push_back(v);
-      }
-      ins.push_back(map[v]);
-    }
-    std::vector<std::string> names;
-    for (ValueId v : op.outputs) names.push_back(program.value(v).name);
-    std::vector<ValueId> outs = op.body ? b.add_nested(op.kind, ins, *op.body, names, {}, op.stage)
-                                        : b.add_op(op.kind, ins, op.attrs, names, {}, op.stage);
-    for (size_t k = 0; k < outs.size(); ++k) map[op.outputs[k]] = outs[k];
-  }
-  for (int i = begin; i < end; ++i)
-    for (ValueId v : program.ops[i].outputs) {
-      bool used_later =
-          std::find(program.outputs.begin(), program.outputs.end(), v) != program.outputs.end();
-      for (int c : consumers[v]) used_later |= c >= end;
-      if (!used_later) continue;
-      b.add_output(map[v]);
-      part.outputs.push_back(v);
-    }
-  part.graph = std::move(b).finish();
   return part;
 }
 
@@ -140,6 +111,47 @@ std::vector<SubProgram> partition_program(const Graph& program, const SearchConf
     }
   }
   return parts;
+}
+
+SubProgram subprogram_of(const Graph& program, const std::vector<int>& ops,
+                         const std::string& name) {
+  SubProgram part;
+  std::vector<int> producer = program.producers();
+  std::vector<std::vector<int>> consumers = program.consumers();
+  std::vector<bool> inside(program.ops.size(), false);
+  for (int i : ops) inside.at(static_cast<size_t>(i)) = true;
+  GraphBuilder b(Level::kernel, name);
+  std::vector<ValueId> map(program.values.size(), -1);
+  for (int i : ops) {
+    part.ops.push_back(i);
+    const Op& op = program.ops[i];
+    std::vector<ValueId> ins;
+    for (ValueId v : op.inputs) {
+      WEFT_CHECK(map[v] >= 0 || producer[v] < 0 || !inside[producer[v]],
+                 "subprogram ops out of order at op {}", i);
+      if (map[v] < 0) {
+        map[v] = b.add_input(program.value(v).name, program.type(v));
+        part.inputs.push_back(v);
+      }
+      ins.push_back(map[v]);
+    }
+    std::vector<std::string> names;
+    for (ValueId v : op.outputs) names.push_back(program.value(v).name);
+    std::vector<ValueId> outs = op.body ? b.add_nested(op.kind, ins, *op.body, names, {}, op.stage)
+                                        : b.add_op(op.kind, ins, op.attrs, names, {}, op.stage);
+    for (size_t k = 0; k < outs.size(); ++k) map[op.outputs[k]] = outs[k];
+  }
+  for (int i : ops)
+    for (ValueId v : program.ops[i].outputs) {
+      bool used_outside =
+          std::find(program.outputs.begin(), program.outputs.end(), v) != program.outputs.end();
+      for (int c : consumers[v]) used_outside |= !inside[c];
+      if (!used_outside) continue;
+      b.add_output(map[v]);
+      part.outputs.push_back(v);
+    }
+  part.graph = std::move(b).finish();
+  return part;
 }
 
 Graph stitch(const Graph& program, const std::vector<SubProgram>& parts,

@@ -46,6 +46,13 @@ SearchConfig with_program_operators(SearchConfig config, const Graph& program);
 // the cuts where the fewest values cross.
 std::vector<SubProgram> partition_program(const Graph& program, const SearchConfig& config);
 
+// The subprogram computing program ops `ops` (indices in program order, each op's operands
+// produced outside the set or by an earlier op of it): its inputs are the values it reads from
+// outside, in order of first use, and its outputs the values it produces that an op outside the
+// set reads or that are program outputs, in op order. `rule` is left empty.
+SubProgram subprogram_of(const Graph& program, const std::vector<int>& ops,
+                         const std::string& name);
+
 // The program with each part replaced by a µGraph of it (`replacements[i]`: a kernel graph with
 // the inputs and outputs of parts[i].graph, in order). Values inside a replacement are renamed
 // where they would clash.

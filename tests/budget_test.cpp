@@ -33,6 +33,10 @@ TEST(Budget, DrawsKeepTheStartAndEndNoLaterThanTheParent) {
   EXPECT_DOUBLE_EQ(less.time_s(), 70);
   EXPECT_DOUBLE_EQ(parent.until(2, 5).time_s(), 40);
   EXPECT_DOUBLE_EQ(parent.until(5, 5).time_s(), 100);
+  // Slices of the time after a point (stages that begin late): 50 s in, 2 of 5 slices end at 70.
+  EXPECT_DOUBLE_EQ(parent.until(2, 5, 50).time_s(), 70);
+  EXPECT_DOUBLE_EQ(parent.until(5, 5, 50).time_s(), 100);
+  EXPECT_DOUBLE_EQ(parent.until(1, 2, 150).time_s(), 100);  // past the end: the end
   EXPECT_DOUBLE_EQ(parent.scaled(0.97).time_s(), 97);
   EXPECT_LE(less.deadline(), parent.deadline());
   EXPECT_LE(parent.until(2, 5).deadline(), parent.deadline());
