@@ -236,7 +236,10 @@ class KernelSearcher {
           ctx_.stats.split_candidates.fetch_add(1, std::memory_order_relaxed);
         if (n_graph_defined_ < ctx_.config.max_graph_defined_kernels &&
             static_cast<int>(mark) + 2 <= ctx_.config.max_kernel_ops) {
-          BlockSketch combine = combine_kernel(sk, var, base);
+          BlockSketch combine = combine_kernel(sk, var, [&](int v) {
+            const KVal& kv = vals_.at(static_cast<size_t>(base + v));
+            return ReplayedValue{kv.type, kv.term};
+          });
           while (ops_.size() > mark + 1) pop();
           std::vector<int> partial_outputs;
           for (size_t i = 0; i < var.partial.saves.size(); ++i)
@@ -278,49 +281,6 @@ class KernelSearcher {
       ops_.push_back(std::move(op));
     }
     return true;
-  }
-
-  // The tail (just pushed, after the partial kernel whose first output is `base`) as one
-  // graph-defined kernel over the partials: the original grid, a loop of one, each block
-  // combining its tiles and applying the post-loop operators, saved as `original` saved them.
-  BlockSketch combine_kernel(const BlockSketch& original, const SplitVariant& var, int base) {
-    const int n_partials = static_cast<int>(var.partial.saves.size());
-    BlockSketch c;
-    c.schedule.grid = original.schedule.grid;
-    c.schedule.loop = 1;
-    for (const SketchSave& sv : var.partial.saves) {
-      IterChoice it;
-      it.post = true;
-      for (int g = 0; g < 3; ++g)
-        if (original.schedule.grid[g] > 1) it.imap[g] = sv.omap[g];
-      c.schedule.iters.push_back(it);
-    }
-    for (const TailOp& t : var.tail) {
-      SketchOp op;
-      op.kind = t.kind;
-      op.a = static_cast<int8_t>(t.inputs.at(0));
-      op.b = t.inputs.size() > 1 ? static_cast<int8_t>(t.inputs[1]) : int8_t{-1};
-      op.dim = t.dim;
-      op.constant = t.constant;
-      op.stage = Stage::post;
-      op.to = t.to;
-      c.ops.push_back(op);
-    }
-    // The block values the original saves hold: in the tail, in the same order.
-    for (const SketchSave& sv : original.saves) {
-      int tail_index = var.kernel_value.at(static_cast<size_t>(sv.value)) - n_partials;
-      SketchSave save;
-      save.value = static_cast<int8_t>(n_partials + tail_index);
-      save.omap = sv.omap;
-      c.saves.push_back(save);
-      const KVal& v = vals_.at(static_cast<size_t>(base + n_partials + tail_index));
-      c.output_types.push_back(to_tensor_type(v.type));
-      c.output_terms.push_back(v.term);
-      c.output_classes.push_back(v.type.cls);
-      c.output_parts.push_back(v.type.part);
-      c.output_part_classes.push_back(v.type.part_cls);
-    }
-    return c;
   }
 
   // A graph-defined kernel whose outputs feed later kernel operators. Its block graphs are

@@ -181,4 +181,44 @@ std::vector<SplitVariant> split_reduction_variants(const BlockSketch& sk,
   return out;
 }
 
+BlockSketch combine_kernel(const BlockSketch& original, const SplitVariant& var,
+                           const std::function<ReplayedValue(int)>& value) {
+  BlockSketch c;
+  c.schedule.grid = original.schedule.grid;
+  c.schedule.loop = 1;
+  for (const SketchSave& sv : var.partial.saves) {
+    IterChoice it;
+    it.post = true;
+    for (int g = 0; g < 3; ++g)
+      if (original.schedule.grid[g] > 1) it.imap[g] = sv.omap[g];
+    c.schedule.iters.push_back(it);
+  }
+  for (const TailOp& t : var.tail) {
+    SketchOp op;
+    op.kind = t.kind;
+    op.a = static_cast<int8_t>(t.inputs.at(0));
+    op.b = t.inputs.size() > 1 ? static_cast<int8_t>(t.inputs[1]) : int8_t{-1};
+    op.dim = t.dim;
+    op.constant = t.constant;
+    op.stage = Stage::post;
+    op.to = t.to;
+    c.ops.push_back(op);
+  }
+  // The block values the original saves hold: in the tail, in the same order.
+  for (const SketchSave& sv : original.saves) {
+    const int tail_value = var.kernel_value.at(static_cast<size_t>(sv.value));
+    SketchSave save;
+    save.value = static_cast<int8_t>(tail_value);
+    save.omap = sv.omap;
+    c.saves.push_back(save);
+    const ReplayedValue v = value(tail_value);
+    c.output_types.push_back(to_tensor_type(v.type));
+    c.output_terms.push_back(v.term);
+    c.output_classes.push_back(v.type.cls);
+    c.output_parts.push_back(v.type.part);
+    c.output_part_classes.push_back(v.type.part_cls);
+  }
+  return c;
+}
+
 }  // namespace weft

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "search/block_search.h"
@@ -54,5 +55,13 @@ std::vector<SplitVariant> split_reduction_variants(const BlockSketch& sk,
                                                    const SearchConfig& config,
                                                    const SearchConstants& constants,
                                                    ExprOracle& oracle);
+
+// The tail of split variant `var` of `original` (pushed as kernel operators after the partial
+// kernel) as one graph-defined kernel over the partials, FlashDecoding's combine step: the
+// original grid, a loop of one, each block combining its tiles and applying the post-loop
+// operators, saved as `original` saved them. `value(v)`: the type and term of operand number v
+// in the tail's numbering (the partial kernel's outputs, then the tail's results).
+BlockSketch combine_kernel(const BlockSketch& original, const SplitVariant& var,
+                           const std::function<ReplayedValue(int)>& value);
 
 }  // namespace weft
