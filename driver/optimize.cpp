@@ -519,7 +519,7 @@ constexpr double kVerifyMargin = 0.03;
 // ranked below may still be, and one in flight is cut at the deadline (docs/search.md, "Time
 // budget"). Verdicts known already (the checkpoint's, the input program's) cost nothing and are
 // always taken. The input program is a baseline candidate, so the run never ends with nothing
-// verified.
+// verified; the fastest rule-built candidate is verified first, so it never ends with less.
 void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   const SearchConfig& config = run.config;
   OptimizeResult& result = run.result;
@@ -540,9 +540,16 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
   // their mean, and the caller still writes the results after optimize() returns).
   const Budget whole = run.budget.extended(result.search_late_s);
   const Budget planned = run.budget.scaled(1 - kVerifyMargin).extended(result.search_late_s);
+  // Under a time budget the fastest rule-built candidate is verified first and its verdict kept
+  // for its place in the ranking: with it in hand the run cannot end on something slower, however
+  // many cheaper candidates fail verification before its turn (an oracle whose saturation
+  // stopped at a limit admits every candidate of the right types; docs/search.md, "Time budget").
+  std::string fallback_text;
+  bool fallback_ok = false;
+  auto have_answer = [&] { return !result.top.empty() || fallback_ok; };
   auto out_of_time = [&](const Graph& candidate) {
     if (!whole.timed()) return false;
-    if (result.top.empty()) return whole.left_s() <= 0;
+    if (!have_answer()) return whole.left_s() <= 0;
     const double left_s = planned.left_s();
     if (left_s <= 0) return true;
     const double per_test_s =
@@ -554,25 +561,25 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
     }
     return per_test_s * tests > left_s;
   };
-  // A verification in flight is abandoned at the plan's deadline once one candidate is in the
-  // top; before that, at the budget itself, after which only free verdicts (the input program,
-  // the checkpoint's) are taken: the run still ends with an answer, and on time.
-  auto give_up_at = [&] { return (result.top.empty() ? whole : planned).deadline(); };
-  for (RankedCandidate& c : found) {
-    if (static_cast<int>(result.top.size()) >= config.top_k) {
-      ++result.unverified;
-      continue;
-    }
+  // A verification in flight is abandoned at the plan's deadline once there is an answer; before
+  // that, at the budget itself, after which only free verdicts (the input program, the
+  // checkpoint's) are taken: the run still ends with an answer, and on time.
+  auto give_up_at = [&] { return (have_answer() ? planned : whole).deadline(); };
+  // Verifies `c` (or takes a verdict known already); false when skipped or abandoned for time.
+  auto verify = [&](RankedCandidate& c) {
     auto cached = run.checkpoint.verified.find(c.text);
     if (c.graph == run.program) {
       c.verification = identical_to_input();
+    } else if (!fallback_text.empty() && c.text == fallback_text) {
+      c.verification = cached->second;
+      return true;  // counted when it was verified
     } else if (cached != run.checkpoint.verified.end()) {
       c.verification = cached->second;
       ++result.verdicts_reused;
     } else if (out_of_time(c.graph)) {
       result.verification_stopped = true;
       ++result.unverified;
-      continue;
+      return false;
     } else {
       const double started_s = run.stop.elapsed_s();
       std::optional<VerifiedRecord> verdict = verify_candidate(run.checker, c.graph, give_up_at());
@@ -580,7 +587,7 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
         result.verification_stopped = true;
         ++result.unverified;
         ++result.abandoned;
-        continue;
+        return false;
       }
       c.verification = std::move(*verdict);
       tested_s += run.stop.elapsed_s() - started_s;
@@ -592,19 +599,41 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
     if (!c.verification.equivalent) {
       ++result.rejected;
       ++result.rejections[c.verification.detail];
-    } else if (!c.verification.numerically_ok) {
-      ++result.verified;
-      ++result.numerically_rejected;
     } else {
       ++result.verified;
-      result.top.push_back(c);
+      result.numerically_rejected += !c.verification.numerically_ok;
     }
-    if (run.options.on_progress) {
-      ++verify_progress.checked;
-      verify_progress.kept = static_cast<int64_t>(result.top.size());
-      verify_progress.elapsed_s = run.stop.elapsed_s();
-      run.options.on_progress(verify_progress);
+    return true;
+  };
+  // One report per verdict counted, once the top holds what it takes.
+  auto report = [&] {
+    if (!run.options.on_progress) return;
+    ++verify_progress.checked;
+    verify_progress.kept = static_cast<int64_t>(result.top.size());
+    verify_progress.elapsed_s = run.stop.elapsed_s();
+    run.options.on_progress(verify_progress);
+  };
+  if (whole.timed())
+    for (const RankedCandidate& c : found) {
+      if (c.origin.rfind("baseline:", 0) != 0 || c.graph == run.program) continue;
+      RankedCandidate first = c;  // the ranking is fastest first: the fastest rule-built one
+      if (!verify(first))
+        --result.unverified;  // its turn in the ranking comes again
+      else if (run.checkpoint.verified.count(first.text)) {
+        fallback_text = first.text;
+        fallback_ok = first.verification.equivalent && first.verification.numerically_ok;
+        report();
+      }
+      break;
     }
+  for (RankedCandidate& c : found) {
+    if (static_cast<int>(result.top.size()) >= config.top_k) {
+      ++result.unverified;
+      continue;
+    }
+    if (!verify(c)) continue;
+    if (c.verification.equivalent && c.verification.numerically_ok) result.top.push_back(c);
+    if (c.text != fallback_text) report();
   }
   // A candidate skipped for time whose place a cheaper one below it took: the top-k is full, and
   // verification did not stop short.
