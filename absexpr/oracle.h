@@ -40,6 +40,9 @@ class Oracle {
   bool is_viable(TermId t) const { return classify(t) != PruneVerdict::not_viable; }
   // Is `t` A_eq-equivalent to the target?
   bool is_equivalent(TermId t) const { return classify(t) == PruneVerdict::equivalent; }
+  // Is `t` in the target's class of the graph as saturated? The same as is_equivalent when
+  // complete(); otherwise the equivalences found before the limit, a subset of is_equivalent's.
+  bool is_proven_equivalent(TermId t) const { return class_of(t) == root_; }
 
   TermId target() const { return target_; }
   bool complete() const { return stats_.stop == SaturationStop::saturated; }

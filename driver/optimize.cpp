@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/parallel.h"
 #include "core/system_memory.h"
@@ -145,10 +146,14 @@ class CandidatePool {
     }
     c.predicted_s = predict(g, target_).total_s;
     c.found_s = clock_.elapsed_s();
+    c.unproven = proven_ && !proven_(g);
     c.graph = std::move(g);
     std::lock_guard<std::mutex> lock(mu_);
     if (!seen_.insert(c.text).second) return;
-    if (best_s_ == 0 || c.predicted_s < best_s_) {
+    unproven_ += c.unproven;
+    // An unproven candidate is no improvement: with a limited oracle the cheapest of them are
+    // mostly wrong, and the convergence clock must not stop on them.
+    if (!c.unproven && (best_s_ == 0 || c.predicted_s < best_s_)) {
       best_s_ = c.predicted_s;
       improved_s_ = clock_.elapsed_s();
     }
@@ -172,6 +177,13 @@ class CandidatePool {
     std::lock_guard<std::mutex> lock(mu_);
     return screened_;
   }
+  int64_t unproven() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return unproven_;
+  }
+  // From now on candidates are marked unproven when `proven` says so (an incomplete oracle's
+  // AbsExprOracle::proven); empty: none is. Set while nothing adds.
+  void prove_with(std::function<bool(const Graph&)> proven) { proven_ = std::move(proven); }
   double best_s() const {
     std::lock_guard<std::mutex> lock(mu_);
     return best_s_;
@@ -180,12 +192,14 @@ class CandidatePool {
     std::lock_guard<std::mutex> lock(mu_);
     return improved_s_;
   }
-  // Every candidate, fastest first (ties by text, so the order never depends on timing).
+  // Every candidate, proven ones first, fastest first (ties by text, so the order never depends
+  // on timing).
   std::vector<RankedCandidate> take_ranked() {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<RankedCandidate> out = std::move(found_);
     std::sort(out.begin(), out.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
-      return a.predicted_s != b.predicted_s ? a.predicted_s < b.predicted_s : a.text < b.text;
+      return std::tie(a.unproven, a.predicted_s, a.text) <
+             std::tie(b.unproven, b.predicted_s, b.text);
     });
     return out;
   }
@@ -201,6 +215,8 @@ class CandidatePool {
   double best_s_ = 0, improved_s_ = 0;
   int64_t invalid_ = 0;
   int64_t screened_ = 0;
+  int64_t unproven_ = 0;
+  std::function<bool(const Graph&)> proven_;
 };
 
 // What the search steps share.
@@ -271,6 +287,9 @@ void search_whole(Run& run) {
   AbsExprOracle& oracle = *run.oracle;
   BlockMemo& memo = run.memo;
   result.oracle_complete = oracle.complete();
+  // A limited oracle admits every candidate of the right types: the ones it proves come first.
+  if (!result.oracle_complete)
+    run.pool.prove_with([&oracle](const Graph& g) { return oracle.proven(g); });
 
   // Resume from a checkpoint when one matches this program and configuration.
   std::string program_text = print_graph(program, false);
@@ -626,15 +645,34 @@ void rank_and_verify(Run& run, std::vector<RankedCandidate> found) {
       }
       break;
     }
+  // The slowest of the top (proven candidates come first, so the top is not in time order).
+  auto slowest = [&] {
+    return std::max_element(result.top.begin(), result.top.end(),
+                            [](const RankedCandidate& a, const RankedCandidate& b) {
+                              return std::tie(a.predicted_s, a.text) <
+                                     std::tie(b.predicted_s, b.text);
+                            });
+  };
   for (RankedCandidate& c : found) {
-    if (static_cast<int>(result.top.size()) >= config.top_k) {
+    // With the top full, an unproven candidate faster than its slowest is still tried, in the
+    // time the plan leaves, and takes that one's place if it is verified.
+    const bool full = static_cast<int>(result.top.size()) >= config.top_k;
+    if (full && !(c.unproven && c.predicted_s < slowest()->predicted_s)) {
       ++result.unverified;
       continue;
     }
     if (!verify(c)) continue;
-    if (c.verification.equivalent && c.verification.numerically_ok) result.top.push_back(c);
+    if (c.verification.equivalent && c.verification.numerically_ok) {
+      if (full) result.top.erase(slowest());
+      result.top.push_back(c);
+    }
     if (c.text != fallback_text) report();
   }
+  // Proven candidates were verified first: the top is fastest first all the same.
+  std::stable_sort(
+      result.top.begin(), result.top.end(), [](const RankedCandidate& a, const RankedCandidate& b) {
+        return a.predicted_s != b.predicted_s ? a.predicted_s < b.predicted_s : a.text < b.text;
+      });
   // A candidate skipped for time whose place a cheaper one below it took: the top-k is full, and
   // verification did not stop short.
   if (static_cast<int>(result.top.size()) >= config.top_k) result.verification_stopped = false;
@@ -721,6 +759,8 @@ OptimizeResult optimize(const Graph& input, const SearchConfig& given,
   }
   result.invalid = pool.invalid();
   result.screened = pool.screened();
+  result.unproven = pool.unproven();
+  pool.prove_with({});  // the oracle may be freed below
   if (options.on_progress) {
     OptimizeProgress p = pool_progress(run, nullptr);
     p.search_done = true;

@@ -29,6 +29,9 @@ struct RankedCandidate {
   std::string origin = "search";
   double predicted_s = 0;
   double found_s = 0;  // search time when it was found (in this run)
+  // Admitted by an oracle whose saturation stopped at a limit without being proven in it
+  // (AbsExprOracle::proven): ranked, and verified, after every proven candidate.
+  bool unproven = false;
   VerifiedRecord verification;
 };
 
@@ -45,6 +48,7 @@ struct OptimizeResult {
   int64_t baselines = 0;         // rule-built candidates, before the search (search/baselines.h)
   int64_t split_candidates = 0;  // of which split-reduction variants (split_reduction.h)
   int64_t screened = 0;          // a constant out of place (search/constant_screen.h): not costed
+  int64_t unproven = 0;          // admitted by an incomplete oracle, not proven by it (ranked last)
   int64_t invalid = 0;           // rejected by the checker on the target (e.g. shared memory)
   int64_t verified = 0;          // passed the finite-field tests
   int64_t rejected = 0;          // failed them (not equivalent / outside Lax)

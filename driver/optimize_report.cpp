@@ -113,6 +113,11 @@ std::string optimize_summary_text(const OptimizeResult& r, const std::string& na
       r.rejected, r.unverified,
       r.verification_stopped ? "left unverified at the time budget, short of" : "not needed for",
       config.top_k);
+  if (!r.oracle_complete)
+    s += fmt::format(
+        "  oracle: saturation stopped at a limit, so nothing was pruned; {} candidates it did not "
+        "prove were ranked after the rest\n",
+        r.unproven);
   s += fmt::format("  input program: {:.2f} us predicted; roofline floor {:.2f} us\n",
                    r.program_predicted_s * 1e6, r.roofline_s * 1e6);
   for (const auto& [why, n] : r.rejections) s += fmt::format("  rejected {}x: {}\n", n, why);
@@ -196,6 +201,7 @@ nlohmann::json optimize_summary_json(const OptimizeResult& r, const std::string&
                             {"split_candidates", r.split_candidates},
                             {"invalid_on_target", r.invalid},
                             {"constant_out_of_place", r.screened},
+                            {"unproven_by_oracle", r.unproven},
                             {"verified", r.verified},
                             {"rejected", r.rejected},
                             {"numerically_rejected", r.numerically_rejected},

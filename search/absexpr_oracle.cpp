@@ -76,6 +76,14 @@ int64_t AbsExprOracle::memory_bytes() const {
   return static_cast<int64_t>(store_.size()) * (per_term + per_oracle);
 }
 
+bool AbsExprOracle::proven(const Graph& candidate) {
+  std::vector<TermId> terms = abstract_outputs(candidate, store_);
+  if (terms.size() != oracles_.size()) return false;
+  for (size_t i = 0; i < terms.size(); ++i)
+    if (!oracles_[i]->is_proven_equivalent(terms[i])) return false;
+  return true;
+}
+
 bool AbsExprOracle::complete() const {
   for (const auto& o : oracles_)
     if (!o->complete()) return false;

@@ -26,6 +26,10 @@ class AbsExprOracle : public ExprOracle {
 
   // False when saturation hit a limit: then nothing is pruned (Theorem 1 must hold).
   bool complete() const;
+  // Whether every output of the kernel graph `candidate` (the program's inputs and outputs) is
+  // in its output's class of the e-graphs as saturated: always, for a candidate the search
+  // emits, when complete(); otherwise a sign it is equivalent rather than merely not excluded.
+  bool proven(const Graph& candidate);
   std::string text(TermRef t) const override { return store_.str(t); }
   TermRef parse(const std::string& text) override { return store_.parse(text); }
   int64_t memory_bytes() const override;

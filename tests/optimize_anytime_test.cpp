@@ -431,6 +431,7 @@ output O
   config.threads = 2;
   OptimizeResult r = optimize(g, config);
   ASSERT_FALSE(r.oracle_complete);  // the premise
+  EXPECT_GT(r.unproven, 0);         // the oracle proved none of the search's candidates
   ASSERT_LT(rules_best_s, r.program_predicted_s);
   ASSERT_FALSE(r.top.empty());
   EXPECT_LE(r.top[0].predicted_s, rules_best_s * (1 + 1e-9)) << r.top[0].origin;
