@@ -74,9 +74,7 @@ class StopSignal {
   // converged (no better candidate for a while). The first reason given sticks.
   void end_level(StopReason why) {
     std::lock_guard<std::mutex> lock(level_mu_);
-    if (level_ended_.load(std::memory_order_relaxed)) return;
-    level_end_ = why;
-    level_ended_.store(true, std::memory_order_relaxed);
+    if (!level_ended_.load(std::memory_order_relaxed)) end_level_locked(why);
   }
   // Ends the current level if `now` is past its deadline, read again under the lock: a helper
   // thread may have read the previous level's deadline just before the next level started.
@@ -84,8 +82,7 @@ class StopSignal {
     std::lock_guard<std::mutex> lock(level_mu_);
     double deadline = level_deadline_s_.load(std::memory_order_relaxed);
     if (level_ended_.load(std::memory_order_relaxed) || deadline <= 0 || now <= deadline) return;
-    level_end_ = StopReason::time_budget;
-    level_ended_.store(true, std::memory_order_relaxed);
+    end_level_locked(StopReason::time_budget);
   }
   // Ends the current level as converged if nothing better was found (the last improvement at
   // `improved_s`) for `converge_s` since then and since the level's start, checked under the lock
@@ -94,8 +91,7 @@ class StopSignal {
     std::lock_guard<std::mutex> lock(level_mu_);
     if (level_ended_.load(std::memory_order_relaxed)) return;
     if (elapsed_s() - std::max(improved_s, level_started_s_) < converge_s) return;
-    level_end_ = StopReason::converged;
-    level_ended_.store(true, std::memory_order_relaxed);
+    end_level_locked(StopReason::converged);
   }
   // Goes on with the current level if it has not ended, or ended only by converging (the
   // convergence clock then restarts); false if it is over (its time share spent, or the search
@@ -136,6 +132,12 @@ class StopSignal {
   double elapsed_s() const { return budget_.elapsed_s(); }
 
  private:
+  // Ends the level for `why`; level_mu_ held.
+  void end_level_locked(StopReason why) {
+    level_end_ = why;
+    level_ended_.store(true, std::memory_order_relaxed);
+  }
+
   Budget budget_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> level_ended_{false};
