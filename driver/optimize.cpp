@@ -496,7 +496,8 @@ void search_seeds(Run& run, const std::vector<SeedNeighbourhood>& hoods) {
     const SeedNeighbourhood& n = hoods[i];
     auto found = best.find(texts[i]);
     if (found == best.end()) {
-      if (run.stop.search_stopped() || (phase.timed() && phase.left_s() <= 0)) break;
+      // Out of time, only neighbourhoods whose subprogram was searched already are stitched.
+      if (run.stop.search_stopped() || (phase.timed() && phase.left_s() <= 0)) continue;
       const SubProgram& part = n.units[n.searched];
       OptimizeResult::Part report;
       report.ops = op_value_names(n.base, part.ops);
