@@ -93,6 +93,23 @@ def test_options_are_checked():
         weft.optimize(p, target="tpu", progress=False)
 
 
+def test_baselines_seed_searches_the_rules_neighbourhoods():
+    # A softmax fused by rule beside a library matmul: the softmax alone, and with the matmul,
+    # are handed back to the search (search/seed_neighbourhoods.h).
+    p = weft.parse("input X: f16[16, 64]\ninput W: f16[64, 32]\ninput Y: f16[16, 32]\n"
+                   "A = exp(X)\nS = sum(A, dim=1)\nN = div(A, S)\nM = matmul(N, W)\n"
+                   "E = add(M, Y)\noutput E\n")
+    keywords = dict(threads=2, state_budget=20000, time_budget=0, top_k=1, max_kernel_ops=2,
+                    max_block_ops=6, max_grid_dims=1, partition=False)
+    seeded = weft.optimize(p, progress=False, baselines="seed", **keywords)
+    on = weft.optimize(p, progress=False, **keywords)
+    assert seeded.stats["config"]["baselines"] == "seed"
+    assert len(seeded.stats["seeds"]) > 0
+    assert all(s["baseline"].startswith("seed:") for s in seeded.stats["seeds"])
+    assert "seeds" not in on.stats
+    assert seeded.predicted_us <= on.predicted_us * (1 + 1e-9)
+
+
 def test_a_progress_callable_sees_search_and_verification(data):
     reports = []
     r = weft.optimize(weft.load(data("silu_linear_tiny.weft")), progress=reports.append,
