@@ -37,10 +37,22 @@ size_t onednn_prepared_weights_kept() {
 }
 
 bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
-                            const F32Destination& into) {
+                            const F32Destination& into, ChannelsLast channels_last) {
 #if WEFT_HAVE_ONEDNN
+  if (kind == OpKind::fused_conv && (in.size() == 3 || in.size() == 4)) {
+    onednn::ConvEpilogue epilogue{.bias = in[2], .residual = in.size() > 3 ? in[3] : HostOperand{}};
+    const Rational lo = attrs.get_rational("min"), hi = attrs.get_rational("max");
+    // The bounds' defaults (+-2^62) clip nothing.
+    epilogue.clip = lo != Rational(-(int64_t{1} << 62)) || hi != Rational(int64_t{1} << 62);
+    epilogue.lo = lo.to_double();
+    epilogue.hi = hi.to_double();
+    return onednn::conv(in[0], in[1], attrs, into, &epilogue, channels_last);
+  }
+  if ((kind == OpKind::max_pool || kind == OpKind::avg_pool || kind == OpKind::global_avg_pool) &&
+      in.size() == 1)
+    return onednn::pool(kind, in[0], attrs, into, channels_last);
   if (in.size() != 2) return false;
-  if (kind == OpKind::conv) return onednn::conv(in[0], in[1], attrs, into);
+  if (kind == OpKind::conv) return onednn::conv(in[0], in[1], attrs, into, nullptr, channels_last);
   if (kind == OpKind::matmul) {
     // A weight matrix has no batch dims of its own (all 1); a matmul of two activations (the
     // attention scores) gains nothing from keeping one of them.
@@ -55,6 +67,7 @@ bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, con
   (void)in;
   (void)attrs;
   (void)into;
+  (void)channels_last;
 #endif
   return false;
 }

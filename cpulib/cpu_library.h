@@ -30,11 +30,28 @@ void limit_cpu_library_threads(int threads);
 // so a caller lists them without touching their counts.
 using TensorOwners = std::vector<const std::shared_ptr<const Tensor<double>>*>;
 
+// Which tensors of a 4-D convolution are stored channels-last ([N, C, H, W] as NHWC, the layout
+// the library computes in): bit 0 the result, bit 1 + i operand i (x is 0, a fused_conv's
+// residual 3). The VM stores a convolution's result so where only convolutions read it
+// (exec/channels_last.h); every other operator sees row-major tensors.
+using ChannelsLast = uint8_t;
+inline constexpr ChannelsLast kResultChannelsLast = 1;
+inline constexpr ChannelsLast operand_channels_last(int i) {
+  return static_cast<ChannelsLast>(2 << i);
+}
+
+// The operators the CPU library may take (it still refuses shapes or attributes it lacks):
+// convolutions, matmul and pooling.
+inline bool runs_on_cpu_library(OpKind kind) {
+  return kind == OpKind::conv || kind == OpKind::fused_conv || kind == OpKind::matmul ||
+         kind == OpKind::max_pool || kind == OpKind::avg_pool || kind == OpKind::global_avg_pool;
+}
+
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library in f32, written
 // where `into` says; false when the library does not take the call (as run_on_cpu_library below;
-// `into` is then not called).
+// `into` is then not called). `channels_last`: the layouts of a convolution's tensors.
 bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
-                            const F32Destination& into);
+                            const F32Destination& into, ChannelsLast channels_last = 0);
 
 // `kind` applied to `in` with evaluated attributes `attrs` by the CPU library, or nullopt when
 // the library does not take this call (built without one, an operator or attribute it does not

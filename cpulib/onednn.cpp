@@ -93,6 +93,17 @@ dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratc
       prim, role, [&] { return plain_desc(*operand.shape); }, f32_values(operand, scratch));
 }
 
+dnnl::memory operand_memory(const HostOperand& operand, std::vector<float>& scratch,
+                            const Cached* prim, int role, const dnnl::memory::desc& desc) {
+  return bound_memory(
+      prim, role, [&] { return desc; }, f32_values(operand, scratch));
+}
+
+dnnl::memory::desc nhwc_desc(const Shape& shape) {
+  return dnnl::memory::desc(dnnl::memory::dims(shape.begin(), shape.end()),
+                            dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+}
+
 dnnl::memory bound_memory(const Cached* prim, int role,
                           const std::function<dnnl::memory::desc()>& desc, void* data) {
   thread_local std::map<std::pair<const Cached*, int>, dnnl::memory> made;

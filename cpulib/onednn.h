@@ -44,6 +44,8 @@ struct Cached {
   dnnl::primitive prim;
   // Whether the primitive's source and destination layouts are row-major (no reorder needed).
   bool plain_src = false, plain_dst = false;
+  // The same for channels-last ([N, C, H, W] stored as NHWC; 4-D convolutions).
+  bool nhwc_src = false, nhwc_dst = false;
 };
 
 // A cache key: a tag and integers, as bytes (formatting one per call cost more than a small
@@ -89,11 +91,29 @@ dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratc
 // The same as role `role` of `prim` (bound_memory).
 dnnl::memory plain_memory(const HostOperand& operand, std::vector<float>& scratch,
                           const Cached* prim, int role);
+// The same with the layout `desc` (the operand's values as they are stored).
+dnnl::memory operand_memory(const HostOperand& operand, std::vector<float>& scratch,
+                            const Cached* prim, int role, const dnnl::memory::desc& desc);
+// A 4-D f32 descriptor of `shape` ([N, C, H, W]) stored channels-last (NHWC).
+dnnl::memory::desc nhwc_desc(const Shape& shape);
 
 // The operators (cpulib/onednn_*.cpp), their results written where `into` says: false where
 // the library refuses the call.
+// A convolution's epilogue as oneDNN post-ops (fused_conv): the bias [1, M, 1, ...] added, then
+// the residual (of the result's shape) when there is one, then the result clipped to [lo, hi].
+struct ConvEpilogue {
+  HostOperand bias, residual;  // residual: null shape when there is none
+  double lo = 0, hi = 0;
+  bool clip = false;
+};
+// `channels_last` (ChannelsLast bits, cpulib/cpu_library.h): x, the residual and the result are
+// stored channels-last where it says, so a convolution feeding convolutions skips the reorders.
 bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
-          const F32Destination& into);
+          const F32Destination& into, const ConvEpilogue* epilogue = nullptr,
+          ChannelsLast channels_last = 0);
 bool matmul(const HostOperand& a, const HostOperand& b, const F32Destination& into);
+// max_pool, avg_pool or global_avg_pool (`kind`) of x, channels-last where `channels_last` says.
+bool pool(OpKind kind, const HostOperand& x, const Attrs& attrs, const F32Destination& into,
+          ChannelsLast channels_last = 0);
 
 }  // namespace weft::onednn

@@ -1,7 +1,13 @@
-// Convolution (the model operator `conv`, 1 to 3 spatial dims, grouped and depthwise included)
-// by oneDNN: the library picks its blocked layouts; the input and the result are reordered per
-// call (by reorder primitives built once, through per-thread scratch), the weights once while
-// their tensor lives (prepared_weights).
+// Convolution (the model operators `conv` and `fused_conv`, 1 to 3 spatial dims, grouped and
+// depthwise included) by oneDNN: the library picks its layouts; an input or result in another
+// layout (row-major, or channels-last where the VM keeps it so) is reordered per call (by reorder
+// primitives built once, through per-thread scratch), the weights once while their tensor lives
+// (prepared_weights); a fused_conv's bias, residual and clip are the primitive's bias and
+// post-ops (sum, then eltwise).
+
+#include <bit>
+#include <cstring>
+#include <unordered_map>
 
 #include "cpulib/onednn.h"
 #include "model/model_ops.h"
@@ -27,8 +33,19 @@ void reorder(const std::string& key, const memory& from, const memory& to) {
   r->prim.execute(cpu_stream(), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
-// Roles of a convolution's memories (bound_memory).
-enum Role { kPlainSrc, kBlockedSrc, kBlockedDst, kPlainDst };
+// Roles of a convolution's memories (bound_memory): a given tensor's role says its layout too,
+// as a role's memory keeps the descriptor it was made with.
+enum Role {
+  kPlainSrc,
+  kBlockedSrc,
+  kBlockedDst,
+  kPlainDst,
+  kBias,
+  kPlainResidual,
+  kNhwcSrc,
+  kNhwcDst,
+  kNhwcResidual
+};
 
 // A memory of `desc` over this thread's scratch buffer for `role` (grown as needed and kept): the
 // blocked copies a convolution needs per call, without an allocation per call.
@@ -41,10 +58,28 @@ memory scratch_memory(const Cached* prim, Role role, const memory::desc& desc) {
       prim, role, [&] { return desc; }, buffer.data());
 }
 
+// The post-ops of `epilogue`: the residual summed into the destination, then the clip (a relu
+// where it is one: the library's most common form).
+dnnl::primitive_attr epilogue_attr(const ConvEpilogue* epilogue) {
+  dnnl::primitive_attr attr;
+  if (!epilogue) return attr;
+  dnnl::post_ops ops;
+  if (epilogue->residual.shape) ops.append_sum(1.0f);
+  if (epilogue->clip) {
+    if (epilogue->lo == 0 && epilogue->hi >= 1e18)
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    else
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(epilogue->lo),
+                         static_cast<float>(epilogue->hi));
+  }
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 }  // namespace
 
 bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
-          const F32Destination& into) {
+          const F32Destination& into, const ConvEpilogue* epilogue, ChannelsLast channels_last) {
   const int64_t group = attrs.get_int("group");
   const Shape &x_shape = *x.shape, &w_shape = *weight.shape;
   const size_t rank = x_shape.size();
@@ -79,31 +114,83 @@ bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
   const int threads = use_threads_for(2.0 * static_cast<double>(numel(out_shape)) *
                                       static_cast<double>(cg) * static_cast<double>(w.k_size()));
   key.add(threads);
+  if (epilogue) {
+    if (numel(*epilogue->bias.shape) != m ||
+        (epilogue->residual.shape && *epilogue->residual.shape != out_shape))
+      return false;  // the caller's code reports it
+    const float lo = epilogue->clip ? static_cast<float>(epilogue->lo) : 0.0f;
+    const float hi = epilogue->clip ? static_cast<float>(epilogue->hi) : 0.0f;
+    key.add(epilogue->residual.shape ? 1 : 0).add(epilogue->clip ? 1 : 0);
+    key.add(static_cast<int64_t>(std::bit_cast<uint32_t>(lo)));
+    key.add(static_cast<int64_t>(std::bit_cast<uint32_t>(hi)));
+  }
   const Cached* prim = cached(key.str(), [&] {
-    dnnl::convolution_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any_desc(x_dims),
-        any_desc(w_dims), any_desc(y_dims), strides, dilations, pad_l, pad_r);
-    dnnl::convolution_forward::primitive_desc pd(desc, cpu_engine());
-    return Cached{pd, dnnl::convolution_forward(pd), pd.src_desc() == plain_desc(x_shape),
-                  pd.dst_desc() == plain_desc(out_shape)};
+    auto desc = epilogue
+                    ? dnnl::convolution_forward::desc(
+                          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                          any_desc(x_dims), any_desc(w_dims), plain_desc({m}), any_desc(y_dims),
+                          strides, dilations, pad_l, pad_r)
+                    : dnnl::convolution_forward::desc(
+                          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                          any_desc(x_dims), any_desc(w_dims), any_desc(y_dims), strides, dilations,
+                          pad_l, pad_r);
+    dnnl::convolution_forward::primitive_desc pd(desc, epilogue_attr(epilogue), cpu_engine());
+    Cached c{pd, dnnl::convolution_forward(pd), pd.src_desc() == plain_desc(x_shape),
+             pd.dst_desc() == plain_desc(out_shape)};
+    if (rank == 4) {
+      c.nhwc_src = pd.src_desc() == nhwc_desc(x_shape);
+      c.nhwc_dst = pd.dst_desc() == nhwc_desc(out_shape);
+    }
+    return c;
   });
   if (!prim) return false;
+  const bool x_nhwc = channels_last & operand_channels_last(0);
+  const bool y_nhwc = channels_last & kResultChannelsLast;
+  const bool r_nhwc = channels_last & operand_channels_last(3);
+  WEFT_CHECK(rank == 4 || !channels_last, "a {}-D convolution's tensors are never channels-last",
+             rank);
+  // A layout's reorders are keyed by it too.
+  const std::string layouts = {x_nhwc ? 'n' : 'p', y_nhwc ? 'n' : 'p', r_nhwc ? 'n' : 'p'};
 
   std::vector<float> scratch;
-  memory src = plain_memory(x, scratch, prim, kPlainSrc);
-  if (!prim->plain_src) {
+  memory src = operand_memory(x, scratch, prim, x_nhwc ? kNhwcSrc : kPlainSrc,
+                              x_nhwc ? nhwc_desc(x_shape) : plain_desc(x_shape));
+  if (!(x_nhwc ? prim->nhwc_src : prim->plain_src)) {
     memory blocked = scratch_memory(prim, kBlockedSrc, prim->pd.src_desc());
-    reorder(key.str() + "s", src, blocked);
+    reorder(key.str() + "s" + layouts, src, blocked);
     src = blocked;
   }
   memory wts = prepared_weights(weight, weight_shape, prim->pd.weights_desc(), prim);
   memory y_mem = bound_memory(
-      prim, kPlainDst, [&] { return plain_desc(out_shape); }, into(out_shape));
-  // Straight into the result where the library's layout is row-major, else through its own.
-  memory dst = prim->plain_dst ? y_mem : scratch_memory(prim, kBlockedDst, prim->pd.dst_desc());
-  prim->prim.execute(cpu_stream(),
-                     {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}});
-  if (!prim->plain_dst) reorder(key.str() + "d", dst, y_mem);
+      prim, y_nhwc ? kNhwcDst : kPlainDst,
+      [&] { return y_nhwc ? nhwc_desc(out_shape) : plain_desc(out_shape); }, into(out_shape));
+  // Straight into the result where the library's layout is the result's, else through its own.
+  const bool direct_dst = y_nhwc ? prim->nhwc_dst : prim->plain_dst;
+  memory dst = direct_dst ? y_mem : scratch_memory(prim, kBlockedDst, prim->pd.dst_desc());
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_DST, dst}};
+  std::vector<float> bias_scratch, residual_scratch;
+  if (epilogue) {
+    const Shape bias_shape = {m};  // the bias's [1, M, 1, ...] values as the library's [M]
+    HostOperand bias = epilogue->bias;
+    bias.shape = &bias_shape;
+    args[DNNL_ARG_BIAS] = plain_memory(bias, bias_scratch, prim, kBias);
+    // The sum post-op adds what the destination holds: the residual, in the library's layout.
+    if (epilogue->residual.shape) {
+      memory residual = operand_memory(epilogue->residual, residual_scratch, prim,
+                                       r_nhwc ? kNhwcResidual : kPlainResidual,
+                                       r_nhwc ? nhwc_desc(out_shape) : plain_desc(out_shape));
+      if (direct_dst && r_nhwc == y_nhwc) {
+        if (residual.get_data_handle() != y_mem.get_data_handle())
+          std::memmove(y_mem.get_data_handle(), residual.get_data_handle(),
+                       static_cast<size_t>(numel(out_shape)) * sizeof(float));
+      } else {
+        reorder(key.str() + "r" + layouts, residual, dst);
+      }
+    }
+  }
+  prim->prim.execute(cpu_stream(), args);
+  if (!direct_dst) reorder(key.str() + "d" + layouts, dst, y_mem);
   cpu_stream().wait();
   return true;
 }

@@ -1,4 +1,4 @@
-// The model compile pipeline as a named list of steps (expand, rewrite, fold, specialize,
+// The model compile pipeline as a named list of steps (expand, rewrite, fold, specialize, fuse,
 // partition, superoptimize, replace), each a function of the state the earlier steps leave.
 #include "driver/compile_model.h"
 
@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cost/cost_model.h"
+#include "cpulib/cpu_library.h"
 #include "driver/fold_constants.h"
 #include "driver/optimize.h"
 #include "driver/region_cache.h"
@@ -85,6 +86,19 @@ void specialize_step(CompileState& s) {
   s.result.skipped = spec.skipped;
   for (const Specialization& sp : s.result.specializations) s.specialized[sp.name] = sp.binding;
   s.module = std::move(spec.module);
+}
+
+// Convolutions and their epilogues as single library calls, where the target runs them by one.
+void fuse_step(CompileState& s) {
+  if (!s.options.fuse_conv_epilogues || s.target.kind != TargetKind::cpu ||
+      cpu_library_name().empty())
+    return;
+  FuseResult fused = fuse_conv_epilogues(s.module);
+  s.module = std::move(fused.module);
+  s.result.conv_fusions = std::move(fused.fusions);
+  if (!s.result.conv_fusions.empty())
+    s.say(fmt::format("fuse: {} convolution(s) with their epilogues, one library call each",
+                      s.result.conv_fusions.size()));
 }
 
 // The regions of the specialized functions (the generic ones stay as they are).
@@ -265,9 +279,13 @@ struct Step {
 };
 
 const Step kSteps[] = {
-    {"expand", expand_step},       {"rewrite", rewrite_step},
-    {"fold", fold_step},           {"specialize", specialize_step},
-    {"partition", partition_step}, {"superoptimize", superoptimize_step},
+    {"expand", expand_step},
+    {"rewrite", rewrite_step},
+    {"fold", fold_step},
+    {"specialize", specialize_step},
+    {"fuse", fuse_step},
+    {"partition", partition_step},
+    {"superoptimize", superoptimize_step},
     {"replace", replace_step},
 };
 

@@ -16,6 +16,7 @@
 #include "core/budget.h"
 #include "core/tensor.h"
 #include "driver/partition_module.h"
+#include "model/fuse_conv_epilogues.h"
 #include "model/module.h"
 #include "model/specialize.h"
 #include "rewrite/model_rewrite.h"
@@ -29,7 +30,7 @@ namespace weft {
 // search's own for one program (time_budget_s in search/config_fields.def).
 inline constexpr double kModelCompileTimeBudgetS = 60;
 
-// The steps in order: expand, rewrite, fold, specialize, partition, superoptimize, replace.
+// The steps in order: expand, rewrite, fold, specialize, fuse, partition, superoptimize, replace.
 const std::vector<std::string>& model_compile_steps();
 
 struct ModelCompileOptions {
@@ -50,6 +51,11 @@ struct ModelCompileOptions {
     return r;
   }();
   std::vector<Rule> rules;
+  // The fuse step (model/fuse_conv_epilogues.h): on a CPU target built with a CPU library, each
+  // convolution and its bias/residual/clip epilogue become one fused_conv, one library call with
+  // post-ops. Off here (the per-operator baseline is the model as written); a compile to a
+  // directory turns it on.
+  bool fuse_conv_epilogues = false;
   // Parameters whose values the compile has (an imported model's weights, by name; may be null):
   // the fold step computes what depends on them alone once (driver/fold_constants.h), and the
   // rewrite step prices it as free.
@@ -91,6 +97,7 @@ struct ModelCompileResult {
   // The fold step's new parameters (values by name) and how many bindings it folded away.
   std::map<std::string, Tensor<double>> folded;
   int folded_bindings = 0;
+  std::vector<ConvFusion> conv_fusions;  // the fuse step's
   std::vector<CompiledRegion> regions;
   int cache_hits = 0, searched = 0;
   std::vector<std::string> warnings;  // unreadable cache entries

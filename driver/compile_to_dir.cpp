@@ -120,6 +120,12 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
     j["rewrite"].push_back(e);
   }
   j["folded"] = {{"bindings", r.folded_bindings}, {"weights", r.folded.size()}};
+  j["fused_convs"] = nlohmann::ordered_json::array();
+  for (const ConvFusion& f : r.conv_fusions)
+    j["fused_convs"].push_back({{"function", f.function},
+                                {"conv", f.conv},
+                                {"result", f.result},
+                                {"bindings", f.bindings}});
   j["totals"] = {{"regions", r.regions.size()},
                  {"compiled", compiled},
                  {"kernels_before", before},
@@ -195,6 +201,7 @@ ModelDirReport compile_model_to_dir(const ModelFile& model, SymProver& prover,
   mco.search.state_budget = options.state_budget;
   mco.max_region_ops = options.max_region_ops;
   mco.rewrite.mode = options.rewrite;
+  mco.fuse_conv_epilogues = options.fuse;
   // The rewrite search's seconds come on top of the regions' (at most half as many).
   if (options.time_budget_s > 0)
     mco.rewrite.time_budget_s = std::min(mco.rewrite.time_budget_s, options.time_budget_s / 2);

@@ -45,7 +45,8 @@ struct ModelDirOptions {
   // The rewrite step (ModelCompileOptions::rewrite): on for a compile to a directory (it pays on
   // the corpus's transformers, docs/rewrites.md); the library call's default is off.
   RewriteMode rewrite = RewriteMode::backtrack;
-  std::string rules;                                 // its rule file; empty: the default set
+  std::string rules;  // its rule file; empty: the default set
+  bool fuse = true;   // the fuse step (ModelCompileOptions::fuse_conv_epilogues)
   std::function<void(const std::string&)> progress;  // ModelCompileOptions::progress
   std::string stop_after;                            // ModelCompileOptions::stop_after
 };

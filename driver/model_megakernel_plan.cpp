@@ -333,8 +333,12 @@ ProgramPlan megakernel_plan_from_trace(const DeviceTrace& trace,
     throw UserError(fmt::format(
         "{}: one persistent kernel needs every operator on the device, but these ran on the host: "
         "{} (they have no device kernel at these shapes; run the model with `weft run DIR` "
-        "instead)",
-        name, ops));
+        "instead){}",
+        name, ops,
+        trace.host_fallbacks.count("fused_conv")
+            ? "; fused_conv is the CPU library's convolution with its epilogue: compile for a "
+              "GPU (`weft compile MODEL --target h100`) or with `--no-fuse`"
+            : ""));
   }
   PlanBuilder b(name, target);
   for (const NamedDeviceTensor& t : inputs) b.add_input(t);

@@ -11,6 +11,7 @@
 
 #include "core/system_memory.h"
 #include "cpulib/cpu_library.h"
+#include "exec/channels_last.h"
 #include "exec/host_elementwise.h"
 #include "exec/host_movement.h"
 #include "interp/interpreter.h"
@@ -176,6 +177,7 @@ Vm::Vm(const Module& module_in, VmOptions options)
     for (const Param& p : f.params)
       vf.param_what.push_back(fmt::format("parameter '{}' of '{}'", p.name, f.name));
     vf.result_what = fmt::format("the result of '{}'", f.name);
+    vf.channels_last = channels_last_layouts(f, options_.cpu_library);
     for (const Binding* b : bindings) number(*b);
     vf.num_registers = static_cast<int>(reg.size());
     vf.register_names.resize(reg.size());
@@ -536,16 +538,40 @@ HostOperand operand_of(const VmValue& v) {
 
 }  // namespace
 
+namespace {
+
+// A convolution or pooling planned channels-last that the library refused, by weft's own code:
+// its operands row-major, its result stored back channels-last where planned.
+VmValue library_refused(OpKind kind, const std::vector<HostOperand>& operands, const Attrs& attrs,
+                        ChannelsLast channels_last, F32Result result) {
+  std::vector<Tensor<double>> plain;
+  std::vector<const Tensor<double>*> tensors;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (channels_last & operand_channels_last(static_cast<int>(i)))
+      plain.push_back(operand_of(from_channels_last(operands[i])).to_tensor<double>());
+    else
+      plain.push_back(operands[i].to_tensor<double>());
+  }
+  for (const Tensor<double>& t : plain) tensors.push_back(&t);
+  const Tensor<double> out = model_impl(kind)->eval(tensors, attrs);
+  Tensor<float> values(out.shape, std::vector<float>(out.data.begin(), out.data.end()));
+  if (channels_last & kResultChannelsLast) values = to_channels_last(values);
+  std::copy(values.data.begin(), values.data.end(), result.room(values.shape));
+  return std::move(result).value();
+}
+
+}  // namespace
+
 std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
                                           const std::vector<HostOperand>& operands,
                                           const SymBinding& heap, const VmSlot* place,
-                                          int64_t capacity) {
+                                          int64_t capacity, ChannelsLast channels_last) {
   const Call& c = b.call;
   // A result of f64, an integer type or bool is computed in f64 (run_operator_on_host).
   if (c.kind != CallKind::op || !b.type.every_tensor(is_kernel_dtype)) return std::nullopt;
   const OpKind kind = *op_by_name(c.callee);
   const OpClass cls = class_of(kind);
-  const bool library = options_.cpu_library && (kind == OpKind::conv || kind == OpKind::matmul);
+  const bool library = options_.cpu_library && runs_on_cpu_library(kind);
   const bool elementwise = cls == OpClass::unary || cls == OpClass::binary;
   const bool movement = kind == OpKind::reshape || kind == OpKind::permute;
   // Other table operators of the µGraph layers: their one-operator µGraph by the interpreter in
@@ -556,6 +582,11 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
   try {
     attrs = evaluate_attrs(c.attrs, heap, c.loc);
     F32Result result(place, capacity);
+    if (library && channels_last) {
+      if (run_on_cpu_library_f32(kind, operands, attrs, result.destination(), channels_last))
+        return std::move(result).value();
+      return library_refused(kind, operands, attrs, channels_last, F32Result(place, capacity));
+    }
     if ((library && run_on_cpu_library_f32(kind, operands, attrs, result.destination())) ||
         (elementwise && elementwise_on_host_f32(kind, operands, attrs, result.destination())) ||
         (movement && movement_on_host_f32(kind, operands, attrs, result.destination())))
@@ -629,7 +660,8 @@ VmValue Vm::run_ugraph(const Binding& b, const std::vector<HostOperand>& operand
 }
 
 VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
-                    int depth, bool* in_f32, const VmSlot* place, int64_t capacity) {
+                    int depth, bool* in_f32, const VmSlot* place, int64_t capacity,
+                    ChannelsLast channels_last) {
   const Call& c = b.call;
   std::vector<HostOperand> operands;
   auto require_tensors = [&] {
@@ -643,7 +675,8 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
     case CallKind::op:
     case CallKind::lib: {
       require_tensors();
-      if (std::optional<VmValue> done = execute_in_f32(b, operands, heap, place, capacity)) {
+      if (std::optional<VmValue> done =
+              execute_in_f32(b, operands, heap, place, capacity, channels_last)) {
         if (in_f32) *in_f32 = true;
         return *std::move(done);
       }

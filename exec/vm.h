@@ -92,6 +92,9 @@ struct VmFunction {
   // once rather than at every call.
   std::vector<std::string> param_what;
   std::string result_what;
+  // Binding index -> which of its tensors are channels-last (exec/channels_last.h); empty when
+  // the VM runs no CPU library.
+  std::vector<ChannelsLast> channels_last;
 };
 
 // "vm.builtin"-style choice for call_ugraph: the reference interpreter, or each µGraph compiled
@@ -176,14 +179,15 @@ class Vm {
   // `place` (where given): the planned storage of an f32 result, `capacity` doubles at `place`'s
   // offset; a result of the f32 lane is written there (the value returned is then that slot)
   // when it fits.
+  // `channels_last`: the layouts of a convolution's tensors (VmFunction::channels_last).
   VmValue execute(const Binding& b, const std::vector<const VmValue*>& in, const SymBinding& heap,
                   int depth, bool* in_f32 = nullptr, const VmSlot* place = nullptr,
-                  int64_t capacity = 0);
+                  int64_t capacity = 0, ChannelsLast channels_last = 0);
   // An operator whose result is f32 (or another kernel dtype) by the CPU library or the
   // elementwise path on f32 values, the result in the f32 lane; nullopt where neither takes it.
   std::optional<VmValue> execute_in_f32(const Binding& b, const std::vector<HostOperand>& operands,
                                         const SymBinding& heap, const VmSlot* place,
-                                        int64_t capacity);
+                                        int64_t capacity, ChannelsLast channels_last);
   // A call_ugraph: by the interpreter (f64), or compiled, its outputs in the f32 lane.
   VmValue run_ugraph(const Binding& b, const std::vector<HostOperand>& operands, bool* in_f32,
                      const VmSlot* place, int64_t capacity);

@@ -475,8 +475,11 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
       capacity = storage_.capacity[s];
       planned = k;
     }
+  const ChannelsLast layout = in.index >= 0 && !f_.channels_last.empty()
+                                  ? f_.channels_last[static_cast<size_t>(in.index)]
+                                  : 0;
   VmValue out = vm_.execute(*in.binding, operands, heap, depth_, &in_f32, place ? &*place : nullptr,
-                            capacity);
+                            capacity, layout);
   const VmSlot* written_in_place = out.slot();
   if (written_in_place && planned >= 0)
     storage_.written[static_cast<size_t>(planned)] = (numel(written_in_place->shape) + 1) / 2;

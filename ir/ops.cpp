@@ -113,8 +113,9 @@ constexpr uint8_t kK = kAtKernel | kAtModel;
 // formula, no C++ form); the others have theirs in the model layer (model/model_ops.h).
 void check_model_row(const OpInfo& op) {
   WEFT_CHECK(op.levels == kAtModel, "model-only '{}' must have the model level alone", op.name);
-  WEFT_CHECK(op.min_inputs == op.max_inputs, "model-only '{}' takes a fixed number of operands",
-             op.name);
+  // A range (fused_conv's optional residual) only for the ones the model layer implements.
+  WEFT_CHECK(op.min_inputs == op.max_inputs || (!op.real && op.min_inputs < op.max_inputs),
+             "model-only '{}' takes a fixed number of operands", op.name);
   WEFT_CHECK(!op.lax_formula && !op.code.cpu && op.symbolic == Symbolic::none && !op.commutative &&
                  op.homogeneous == 0 && !op.same_operands_redundant,
              "model-only '{}' has µGraph semantics", op.name);

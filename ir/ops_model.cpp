@@ -287,12 +287,31 @@ std::vector<OpInfo> mask_rows() {
   // clang-format on
 }
 
+// Rows the model compile makes from others, never an importer.
+std::vector<OpInfo> fused_rows() {
+  OpInfo fused = row(
+      K::fused_conv, 3,
+      {{"strides", AttrKind::int_list, false, L{}},
+       {"pads", AttrKind::int_list, false, L{}},
+       {"dilations", AttrKind::int_list, false, L{}},
+       {"group", AttrKind::integer, false, int64_t{1}},
+       {"min", AttrKind::rational, false, Rational(-(int64_t{1} << 62))},
+       {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)}},
+      kComputes, D::none,
+      "fused_conv(x, w, bias[1, M, 1, ...], residual?): conv(x, w) + bias (+ residual), clipped "
+      "to [min, max]; a convolution with its epilogue, one CPU library call (made by the model "
+      "compile's fuse step, docs/model-layer.md)");
+  fused.max_inputs = 4;
+  return {fused};
+}
+
 }  // namespace
 
 std::vector<OpInfo> model_op_rows() {
   std::vector<OpInfo> rows = transformer_rows();
   for (OpInfo& row : onnx_rows()) rows.push_back(std::move(row));
   for (OpInfo& row : mask_rows()) rows.push_back(std::move(row));
+  for (OpInfo& row : fused_rows()) rows.push_back(std::move(row));
   return rows;
 }
 

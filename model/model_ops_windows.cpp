@@ -276,6 +276,43 @@ Tensor<double> eval_conv(const In& in, const Attrs& attrs) {
   return out;
 }
 
+// conv(x, w) + bias (+ residual), clipped: the bias [1, M, 1, ...] of the result's rank, the
+// residual of the result's type.
+MType infer_fused_conv(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
+  MType out = infer_conv(ctx, {in[0], in[1]}, attrs);
+  for (size_t i = 2; i < in.size(); ++i)
+    if (in[i].dtype != out.dtype || in[i].rank != out.rank)
+      ctx.fail(fmt::format("fused_conv's {} is {}; it must be a {} tensor of rank {}",
+                           i == 2 ? "bias" : "residual", in[i].str(), dtype_name(out.dtype),
+                           out.rank));
+  if (!out.dims || !in[2].dims || (in.size() > 3 && !in[3].dims)) return out;
+  for (size_t d = 0; d < out.dims->size(); ++d) {
+    ctx.require_eq((*in[2].dims)[d], d == 1 ? (*out.dims)[1] : SymExpr(1),
+                   fmt::format("fused_conv's bias dim {}", d));
+    if (in.size() > 3)
+      ctx.require_eq((*in[3].dims)[d], (*out.dims)[d],
+                     fmt::format("fused_conv's residual dim {} (the result's)", d));
+  }
+  return out;
+}
+
+Tensor<double> eval_fused_conv(const In& in, const Attrs& attrs) {
+  Tensor<double> out = eval_conv({in[0], in[1]}, attrs);
+  const Tensor<double>& bias = *in[2];
+  const int64_t m = out.shape[1], plane = numel(out.shape) / (out.shape[0] * m);
+  if (numel(bias.shape) != m || (in.size() > 3 && in[3]->shape != out.shape))
+    throw UserError(fmt::format("fused_conv: bias {} or residual do not fit the result {}",
+                                shape_str(bias.shape), shape_str(out.shape)));
+  const double lo = attrs.get_rational("min").to_double(),
+               hi = attrs.get_rational("max").to_double();
+  for (int64_t e = 0; e < numel(out.shape); ++e) {
+    double v = out.data[e] + bias.data[(e / plane) % m];
+    if (in.size() > 3) v += in[3]->data[e];
+    out.data[e] = std::isnan(v) ? v : std::clamp(v, lo, hi);  // NaN stays, as clip keeps it
+  }
+  return out;
+}
+
 enum class PoolKind : uint8_t { max, avg, argmax };
 
 // Visits the taps of output position (od, oh, ow): fn(offset in the plane) for taps inside the
@@ -453,6 +490,7 @@ std::vector<std::pair<OpKind, ModelOpImpl>> window_model_op_impls() {
   using K = OpKind;
   return {
       {K::conv, {infer_conv, eval_conv}},
+      {K::fused_conv, {infer_fused_conv, eval_fused_conv}},
       {K::max_pool, {infer_max_pool, eval_max_pool}},
       {K::avg_pool, {infer_avg_pool, eval_avg_pool}},
       {K::max_pool_indices, {infer_max_pool_indices, eval_max_pool_indices}},

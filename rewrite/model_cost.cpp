@@ -87,7 +87,8 @@ bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>&
   if (k != CallKind::op && k != CallKind::item && k != CallKind::tuple) return false;
   if (k == CallKind::op) {
     auto kind = op_by_name(b.call.callee);
-    if (!kind || !(op_info(*kind).levels & kAtKernel)) return false;
+    // Table operators, and a permute (a Gemm's transposed weight, every run otherwise).
+    if (!kind || !((op_info(*kind).levels & kAtKernel) || *kind == OpKind::permute)) return false;
   }
   if (b.call.args.empty()) return false;
   auto elements = [](const MType& t) -> int64_t {

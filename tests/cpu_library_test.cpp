@@ -1,9 +1,12 @@
 // The CPU library operators (cpulib/) against weft's own reference code at test size: oneDNN's
 // convolution against the model operator's f64 semantics over 1 to 3 spatial dims, groups,
-// strides, dilations and asymmetric pads; its matmul against the interpreter with broadcast batch
+// strides, dilations and asymmetric pads; its pooling (ceil_mode, padding counted or not, in
+// either layout); its matmul against the interpreter with broadcast batch
 // dims; and the VM's elementwise path (exec/host_elementwise.h) bit for bit against the
 // interpreter it replaces; each also on operands of the VM's f32 lane.
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <memory>
@@ -84,6 +87,77 @@ TEST(CpuLibrary, ConvolutionMatchesTheModelOperatorsF64Semantics) {
     ASSERT_TRUE(run_on_cpu_library_f32(OpKind::conv, {operand_of(x32), operand_of(w)}, attrs,
                                        fresh_into(lane)));
     EXPECT_EQ(std::vector<double>(lane.data.begin(), lane.data.end()), got->data);
+  }
+}
+
+struct PoolCase {
+  OpKind kind;
+  Shape x;
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  int64_t ceil_mode, include_pad;
+};
+
+// A 4-D tensor's values in channels-last order and back (what the VM keeps between them).
+Tensor<float> nhwc_of(const Tensor<double>& t) {
+  Tensor<float> out(t.shape, 0.0f);
+  const int64_t c = t.shape[1], plane = t.shape[2] * t.shape[3];
+  for (int64_t i = 0; i < t.shape[0]; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < plane; ++p)
+        out.data[static_cast<size_t>((i * plane + p) * c + ch)] =
+            static_cast<float>(t.data[static_cast<size_t>((i * c + ch) * plane + p)]);
+  return out;
+}
+
+TEST(CpuLibrary, PoolingMatchesTheModelOperatorsF64SemanticsInEitherLayout) {
+  if (cpu_library_name().empty()) GTEST_SKIP() << "weft was built without oneDNN";
+  using K = OpKind;
+  const std::vector<PoolCase> cases = {
+      {K::max_pool, {1, 8, 16, 16}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 0, 0},  // ResNet's
+      {K::max_pool, {2, 3, 9, 10}, {2, 3}, {2, 2}, {0, 1, 1, 0}, {2, 1}, 1, 0},   // ceil, dilated
+      {K::avg_pool, {1, 4, 9, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, 0},        // ceil_mode
+      {K::avg_pool, {1, 4, 8, 8}, {3, 3}, {1, 1}, {1, 1, 1, 1}, {}, 0, 1},        // include pad
+      {K::avg_pool, {2, 3, 12}, {4}, {3}, {1, 2}, {}, 0, 0},                      // 1 spatial
+      {K::global_avg_pool, {2, 16, 5, 7}, {}, {}, {}, {}, 0, 0},
+  };
+  uint64_t seed = 40;
+  for (const PoolCase& c : cases) {
+    SCOPED_TRACE(std::string(op_info(c.kind).name) + " " + shape_str(c.x));
+    const Tensor<double> x = random_tensor(c.x, seed++);
+    Attrs attrs;
+    if (c.kind != K::global_avg_pool) {
+      attrs.set("kernel", c.kernel);
+      attrs.set("strides", c.strides);
+      attrs.set("pads", c.pads);
+      attrs.set("ceil_mode", c.ceil_mode);
+      if (c.kind == K::max_pool) attrs.set("dilations", c.dilations);
+      if (c.kind == K::avg_pool) attrs.set("count_include_pad", c.include_pad);
+    }
+    attrs = with_defaults(c.kind, attrs);
+    const Tensor<double> want = model_impl(c.kind)->eval({&x}, attrs);
+    std::optional<Tensor<double>> got = run_on_cpu_library(c.kind, {&x}, attrs);
+    ASSERT_TRUE(got) << "oneDNN refused a pooling it implements";
+    EXPECT_LT(scaled_error(*got, want), 1e-6);
+    if (c.x.size() != 4) continue;
+    // Channels-last in, out or both: the same values, stored as the VM keeps them.
+    const Tensor<float> x_plain(x.shape, std::vector<float>(x.data.begin(), x.data.end()));
+    const Tensor<float> x_nhwc = nhwc_of(x), want_nhwc = nhwc_of(want);
+    const Tensor<float> want_plain(want.shape,
+                                   std::vector<float>(want.data.begin(), want.data.end()));
+    for (bool in_nhwc : {false, true})
+      for (bool out_nhwc : {false, true}) {
+        SCOPED_TRACE(
+            fmt::format("x {}, result {}", in_nhwc ? "NHWC" : "NCHW", out_nhwc ? "NHWC" : "NCHW"));
+        Tensor<float> y;
+        ASSERT_TRUE(run_on_cpu_library_f32(
+            c.kind, {operand_of(in_nhwc ? x_nhwc : x_plain)}, attrs, fresh_into(y),
+            static_cast<ChannelsLast>((in_nhwc ? operand_channels_last(0) : 0) |
+                                      (out_nhwc ? kResultChannelsLast : 0))));
+        const Tensor<float>& expected = out_nhwc ? want_nhwc : want_plain;
+        ASSERT_EQ(y.shape, expected.shape);
+        for (size_t i = 0; i < y.data.size(); ++i)
+          ASSERT_NEAR(y.data[i], expected.data[i], 1e-6) << "element " << i;
+      }
   }
 }
 

@@ -34,8 +34,8 @@ ModelCompileOptions unsearched(const std::string& stop_after) {
 
 TEST(ModelCompileSteps, TheStepsInOrder) {
   EXPECT_EQ(model_compile_steps(),
-            (std::vector<std::string>{"expand", "rewrite", "fold", "specialize", "partition",
-                                      "superoptimize", "replace"}));
+            (std::vector<std::string>{"expand", "rewrite", "fold", "specialize", "fuse",
+                                      "partition", "superoptimize", "replace"}));
 }
 
 TEST(ModelCompileSteps, EachStepLeavesTheModuleItsTextShows) {
@@ -64,9 +64,9 @@ TEST(ModelCompileSteps, AnUnknownStepIsAUserErrorNamingTheSteps) {
     compile_model(m, prover, unsearched("lower"));
     FAIL() << "no error";
   } catch (const UserError& e) {
-    EXPECT_NE(
-        e.message().find("expand, rewrite, fold, specialize, partition, superoptimize, replace"),
-        std::string::npos)
+    EXPECT_NE(e.message().find(
+                  "expand, rewrite, fold, specialize, fuse, partition, superoptimize, replace"),
+              std::string::npos)
         << e.message();
   }
 }

@@ -103,5 +103,28 @@ fn main(x: f32[4, 8], w: f32[1, 8]) -> f32[4, 8] {
   EXPECT_NEAR(f.folded.at("e").data[0], std::exp(std::sin(0.5)), 1e-6);
 }
 
+TEST(FoldConstants, AGemmsTransposedWeightIsTransposedOnce) {
+  SymProver prover;
+  const Module m = parse_module(R"(module gemm
+fn main(x: f32[4, 8], w: f32[3, 8]) -> f32[4, 3] {
+  dataflow {
+    wt = permute(w, perm=[1, 0])
+    o = matmul(x, wt)
+  }
+  return o
+}
+)",
+                                "gemm.wmod", prover);
+  const Tensor<double> w = test::varied_tensor({3, 8}, 0.7);
+  const FoldResult f = fold_constants(m, {{"w", w}}, prover);
+  EXPECT_EQ(f.bindings, 1);
+  ASSERT_EQ(f.folded.count("wt"), 1u);
+  const Tensor<double>& wt = f.folded.at("wt");
+  ASSERT_EQ(wt.shape, (Shape{8, 3}));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 8; ++j)  // stored in the weight's f32
+      EXPECT_EQ(wt.data[j * 3 + i], static_cast<float>(w.data[i * 8 + j]));
+}
+
 }  // namespace
 }  // namespace weft

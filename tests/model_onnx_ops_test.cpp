@@ -50,7 +50,7 @@ TEST(ModelOps, EveryModelOnlyRowHasAnImplementationAndNoOtherRowHasOne) {
     EXPECT_NE(impl->infer, nullptr) << info.name;
     EXPECT_NE(impl->eval == nullptr, impl->expand == nullptr) << info.name;
   }
-  EXPECT_EQ(with, 49);
+  EXPECT_EQ(with, 50);
   EXPECT_NE(model_impl(OpKind::attention)->expand, nullptr);
   EXPECT_EQ(model_impl(OpKind::matmul), nullptr);
 }

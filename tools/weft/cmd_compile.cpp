@@ -169,6 +169,10 @@ static Register reg(
                      "backtrack (docs/rewrites.md)")
           ->check(CLI::IsMember({"none", "backtrack"}))
           ->capture_default_str();
+      auto no_fuse = std::make_shared<bool>(false);
+      sub.add_flag("--no-fuse", *no_fuse,
+                   "Models, CPU target: keep each convolution's bias, residual and clip as weft "
+                   "kernels instead of one library call (fused_conv)");
       sub.add_option("--rules", model->options.rules,
                      "Models: the rule file of --rewrite (default: the rules weft ships)");
       sub.add_option("--target", *target, "Target (see `weft targets`)")->capture_default_str();
@@ -192,8 +196,11 @@ static Register reg(
           args.options.target = *target;
           args.options.no_build = *no_build;
           args.options.rewrite = rewrite_mode_from_name(*rewrite);
+          args.options.fuse = !*no_fuse;
           args.options.stop_after = *print_after;
           if (*megakernel && args.megakernel.empty()) args.megakernel = {"main"};
+          // A persistent kernel runs every operator on the device: no CPU library calls.
+          if (*megakernel) args.options.fuse = false;
           if (!*megakernel && !args.megakernel.empty())
             throw UserError("--megakernel-function names what --megakernel traces");
           if (*megakernel && !print_after->empty())
