@@ -46,6 +46,7 @@ bool run_on_cpu_library_f32(OpKind kind, const std::vector<HostOperand>& in, con
     epilogue.clip = lo != Rational(-(int64_t{1} << 62)) || hi != Rational(int64_t{1} << 62);
     epilogue.lo = lo.to_double();
     epilogue.hi = hi.to_double();
+    epilogue.silu = attrs.get_int("silu") == 1;
     return onednn::conv(in[0], in[1], attrs, into, &epilogue, channels_last);
   }
   if ((kind == OpKind::max_pool || kind == OpKind::avg_pool || kind == OpKind::global_avg_pool) &&

@@ -100,11 +100,13 @@ dnnl::memory::desc nhwc_desc(const Shape& shape);
 // The operators (cpulib/onednn_*.cpp), their results written where `into` says: false where
 // the library refuses the call.
 // A convolution's epilogue as oneDNN post-ops (fused_conv): the bias [1, M, 1, ...] added, then
-// the residual (of the result's shape) when there is one, then the result clipped to [lo, hi].
+// the residual (of the result's shape) when there is one, then the result clipped to [lo, hi],
+// then SiLU.
 struct ConvEpilogue {
   HostOperand bias, residual;  // residual: null shape when there is none
   double lo = 0, hi = 0;
   bool clip = false;
+  bool silu = false;  // then v * sigmoid(v)
 };
 // `channels_last` (ChannelsLast bits, cpulib/cpu_library.h): x, the residual and the result are
 // stored channels-last where it says, so a convolution feeding convolutions skips the reorders.

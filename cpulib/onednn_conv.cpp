@@ -3,7 +3,7 @@
 // layout (row-major, or channels-last where the VM keeps it so) is reordered per call (by reorder
 // primitives built once, through per-thread scratch), the weights once while their tensor lives
 // (prepared_weights); a fused_conv's bias, residual and clip are the primitive's bias and
-// post-ops (sum, then eltwise).
+// post-ops (sum, then eltwise: clip, swish).
 
 #include <bit>
 #include <cstring>
@@ -72,6 +72,7 @@ dnnl::primitive_attr epilogue_attr(const ConvEpilogue* epilogue) {
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(epilogue->lo),
                          static_cast<float>(epilogue->hi));
   }
+  if (epilogue->silu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
   attr.set_post_ops(ops);
   return attr;
 }
@@ -121,6 +122,7 @@ bool conv(const HostOperand& x, const HostOperand& weight, const Attrs& attrs,
     const float lo = epilogue->clip ? static_cast<float>(epilogue->lo) : 0.0f;
     const float hi = epilogue->clip ? static_cast<float>(epilogue->hi) : 0.0f;
     key.add(epilogue->residual.shape ? 1 : 0).add(epilogue->clip ? 1 : 0);
+    key.add(epilogue->silu ? 1 : 0);
     key.add(static_cast<int64_t>(std::bit_cast<uint32_t>(lo)));
     key.add(static_cast<int64_t>(std::bit_cast<uint32_t>(hi)));
   }

@@ -296,11 +296,12 @@ std::vector<OpInfo> fused_rows() {
        {"dilations", AttrKind::int_list, false, L{}},
        {"group", AttrKind::integer, false, int64_t{1}},
        {"min", AttrKind::rational, false, Rational(-(int64_t{1} << 62))},
-       {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)}},
+       {"max", AttrKind::rational, false, Rational(int64_t{1} << 62)},
+       {"silu", AttrKind::integer, false, int64_t{0}}},
       kComputes, D::none,
       "fused_conv(x, w, bias[1, M, 1, ...], residual?): conv(x, w) + bias (+ residual), clipped "
-      "to [min, max]; a convolution with its epilogue, one CPU library call (made by the model "
-      "compile's fuse step, docs/model-layer.md)");
+      "to [min, max], then v * sigmoid(v) when silu=1; a convolution with its epilogue, one CPU "
+      "library call (made by the model compile's fuse step, docs/model-layer.md)");
   fused.max_inputs = 4;
   return {fused};
 }

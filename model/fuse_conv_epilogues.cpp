@@ -1,7 +1,7 @@
-// The fuse step: convolutions and their epilogues as one fused_conv. An activation is recognized
-// by what it computes, not how it is spelled: the chain's piecewise-linear function is built
-// exactly (rational breakpoints) and must equal a clip, so an importer's relu/neg/shift spelling
-// of Clip, a plain relu and a model `clip` are all the same epilogue.
+// The fuse step: convolutions and their epilogues as one fused_conv. A clip is recognized by what
+// it computes, not how it is spelled: the chain's piecewise-linear function is built exactly
+// (rational breakpoints) and must equal a clip, so an importer's relu/neg/shift spelling of Clip,
+// a plain relu and a model `clip` are all the same epilogue. SiLU is `silu` or x * sigmoid(x).
 #include "model/fuse_conv_epilogues.h"
 
 #include <map>
@@ -245,20 +245,43 @@ class Fuser {
             last = block.bindings[*k].var;
           }
         }
-        // The longest chain of unary operators after it that is a clip.
-        PiecewiseLinear f;
-        std::pair<Q, Q> bounds;
-        size_t taken = chain.size();
-        for (std::string v = last; std::optional<size_t> k = sole_reader(v);) {
-          if (!apply(block.bindings[*k].call, f)) break;
+        // SiLU: the table's silu, or x * sigmoid(x) as exporters write it.
+        bool silu = false;
+        if (std::optional<size_t> k = sole_reader(last); k && is_op(block.bindings[*k], "silu")) {
           chain.push_back(*k);
-          v = block.bindings[*k].var;
-          if (auto clip = f.as_clip()) {
-            bounds = *clip;
-            taken = chain.size();
+          silu = true;
+        } else if (reads_[last] == 2) {
+          std::optional<size_t> s, product;
+          for (size_t k = index[last] + 1; k < block.bindings.size(); ++k)
+            if (is_op(block.bindings[k], "sigmoid") && block.bindings[k].call.args[0] == last)
+              s = k;
+          if (s) product = sole_reader(block.bindings[*s].var);
+          if (product && is_op(block.bindings[*product], "mul")) {
+            const auto& m = block.bindings[*product].call.args;
+            const std::string& gate = block.bindings[*s].var;
+            if ((m[0] == last && m[1] == gate) || (m[0] == gate && m[1] == last)) {
+              chain.push_back(*s);
+              chain.push_back(*product);
+              silu = true;
+            }
           }
         }
-        chain.resize(taken);
+        // Else the longest chain of unary operators after it that is a clip.
+        std::pair<Q, Q> bounds;
+        if (!silu) {
+          PiecewiseLinear f;
+          size_t taken = chain.size();
+          for (std::string v = last; std::optional<size_t> k = sole_reader(v);) {
+            if (!apply(block.bindings[*k].call, f)) break;
+            chain.push_back(*k);
+            v = block.bindings[*k].var;
+            if (auto clip = f.as_clip()) {
+              bounds = *clip;
+              taken = chain.size();
+            }
+          }
+          chain.resize(taken);
+        }
         const Binding& end = block.bindings[chain.back()];
         Binding fused = end;
         fused.call.callee = "fused_conv";
@@ -266,6 +289,7 @@ class Fuser {
         fused.call.attrs = conv.call.attrs;
         fused.call.attrs["min"] = bounds.first.value_or(Rational(-(int64_t{1} << 62)));
         fused.call.attrs["max"] = bounds.second.value_or(Rational(int64_t{1} << 62));
+        fused.call.attrs["silu"] = SymExpr(silu ? 1 : 0);
         fused.call.loc = conv.call.loc;
         fused.runtime_checks.clear();
         for (size_t c : chain)

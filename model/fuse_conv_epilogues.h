@@ -24,9 +24,10 @@ struct FuseResult {
 
 // Every f32 `y = conv(x, w)` of a dataflow block whose result is read only by `add(y, bias)`
 // (bias [1, M, 1, ...]), optionally then by `add(_, residual)` (residual of y's type), then by a
-// chain of unary operators that together clip to [lo, hi] (lo or hi may be absent), each
-// intermediate read by the next alone: one fused_conv binding where the chain's last was, under
-// its name, so readers are untouched. The module's functions are otherwise unchanged.
+// SiLU (`silu`, or `mul` of the value and its `sigmoid`) or by a chain of unary operators that
+// together clip to [lo, hi] (lo or hi may be absent), each intermediate read by the next alone: one
+// fused_conv binding where the chain's last was, under its name, so readers are untouched. The
+// module's functions are otherwise unchanged.
 FuseResult fuse_conv_epilogues(const Module& module);
 
 }  // namespace weft

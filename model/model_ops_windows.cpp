@@ -276,8 +276,8 @@ Tensor<double> eval_conv(const In& in, const Attrs& attrs) {
   return out;
 }
 
-// conv(x, w) + bias (+ residual), clipped: the bias [1, M, 1, ...] of the result's rank, the
-// residual of the result's type.
+// conv(x, w) + bias (+ residual), clipped, then SiLU where asked: the bias [1, M, 1, ...] of the
+// result's rank, the residual of the result's type.
 MType infer_fused_conv(DeduceContext& ctx, const std::vector<MType>& in, const MAttrs& attrs) {
   MType out = infer_conv(ctx, {in[0], in[1]}, attrs);
   for (size_t i = 2; i < in.size(); ++i)
@@ -305,10 +305,12 @@ Tensor<double> eval_fused_conv(const In& in, const Attrs& attrs) {
                                 shape_str(bias.shape), shape_str(out.shape)));
   const double lo = attrs.get_rational("min").to_double(),
                hi = attrs.get_rational("max").to_double();
+  const bool silu = attrs.get_int("silu") == 1;
   for (int64_t e = 0; e < numel(out.shape); ++e) {
     double v = out.data[e] + bias.data[(e / plane) % m];
     if (in.size() > 3) v += in[3]->data[e];
-    out.data[e] = std::isnan(v) ? v : std::clamp(v, lo, hi);  // NaN stays, as clip keeps it
+    v = std::isnan(v) ? v : std::clamp(v, lo, hi);  // NaN stays, as clip keeps it
+    out.data[e] = silu ? v / (1 + std::exp(-v)) : v;
   }
   return out;
 }

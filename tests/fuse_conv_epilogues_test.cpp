@@ -28,7 +28,8 @@ namespace {
 // reads a convolution twice; `partial` clips, then scales (not a clip: it stays); `downsampled`
 // sums two convolutions (a residual block with a downsampled shortcut); `chain` feeds
 // convolutions into convolutions (the VM keeps those results channels-last), `pooled` through
-// poolings; `wide_bias` adds a bias that is not per channel.
+// poolings; `swish` ends convolutions with SiLU, as exporters write it and as the table's row;
+// `wide_bias` adds a bias that is not per channel.
 const char* kModule = R"(module cnn
 sym 1 <= n <= 4
 
@@ -118,6 +119,19 @@ fn pooled(x: f32[n, 3, 8, 8], w1: f32[4, 3, 3, 3], b1: f32[1, 4, 1, 1], w2: f32[
   return o
 }
 
+fn swish(x: f32[n, 3, 8, 8], w1: f32[4, 3, 3, 3], b1: f32[1, 4, 1, 1], w2: f32[4, 4, 1, 1], b2: f32[1, 4, 1, 1]) -> f32[n, 4, 8, 8] {
+  dataflow {
+    c1 = conv(x, w1, pads=[1, 1, 1, 1])
+    a1 = add(c1, b1)
+    g1 = sigmoid(a1)
+    y1 = mul(g1, a1)
+    c2 = conv(y1, w2)
+    a2 = add(c2, b2)
+    o = silu(a2)
+  }
+  return o
+}
+
 fn wide_bias(x: f32[n, 3, 8, 8], w1: f32[4, 3, 3, 3], b1: f32[1, 4, 8, 8]) -> f32[n, 4, 8, 8] {
   dataflow {
     c1 = conv(x, w1, pads=[1, 1, 1, 1])
@@ -195,9 +209,23 @@ TEST_F(FuseConvEpilogues, ABiasOnTheLeftAResidualAndAReluFuse) {
   EXPECT_EQ(b.call.args, (std::vector<std::string>{"y1", "w2", "b2", "y1"}));
   EXPECT_EQ(std::get<Rational>(b.call.attrs.at("min")), Rational(0));
   EXPECT_EQ(std::get<Rational>(b.call.attrs.at("max")), Rational(int64_t{1} << 62));
-  // first, main, partial, downsampled (2), chain (2), pooled (2)
-  ASSERT_EQ(fused_.fusions.size(), 9u);
+  // first, main, partial, downsampled (2), chain (2), pooled (2), swish (2)
+  ASSERT_EQ(fused_.fusions.size(), 11u);
   EXPECT_EQ(fused_.fusions[1].bindings, 4);
+}
+
+TEST_F(FuseConvEpilogues, SiluAsExportersWriteItAndAsTheTablesRowFuses) {
+  const Function& f = function(fused_.module, "swish");
+  ASSERT_EQ(callees(f), (std::vector<std::string>{"fused_conv", "fused_conv"}));
+  for (const Binding& b : f.blocks[0].bindings) {
+    EXPECT_EQ(std::get<SymExpr>(b.call.attrs.at("silu")), SymExpr(1)) << b.var;
+    EXPECT_EQ(std::get<Rational>(b.call.attrs.at("max")), Rational(int64_t{1} << 62));
+  }
+  EXPECT_EQ(f.blocks[0].bindings[0].var, "y1");
+  // A clip's fusion says silu=0.
+  EXPECT_EQ(std::get<SymExpr>(
+                function(fused_.module, "first").blocks[0].bindings[0].call.attrs.at("silu")),
+            SymExpr(0));
 }
 
 TEST_F(FuseConvEpilogues, WhatIsNotAnEpilogueStays) {
@@ -250,8 +278,8 @@ TEST_F(FuseConvEpilogues, FusedFunctionsComputeWhatTheOriginalsDid) {
   ASSERT_GT(count([](double v) { return v == 0; }), 10);
   ASSERT_GT(count([](double v) { return v == 6; }), 10);
   ASSERT_GT(count([](double v) { return v > 0.5 && v < 5.5; }), 10);
-  for (const char* name :
-       {"first", "main", "partial", "shared", "downsampled", "chain", "pooled", "wide_bias"})
+  for (const char* name : {"first", "main", "partial", "shared", "downsampled", "chain", "pooled",
+                           "swish", "wide_bias"})
     for (bool library : {false, true}) {
       const std::vector<double> want = run(original_, name, library);
       const std::vector<double> got = run(fused_.module, name, library);
