@@ -185,7 +185,7 @@ TEST(OpTable, EveryRowSaysWhereItAppearsAndModelOnlyRowsOnlyInModels) {
     ASSERT_TRUE(kind.has_value()) << name;
     EXPECT_TRUE(is_model_only(*kind)) << name;
   }
-  EXPECT_EQ(model_only, 49);
+  EXPECT_EQ(model_only, 50);
   EXPECT_GT(shared, 15);  // the elementwise, matmul, reduction, movement and composite rows
   EXPECT_NE(op_info(OpKind::matmul).levels & kAtModel, 0);
   EXPECT_EQ(op_info(OpKind::iter).levels & kAtModel, 0);
@@ -223,7 +223,7 @@ TEST(OpTable, MicroGraphLayersRefuseModelOnlyOperatorsWithLocatedErrors) {
     ValueId x = b.add_input("X", TensorType{DType::f32, {2, 4}});
     EXPECT_THROW(b.add_op(info.kind, {x}, {}, {}, SourceLoc{"g", 1, 1}), UserError) << info.name;
   }
-  EXPECT_EQ(refusals, 49);
+  EXPECT_EQ(refusals, 50);
 }
 
 TEST(OpTable, CompositesAreLaxExactlyWhenTheirExpansionIs) {
@@ -255,10 +255,11 @@ TEST(OpTable, KindValuesAreStable) {
   EXPECT_EQ(static_cast<int>(OpKind::equal), 64);
   EXPECT_EQ(static_cast<int>(OpKind::gather_nd), 80);
   EXPECT_EQ(static_cast<int>(OpKind::scatter_nd), 81);
+  EXPECT_EQ(static_cast<int>(OpKind::fused_conv), 82);
   EXPECT_EQ(std::string(op_kind_name(OpKind::erf)), "erf");
   // The reserved rows follow the last operator and are empty outside their test.
-  EXPECT_EQ(static_cast<int>(OpKind::scratch_unary), 82);
-  EXPECT_EQ(kNumOpKinds, 84);
+  EXPECT_EQ(static_cast<int>(OpKind::scratch_unary), 83);
+  EXPECT_EQ(kNumOpKinds, 85);
   for (const OpInfo& info : all_ops()) EXPECT_FALSE(is_scratch_slot(info.kind)) << info.name;
 }
 
