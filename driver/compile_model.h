@@ -43,8 +43,8 @@ struct ModelCompileOptions {
     return config;
   }();
   // The rewrite step: mode none (this call's default, so a baseline compiled through it is the
-  // model as written; a compile to a directory turns it on) or backtrack, with `rules` (empty:
-  // the default set). Its target is the compile's and its sizes the first binding's.
+  // model as written; a compile to a directory turns it on), egraph or backtrack, with `rules`
+  // (empty: the default set). Its target is the compile's and its sizes the first binding's.
   ModelRewriteOptions rewrite = [] {
     ModelRewriteOptions r;
     r.mode = RewriteMode::none;

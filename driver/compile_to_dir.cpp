@@ -106,6 +106,7 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
   for (const FunctionRewrite& f : r.rewrites.functions) {
     nlohmann::ordered_json e;
     e["function"] = f.function;
+    e["mode"] = rewrite_mode_name(f.mode);
     e["rewrites"] = nlohmann::ordered_json::array();
     for (const RewriteStep& st : f.steps)
       e["rewrites"].push_back({{"rule", st.rule}, {"reversed", st.reverse}, {"at", st.at}});
@@ -113,7 +114,13 @@ nlohmann::ordered_json summary_json(const std::string& file, const std::string& 
     e["kernels_after"] = f.kernels_after;
     e["predicted_before_us"] = us(f.before_s);
     e["predicted_after_us"] = us(f.after_s);
-    e["graphs"] = f.graphs;
+    if (f.mode == RewriteMode::egraph) {
+      e["enodes"] = f.graphs;
+      e["eclasses"] = f.classes;
+      e["iterations"] = f.iterations;
+    } else {
+      e["graphs"] = f.graphs;
+    }
     e["stop"] = stop_reason_name(f.stop);
     if (!f.rejected.empty()) e["not_used"] = f.rejected;
     e["search_s"] = f.search_s;

@@ -44,7 +44,7 @@ struct ModelDirOptions {
   int max_region_ops = kDefaultMaxRegionOps;
   // The rewrite step (ModelCompileOptions::rewrite): on for a compile to a directory (it pays on
   // the corpus's transformers, docs/rewrites.md); the library call's default is off.
-  RewriteMode rewrite = RewriteMode::backtrack;
+  RewriteMode rewrite = ModelRewriteOptions{}.mode;
   std::string rules;  // its rule file; empty: the default set
   bool fuse = true;   // the fuse step (ModelCompileOptions::fuse_conv_epilogues)
   std::function<void(const std::string&)> progress;  // ModelCompileOptions::progress

@@ -49,11 +49,10 @@ Graph part_graph(const Function& f, const std::vector<const Binding*>& part,
   return std::move(gb).finish();
 }
 
-}  // namespace
-
-RewriteCheck check_rewritten_function(const Function& original, const Function& rewritten,
-                                      const std::map<std::string, std::string>& renamed,
-                                      const SymBinding& at, uint64_t seed) {
+// `widen`: unchanged table operators the new part reads join both parts (see below).
+RewriteCheck check_parts(const Function& original, const Function& rewritten,
+                         const std::map<std::string, std::string>& renamed, const SymBinding& at,
+                         uint64_t seed, bool widen) {
   RewriteCheck out;
   std::map<std::string, Binding> before;  // the original's bindings, reads renamed
   for (const Binding* b : top_level(original)) {
@@ -71,6 +70,26 @@ RewriteCheck check_rewritten_function(const Function& original, const Function& 
   }
   std::set<std::string> removed_vars, added_vars;
   for (const Binding* a : added) added_vars.insert(a->var);
+  // An unchanged table operator the new part reads (a rewrite may reuse a value the function
+  // already computes) is a live-in of both parts, free to take any value: a stronger check than
+  // needed, which may fail where the value's relation to the inputs matters. Widened, it joins
+  // both parts instead (which may take them outside what the finite-field test decides).
+  std::map<std::string, const Binding*> kept;
+  for (const Binding* b : top_level(rewritten))
+    if (widen && !added_vars.count(b->var) &&
+        (b->call.kind == CallKind::item ||
+         (b->call.kind == CallKind::op && op_by_name(b->call.callee))))
+      kept[b->var] = b;
+  for (std::vector<const Binding*> todo = added; !todo.empty();) {
+    const Binding* b = todo.back();
+    todo.pop_back();
+    for (const std::string& v : reads_of(b->call))
+      if (auto it = kept.find(v); it != kept.end() && added_vars.insert(v).second)
+        todo.push_back(it->second);
+  }
+  added.clear();
+  for (const Binding* b : top_level(rewritten))
+    if (added_vars.count(b->var)) added.push_back(b);
   std::vector<const Binding*> removed;
   for (const Binding* b : top_level(original))
     if (!now_defined.count(b->var) || added_vars.count(b->var)) {
@@ -127,6 +146,17 @@ RewriteCheck check_rewritten_function(const Function& original, const Function& 
     out.message = e.message();
   }
   return out;
+}
+
+}  // namespace
+
+RewriteCheck check_rewritten_function(const Function& original, const Function& rewritten,
+                                      const std::map<std::string, std::string>& renamed,
+                                      const SymBinding& at, uint64_t seed) {
+  RewriteCheck out = check_parts(original, rewritten, renamed, at, seed, false);
+  if (out.verdict == Verdict::equivalent) return out;
+  RewriteCheck wide = check_parts(original, rewritten, renamed, at, seed, true);
+  return wide.verdict == Verdict::equivalent ? wide : out;
 }
 
 }  // namespace weft

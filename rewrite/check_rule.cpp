@@ -116,4 +116,11 @@ std::vector<RuleVerdict> check_and_prove(const std::vector<Rule>& rules, bool ch
   return out;
 }
 
+bool BaseVerdicts::holds(const Rule& rule, const Rational& base, uint64_t seed) {
+  const auto key = std::make_tuple(rule.id, base.num(), base.den());
+  auto it = known_.find(key);
+  if (it == known_.end()) it = known_.emplace(key, rule_holds_with_base(rule, base, seed)).first;
+  return it->second;
+}
+
 }  // namespace weft

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/rational.h"
@@ -39,6 +41,15 @@ struct RuleVerdict {
 // base^k (rewrite/model_match.h's generalized matches): the rule so rewritten, checked by finite
 // field at rule_check_sizes().
 bool rule_holds_with_base(const Rule& rule, const Rational& base, uint64_t seed = 1);
+
+// rule_holds_with_base, each (rule, base) checked once.
+class BaseVerdicts {
+ public:
+  bool holds(const Rule& rule, const Rational& base, uint64_t seed);
+
+ private:
+  std::map<std::tuple<int, int64_t, int64_t>, bool> known_;
+};
 
 // Checks each rule by finite field at rule_check_sizes() (`check`) and proves it from the axioms
 // (`prove`; a rule that failed its check is not proved), each rule on its own, on `threads`

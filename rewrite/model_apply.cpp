@@ -10,9 +10,7 @@
 
 namespace weft {
 
-namespace {
-
-bool same_type(const MType& a, const MType& b, SymProver& prover) {
+bool same_model_type(const MType& a, const MType& b, SymProver& prover) {
   if (a == b) return true;
   if (!a.is_tensor() || !b.is_tensor() || a.dtype != b.dtype || !a.dims || !b.dims ||
       a.dims->size() != b.dims->size())
@@ -43,10 +41,8 @@ std::optional<MAttrs> lifted_attrs(const Attrs& attrs, int lift,
   return out;
 }
 
-// The block's bindings in an order where each is defined before it is read, as close to
-// `priority` as that allows; nullopt for a cycle.
-std::optional<std::vector<Binding>> reorder(std::vector<Binding> bindings,
-                                            const std::vector<int>& priority) {
+std::optional<std::vector<Binding>> dependency_order(std::vector<Binding> bindings,
+                                                     const std::vector<int>& priority) {
   std::map<std::string, size_t> def;
   for (size_t i = 0; i < bindings.size(); ++i) def[bindings[i].var] = i;
   std::vector<int> waiting(bindings.size(), 0);
@@ -73,8 +69,6 @@ std::optional<std::vector<Binding>> reorder(std::vector<Binding> bindings,
   if (out.size() != bindings.size()) return std::nullopt;
   return out;
 }
-
-}  // namespace
 
 void rename_reads(Binding& b, const std::map<std::string, std::string>& renamed) {
   for (std::string& a : b.call.args)
@@ -180,7 +174,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
   for (size_t o = 0; o < m.outputs.size(); ++o) {
     if (m.outputs[o].empty()) continue;
     const std::string now = value_of(replacement.outputs.at(o));
-    if (!same_type(type_of(now), index.types.at(m.outputs[o]), prover)) return std::nullopt;
+    if (!same_model_type(type_of(now), index.types.at(m.outputs[o]), prover)) return std::nullopt;
     if (now != m.outputs[o]) out.renamed[m.outputs[o]] = now;
   }
   out.function = f;
@@ -204,7 +198,7 @@ std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex
     for (const std::string& v : reads_of(b.call))
       WEFT_CHECK(!gone.count(v) || out.renamed.count(v),
                  "rewrite of '{}' removes '{}', which '{}' still reads", anchor.var, v, b.var);
-  auto ordered = reorder(std::move(bindings), priority);
+  auto ordered = dependency_order(std::move(bindings), priority);
   if (!ordered) return std::nullopt;
   out.function.blocks[static_cast<size_t>(m.block)].bindings = std::move(*ordered);
   for (size_t bi = 0; bi < out.function.blocks.size(); ++bi)

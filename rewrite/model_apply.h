@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/module.h"
 #include "rewrite/model_match.h"
@@ -25,6 +26,19 @@ struct AppliedRewrite {
 std::optional<AppliedRewrite> apply_match(const Function& f, const FunctionIndex& index,
                                           const RewriteMatch& m, const Pattern& replacement,
                                           SymProver& prover, int& fresh);
+
+// Equal types, dims equal as the prover shows them.
+bool same_model_type(const MType& a, const MType& b, SymProver& prover);
+
+// A rule's attributes on a model call: axes moved by `lift` leading dims, powers of 2 read as
+// powers of `base`; nullopt when a constant overflows.
+std::optional<MAttrs> lifted_attrs(const Attrs& attrs, int lift,
+                                   const std::optional<Rational>& base);
+
+// A block's bindings in an order where each is defined before it is read, as close to `priority`
+// (one per binding, smaller first) as that allows; nullopt for a cycle.
+std::optional<std::vector<Binding>> dependency_order(std::vector<Binding> bindings,
+                                                     const std::vector<int>& priority);
 
 // Reads of `from` become reads of `to` in `b` (the arms of an if included).
 void rename_reads(Binding& b, const std::map<std::string, std::string>& renamed);

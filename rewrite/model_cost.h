@@ -33,12 +33,16 @@ class ModelCost {
   int kernels(const Function& f);
   const SymBinding& at() const { return at_; }
 
- private:
   struct Entry {
     double seconds = 0;
     int kernels = 0;
   };
+  // One binding as its own kernel (`types`: its operands'); zero for what is not a table operator.
+  // Constants are not considered here (the caller knows what folds).
   Entry entry(const Binding& b, const std::map<std::string, MType>& types);
+  const std::set<std::string>& constants() const { return constants_; }
+
+ private:
   Entry totals(const Function& f);
   const Target& target_;
   SymBinding at_;

@@ -79,51 +79,6 @@ class Matcher {
     }
   }
 
-  bool attrs_match(const PatternOp& po, const Binding& b, int lift,
-                   std::optional<Rational>& base) const {
-    if (b.call.attrs.size() != po.attrs.entries().size()) return false;
-    for (const auto& [name, value] : po.attrs.entries()) {
-      auto it = b.call.attrs.find(name);
-      if (it == b.call.attrs.end()) return false;
-      if (const auto* i = std::get_if<int64_t>(&value)) {
-        const auto* e = std::get_if<SymExpr>(&it->second);
-        auto c = e ? e->as_constant() : std::nullopt;
-        if (!c) return false;  // a symbolic attribute: no rule of constant attributes matches it
-        int64_t d = *c;
-        if (axis_attribute(name)) {
-          if (d < 0) d += b.call.args.empty() ? 0 : model_rank(b.call.args[0]);
-          if (d != *i + lift) return false;
-        } else if (d != *i) {
-          return false;
-        }
-      } else if (const auto* p = std::get_if<Rational>(&value)) {
-        const auto* q = std::get_if<Rational>(&it->second);
-        if (!q) return false;
-        const std::optional<int> k = power_of_two(*p);
-        if (!k || *k == 0) {
-          if (!(*q == *p)) return false;
-        } else if (base) {
-          if (rule_base_pow(*p, base) != *q) return false;
-        } else if (*k == 1 || *k == -1) {
-          base = *k == 1 ? *q : Rational::make(q->den(), q->num());
-          if (!base) return false;
-        } else {
-          if (!(*q == *p)) return false;
-          base = Rational(2);
-        }
-      } else {
-        Attrs model;
-        try {
-          model = evaluate_attrs({{name, it->second}}, {}, b.call.loc);
-        } catch (const UserError&) {
-          return false;
-        }
-        if (!(model.entries().at(name) == value)) return false;
-      }
-    }
-    return true;
-  }
-
   // The binding of pattern op `j'` that defines model value `v` as its result `r`, or -1.
   int producer(const std::string& v, const PatternRef& ref, int block) const {
     auto it = index_.defined.find(v);
@@ -189,24 +144,17 @@ class Matcher {
     }
     std::vector<MatchState> kept;
     for (MatchState& t : out)
-      if (attrs_match(po, b, lift, t.base)) kept.push_back(std::move(t));
+      if (attrs_match_pattern(po, b.call.attrs,
+                              b.call.args.empty() ? 0 : model_rank(b.call.args[0]), lift, t.base,
+                              b.call.loc))
+        kept.push_back(std::move(t));
     return kept;
   }
 
   bool dims_consistent(const MatchState& s) {
-    std::map<std::string, SymExpr> vars;
-    for (size_t i = 0; i < s.inputs.size(); ++i) {
-      if (!s.inputs[i]) continue;
-      const MType& t = index_.types.at(*s.inputs[i]);
-      for (size_t k = 0; k < p_.input_dims[i].size(); ++k) {
-        const SymExpr& d = (*t.dims)[static_cast<size_t>(s.lift) + k];
-        auto [it, fresh] = vars.emplace(p_.input_dims[i][k], d);
-        if (!fresh && !(it->second == d) &&
-            prover_.prove_eq(it->second, d).truth != SymTruth::proven_true)
-          return false;
-      }
-    }
-    return true;
+    std::vector<const MType*> types;
+    for (const std::string* v : s.inputs) types.push_back(v ? &index_.types.at(*v) : nullptr);
+    return rule_dims_consistent(p_, types, s.lift, prover_);
   }
 
   // Reads of `v` all from bindings of the match (and `v` not the result).
@@ -287,6 +235,67 @@ class Matcher {
 };
 
 }  // namespace
+
+bool rule_dims_consistent(const Pattern& p, const std::vector<const MType*>& types, int lift,
+                          SymProver& prover) {
+  std::map<std::string, SymExpr> vars;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (!types[i]) continue;
+    for (size_t k = 0; k < p.input_dims[i].size(); ++k) {
+      const SymExpr& d = (*types[i]->dims)[static_cast<size_t>(lift) + k];
+      auto [it, fresh] = vars.emplace(p.input_dims[i][k], d);
+      if (!fresh && !(it->second == d) &&
+          prover.prove_eq(it->second, d).truth != SymTruth::proven_true)
+        return false;
+    }
+  }
+  return true;
+}
+
+bool attrs_match_pattern(const PatternOp& po, const MAttrs& attrs, int first_rank, int lift,
+                         std::optional<Rational>& base, const SourceLoc& loc) {
+  if (attrs.size() != po.attrs.entries().size()) return false;
+  for (const auto& [name, value] : po.attrs.entries()) {
+    auto it = attrs.find(name);
+    if (it == attrs.end()) return false;
+    if (const auto* i = std::get_if<int64_t>(&value)) {
+      const auto* e = std::get_if<SymExpr>(&it->second);
+      auto c = e ? e->as_constant() : std::nullopt;
+      if (!c) return false;  // a symbolic attribute: no rule of constant attributes matches it
+      int64_t d = *c;
+      if (axis_attribute(name)) {
+        if (d < 0) d += first_rank;
+        if (d != *i + lift) return false;
+      } else if (d != *i) {
+        return false;
+      }
+    } else if (const auto* p = std::get_if<Rational>(&value)) {
+      const auto* q = std::get_if<Rational>(&it->second);
+      if (!q) return false;
+      const std::optional<int> k = power_of_two(*p);
+      if (!k || *k == 0) {
+        if (!(*q == *p)) return false;
+      } else if (base) {
+        if (rule_base_pow(*p, base) != *q) return false;
+      } else if (*k == 1 || *k == -1) {
+        base = *k == 1 ? *q : Rational::make(q->den(), q->num());
+        if (!base) return false;
+      } else {
+        if (!(*q == *p)) return false;
+        base = Rational(2);
+      }
+    } else {
+      Attrs model;
+      try {
+        model = evaluate_attrs({{name, it->second}}, {}, loc);
+      } catch (const UserError&) {
+        return false;
+      }
+      if (!(model.entries().at(name) == value)) return false;
+    }
+  }
+  return true;
+}
 
 FunctionIndex index_function(const Function& f) {
   FunctionIndex index;

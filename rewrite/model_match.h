@@ -58,6 +58,17 @@ struct RewriteMatch {
   std::vector<std::string> outputs;
 };
 
+// Whether a call's attributes are pattern op `po`'s at `lift` leading dims more than the rule's
+// (`first_rank`: its first operand's rank, for negative axes). The rule's powers of 2 may read as
+// powers of `base`: set by the first such attribute, checked by the others.
+bool attrs_match_pattern(const PatternOp& po, const MAttrs& attrs, int first_rank, int lift,
+                         std::optional<Rational>& base, const SourceLoc& loc);
+
+// Whether the model types bound to a pattern's inputs (`types[i]`: input i's, null when unbound)
+// give each rule variable one dim, equal where the prover shows it, `lift` leading dims skipped.
+bool rule_dims_consistent(const Pattern& p, const std::vector<const MType*>& types, int lift,
+                          SymProver& prover);
+
 // Every match of `pattern` in `f`, in a deterministic order.
 std::vector<RewriteMatch> find_matches(const Function& f, const FunctionIndex& index,
                                        const Pattern& pattern, SymProver& prover);

@@ -15,28 +15,12 @@
 #include "rewrite/check_rule.h"
 #include "rewrite/model_apply.h"
 #include "rewrite/model_cost.h"
+#include "rewrite/model_egraph.h"
 #include "rewrite/pattern.h"
 
 namespace weft {
 
 namespace {
-
-struct Direction {
-  int rule = 0;
-  const Rule* source = nullptr;  // the rule it reads (in rewrite_model's list)
-  bool reverse = false;
-  Pattern from, to;
-};
-
-std::vector<Direction> directions(const std::vector<Rule>& rules) {
-  std::vector<Direction> out;
-  for (const Rule& r : rules) {
-    Pattern source = rule_pattern(r, false), target = rule_pattern(r, true);
-    if (!source.ops.empty()) out.push_back({r.id, &r, false, source, target});
-    if (!target.ops.empty()) out.push_back({r.id, &r, true, target, source});
-  }
-  return out;
-}
 
 uint64_t mix(uint64_t h, uint64_t v) {
   return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
@@ -102,26 +86,22 @@ std::map<std::string, std::string> compose(std::map<std::string, std::string> ea
   return earlier;
 }
 
-// Rules known to hold (or not) with another constant: (rule, base) -> holds.
-using BaseVerdicts = std::map<std::tuple<int, int64_t, int64_t>, bool>;
+// The graph a search would use, before its check.
+struct Found {
+  Function function;
+  double cost = 0;
+  std::map<std::string, std::string> renamed;
+  std::vector<RewriteStep> steps;
+  bool changed = false;
+};
 
-FunctionRewrite search_function(const Function& f, const std::vector<Direction>& dirs,
-                                const ModelRewriteOptions& options, const Budget& budget,
-                                SymProver& prover, BaseVerdicts& holds_with_base,
-                                Function& best_out) {
+Found backtrack(const Function& f, const std::vector<RuleDirection>& dirs,
+                const ModelRewriteOptions& options, const Budget& budget, SymProver& prover,
+                BaseVerdicts& holds_with_base, ModelCost& cost, FunctionRewrite& rep) {
   const auto t0 = std::chrono::steady_clock::now();
-  FunctionRewrite rep;
-  rep.function = f.name;
-  std::set<std::string> constants;
-  for (const Param& p : f.params)
-    if (options.constants.count(p.name)) constants.insert(p.name);
-  ModelCost cost(target_by_name(options.target),
-                 representative_binding(f, options.at, options.fallback_size), constants);
   auto start = std::make_shared<Candidate>();
   start->function = f;
-  start->cost = cost.function_s(f);
-  rep.before_s = start->cost;
-  rep.kernels_before = cost.kernels(f);
+  start->cost = rep.before_s;
   std::shared_ptr<Candidate> best = start;
   std::priority_queue<std::shared_ptr<Candidate>, std::vector<std::shared_ptr<Candidate>>, Later>
       queue;
@@ -142,23 +122,14 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
     queue.pop();
     if (cur->cost > options.alpha * best->cost) continue;
     const FunctionIndex index = index_function(cur->function);
-    for (const Direction& d : dirs) {
+    for (const RuleDirection& d : dirs) {
       if (budget.left_s() <= 0) rep.stop = StopReason::time_budget;
       if (rep.stop != StopReason::complete) break;
       for (const RewriteMatch& m : find_matches(cur->function, index, d.from, prover)) {
         auto applied = apply_match(cur->function, index, m, d.to, prover, fresh);
         if (!applied || !seen.insert(structure_hash(applied->function)).second) continue;
-        if (m.base) {
-          // The rule read with another constant holds or not wherever it applies: checked by
-          // finite field once per rule and constant.
-          auto key = std::make_tuple(d.rule, m.base->num(), m.base->den());
-          auto known = holds_with_base.find(key);
-          if (known == holds_with_base.end())
-            known =
-                holds_with_base.emplace(key, rule_holds_with_base(*d.source, *m.base, options.seed))
-                    .first;
-          if (!known->second) continue;
-        }
+        // The rule read with another constant holds or not wherever it applies.
+        if (m.base && !holds_with_base.holds(*d.source, *m.base, options.seed)) continue;
         if (options.state_budget > 0 && rep.graphs >= options.state_budget) {
           rep.stop = StopReason::state_budget;
           break;
@@ -178,16 +149,52 @@ FunctionRewrite search_function(const Function& f, const std::vector<Direction>&
       }
     }
   }
+  return {best->function, best->cost, best->renamed, best->steps, best != start};
+}
+
+Found saturate(const Function& f, const std::vector<RuleDirection>& dirs,
+               const ModelRewriteOptions& options, const Budget& budget, SymProver& prover,
+               BaseVerdicts& holds_with_base, ModelCost& cost, FunctionRewrite& rep) {
+  EGraphRewrite e = egraph_rewrite_function(f, dirs, cost, options.egraph, budget, prover,
+                                            holds_with_base, options.seed, options.progress);
+  rep.graphs = e.nodes;
+  rep.classes = e.classes;
+  rep.iterations = e.iterations;
+  rep.stop = e.stop;
+  const double c = cost.function_s(e.function);
+  const bool changed = c < rep.before_s * (1 - 1e-9);
+  return {std::move(e.function), c, std::move(e.renamed), std::move(e.steps), changed};
+}
+
+FunctionRewrite search_function(const Function& f, const std::vector<RuleDirection>& dirs,
+                                const ModelRewriteOptions& options, const Budget& budget,
+                                SymProver& prover, BaseVerdicts& holds_with_base,
+                                Function& best_out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FunctionRewrite rep;
+  rep.function = f.name;
+  rep.mode = options.mode;
+  std::set<std::string> constants;
+  for (const Param& p : f.params)
+    if (options.constants.count(p.name)) constants.insert(p.name);
+  ModelCost cost(target_by_name(options.target),
+                 representative_binding(f, options.at, options.fallback_size), constants);
+  rep.before_s = cost.function_s(f);
+  rep.kernels_before = cost.kernels(f);
+  const Found best = options.mode == RewriteMode::egraph
+                         ? saturate(f, dirs, options, budget, prover, holds_with_base, cost, rep)
+                         : backtrack(f, dirs, options, budget, prover, holds_with_base, cost, rep);
   rep.after_s = rep.before_s;
   rep.kernels_after = rep.kernels_before;
   best_out = f;
-  if (best != start) {
-    rep.check = check_rewritten_function(f, best->function, best->renamed, cost.at(), options.seed);
+  if (best.changed) {
+    rep.check = check_rewritten_function(f, best.function, best.renamed, cost.at(), options.seed);
     if (rep.check.verdict == Verdict::equivalent) {
-      best_out = best->function;
-      rep.steps = best->steps;
-      rep.after_s = best->cost;
-      rep.kernels_after = cost.kernels(best->function);
+      best_out = best.function;
+      rep.used = true;
+      rep.steps = best.steps;
+      rep.after_s = best.cost;
+      rep.kernels_after = cost.kernels(best.function);
     } else {
       rep.rejected = fmt::format("the finite-field check failed ({}): {}",
                                  verdict_name(rep.check.verdict), rep.check.message);
@@ -205,6 +212,8 @@ const char* rewrite_mode_name(RewriteMode mode) {
       return "none";
     case RewriteMode::backtrack:
       return "backtrack";
+    case RewriteMode::egraph:
+      return "egraph";
   }
   return "?";
 }
@@ -212,7 +221,9 @@ const char* rewrite_mode_name(RewriteMode mode) {
 RewriteMode rewrite_mode_from_name(const std::string& name) {
   if (name == "none") return RewriteMode::none;
   if (name == "backtrack") return RewriteMode::backtrack;
-  throw UserError({}, fmt::format("unknown rewrite mode '{}': expected none or backtrack", name));
+  if (name == "egraph") return RewriteMode::egraph;
+  throw UserError(
+      {}, fmt::format("unknown rewrite mode '{}': expected none, backtrack or egraph", name));
 }
 
 int ModelRewriteResult::rewrites() const {
@@ -228,7 +239,7 @@ ModelRewriteResult rewrite_model(const Module& module, const std::vector<Rule>& 
   out.module = module;
   if (options.mode == RewriteMode::none) return out;
   target_by_name(options.target);  // an unknown target is the caller's error, before any work
-  const std::vector<Direction> dirs = directions(rules);
+  const std::vector<RuleDirection> dirs = rule_directions(rules);
   const Budget budget(Budget::Limits{options.time_budget_s, 0, 0});
   const size_t n = module.functions.size();
   BaseVerdicts holds_with_base;
@@ -238,7 +249,7 @@ ModelRewriteResult rewrite_model(const Module& module, const std::vector<Rule>& 
     FunctionRewrite rep =
         search_function(f, dirs, options, budget.share(static_cast<int>(n - i), 0.05), prover,
                         holds_with_base, best);
-    if (!rep.steps.empty()) {
+    if (rep.used) {
       Module trial = out.module;
       trial.functions[i] = best;
       try {
@@ -246,6 +257,7 @@ ModelRewriteResult rewrite_model(const Module& module, const std::vector<Rule>& 
         out.module = std::move(trial);
       } catch (const UserError& e) {
         rep.rejected = fmt::format("the rewritten function does not deduce: {}", e.message());
+        rep.used = false;
         rep.steps.clear();
         rep.after_s = rep.before_s;
         rep.kernels_after = rep.kernels_before;
@@ -253,9 +265,10 @@ ModelRewriteResult rewrite_model(const Module& module, const std::vector<Rule>& 
     }
     out.stop = worse_stop(out.stop, rep.stop);
     if (options.progress)
-      options.progress(fmt::format("rewrite: fn {}: {} rewrite(s), {} graphs, {:.1f} s ({})",
-                                   f.name, rep.steps.size(), rep.graphs, rep.search_s,
-                                   stop_reason_name(rep.stop)));
+      options.progress(fmt::format("rewrite: fn {}: {} rewrite(s), {} {}, {:.1f} s ({})", f.name,
+                                   rep.steps.size(), rep.graphs,
+                                   rep.mode == RewriteMode::egraph ? "e-nodes" : "graphs",
+                                   rep.search_s, stop_reason_name(rep.stop)));
     out.functions.push_back(std::move(rep));
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -270,11 +283,15 @@ std::string rewrite_summary(const ModelRewriteResult& result) {
       steps.push_back(fmt::format("rule {}{} at {}", s.rule, s.reverse ? " reversed" : "", s.at));
     out += fmt::format(
         "fn {}: {} rewrite(s){}, {} -> {} kernels, {:.2f} -> {:.2f} us predicted, "
-        "{} graphs, {}",
+        "{}, {}",
         f.function, f.steps.size(),
         steps.empty() ? "" : fmt::format(" ({})", fmt::join(steps, ", ")), f.kernels_before,
-        f.kernels_after, f.before_s * 1e6, f.after_s * 1e6, f.graphs, stop_reason_name(f.stop));
-    if (!f.steps.empty())
+        f.kernels_after, f.before_s * 1e6, f.after_s * 1e6,
+        f.mode == RewriteMode::egraph ? fmt::format("{} e-nodes in {} classes, {} iteration(s)",
+                                                    f.graphs, f.classes, f.iterations)
+                                      : fmt::format("{} graphs", f.graphs),
+        stop_reason_name(f.stop));
+    if (f.used)
       out += fmt::format(", checked by finite field (bound 2^{:.0f})",
                          f.check.bound > 0 ? std::log2(f.check.bound) : -1000.0);
     if (!f.rejected.empty()) out += ", not used: " + f.rejected;

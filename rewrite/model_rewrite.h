@@ -1,8 +1,8 @@
-// Rewriting a model with generated rules (TASO §4): per function, a cost-directed backtracking
-// search over the graphs the rules reach in either direction — a priority queue by predicted time,
-// graphs kept while within alpha of the best, each graph once (a hash blind to value names) —
-// within one budget of time and states; the best graph is used only after the finite-field check
-// of what it changed. docs/rewrites.md, "Applying rules to a model".
+// Rewriting a model with generated rules: per function, TASO's cost-directed backtracking search
+// over the graphs the rules reach in either direction (a priority queue by predicted time, graphs
+// kept while within alpha of the best, each graph once: a hash blind to value names), or Tensat's
+// equality saturation with greedy extraction (rewrite/model_egraph.h), within one budget; the best
+// graph is used only after the finite-field check of what it changed. docs/rewrites.md.
 #pragma once
 
 #include <cstdint>
@@ -15,22 +15,26 @@
 #include "core/target.h"
 #include "model/module.h"
 #include "rewrite/check_rewrite.h"
+#include "rewrite/model_egraph.h"
 #include "rewrite/rule.h"
 #include "sym/evaluate.h"
 #include "sym/prove.h"
 
 namespace weft {
 
-enum class RewriteMode { none, backtrack };
+enum class RewriteMode { none, backtrack, egraph };
 const char* rewrite_mode_name(RewriteMode mode);
-// "none" | "backtrack"; UserError naming the choices otherwise.
+// "none" | "backtrack" | "egraph"; UserError naming the choices otherwise.
 RewriteMode rewrite_mode_from_name(const std::string& name);
 
 struct ModelRewriteOptions {
-  RewriteMode mode = RewriteMode::backtrack;
+  // The e-graph by default: on the corpus it reaches the backtracking search's graph (or a
+  // cheaper one) in a tenth of the time (docs/benchmarks.md, "The e-graph mode").
+  RewriteMode mode = RewriteMode::egraph;
   double alpha = 1.05;          // graphs up to alpha x the best predicted time stay in the queue
   double time_budget_s = 10;    // over the whole model (0: unlimited)
-  int64_t state_budget = 2000;  // graphs per function (0: unlimited)
+  int64_t state_budget = 2000;  // backtrack: graphs per function (0: unlimited)
+  EGraphLimits egraph;          // egraph: e-nodes per block, rounds of rule application
   std::string target = "cpu";   // whose cost model judges
   SymBinding at;                // sizes to predict and check at (see representative_binding)
   int64_t fallback_size = 64;   // a variable `at` does not bind
@@ -41,18 +45,16 @@ struct ModelRewriteOptions {
   std::function<void(const std::string&)> progress;  // a line per function
 };
 
-struct RewriteStep {
-  int rule = 0;
-  bool reverse = false;  // target -> source
-  std::string at;        // the first value the rewrite replaced
-};
-
 struct FunctionRewrite {
   std::string function;
   double before_s = 0, after_s = 0;  // predicted, each table operator its own kernel
   int kernels_before = 0, kernels_after = 0;
+  RewriteMode mode = RewriteMode::backtrack;
+  bool used = false;               // the function was replaced by the search's best graph
   std::vector<RewriteStep> steps;  // of the graph used (empty: the function as it was)
-  int64_t graphs = 0;              // graphs the search reached
+  int64_t graphs = 0;              // graphs the search reached (egraph: e-nodes)
+  int64_t classes = 0;             // egraph: e-classes
+  int iterations = 0;              // egraph: rounds of rule application
   StopReason stop = StopReason::complete;
   RewriteCheck check;    // of the best graph (verdict error with no steps: not checked)
   std::string rejected;  // why the best graph was not used, when it was not

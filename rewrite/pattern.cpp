@@ -42,4 +42,14 @@ Pattern rule_pattern(const Rule& rule, bool target_side) {
   return p;
 }
 
+std::vector<RuleDirection> rule_directions(const std::vector<Rule>& rules) {
+  std::vector<RuleDirection> out;
+  for (const Rule& r : rules) {
+    Pattern source = rule_pattern(r, false), target = rule_pattern(r, true);
+    if (!source.ops.empty()) out.push_back({r.id, &r, false, source, target});
+    if (!target.ops.empty()) out.push_back({r.id, &r, true, target, source});
+  }
+  return out;
+}
+
 }  // namespace weft

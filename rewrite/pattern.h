@@ -39,6 +39,23 @@ struct Pattern {
 // The side `target_side` of `rule` (read at rule_reading_sizes()).
 Pattern rule_pattern(const Rule& rule, bool target_side);
 
+// A rule read one way: matches of `from` are replaced by `to`.
+struct RuleDirection {
+  int rule = 0;
+  const Rule* source = nullptr;  // the rule it reads (owned by the caller's list)
+  bool reverse = false;          // target -> source
+  Pattern from, to;
+};
+// A direction of a rule applied to a model function.
+struct RewriteStep {
+  int rule = 0;
+  bool reverse = false;  // target -> source
+  std::string at;        // the first value the rewrite replaced (or made)
+};
+
+// Both directions of each rule, except a side with no operators as `from` (nothing to find).
+std::vector<RuleDirection> rule_directions(const std::vector<Rule>& rules);
+
 // Whether a table attribute names an axis of the operand (`dim`): it moves when a rule is applied
 // to tensors with more leading dims than the rule's inputs.
 bool axis_attribute(const std::string& name);

@@ -19,6 +19,7 @@
 #include "rewrite/model_match.h"
 #include "rewrite/model_rewrite.h"
 #include "rewrite/pattern.h"
+#include "tests/rewrite_fixtures.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
 
@@ -27,39 +28,7 @@ WEFT_TEST_TIERS("unit");
 namespace weft {
 namespace {
 
-// x w + x v = x (w + v); the merged projections of one input.
-const char* kRules = R"(rule 0 unverified from hand
-input a: [n, m]
-input w: [m, k]
-input v: [m, k]
-source
-  t0 = matmul(a, w)
-  t1 = matmul(a, v)
-  t2 = add(t0, t1)
-  output t2
-target
-  t0 = add(w, v)
-  t1 = matmul(a, t0)
-  output t1
-end
-
-rule 1 unverified from hand
-input a: [n, m]
-input w: [m, k]
-input v: [m, k]
-source
-  t0 = matmul(a, w)
-  t1 = matmul(a, v)
-  output t0
-  output t1
-target
-  t0 = concat(w, v, dim=1)
-  t1 = matmul(a, t0)
-  t2, t3 = split(t1, dim=1, parts=2)
-  output t2
-  output t3
-end
-)";
+const char* const kRules = test::kProjectionRules;
 
 // Two projections of x added, batched: the rule's [n, m] matches [b, n, 64] (one leading dim).
 const char* kBatched = R"(module batched
@@ -99,6 +68,13 @@ std::optional<AppliedRewrite> apply_first_match(const Module& m, const Rule& rul
   if (found.empty()) return std::nullopt;
   int fresh = 0;
   return apply_match(f, index, found[0], rule_pattern(rule, true), prover, fresh);
+}
+
+// TASO's backtracking search (these tests are of it; the e-graph's are in model_egraph_test).
+ModelRewriteOptions backtracking() {
+  ModelRewriteOptions options;
+  options.mode = RewriteMode::backtrack;
+  return options;
 }
 
 // `m` with its first function replaced by `f`.
@@ -178,7 +154,7 @@ TEST(ModelRewrite, AMultiResultRuleBindsItsResultsAsItemsOfATuple) {
 TEST(ModelRewrite, TheSearchTakesTheCheaperGraphAndItComputesTheSame) {
   SymProver prover;
   const Module m = parse(kBatched, prover);
-  ModelRewriteOptions options;
+  ModelRewriteOptions options = backtracking();
   options.target = "h100";
   const ModelRewriteResult r = rewrite_model(m, parse_rules(kRules, "rules"), options, prover);
   ASSERT_EQ(r.functions.size(), 1u);
@@ -206,7 +182,7 @@ TEST(ModelRewrite, AWrongRuleIsCaughtByTheFiniteFieldCheck) {
   const Module m = parse(kBatched, prover);
   std::string wrong = kRules;
   wrong.replace(wrong.find("t0 = add(w, v)"), 14, "t0 = add(w, w)");
-  ModelRewriteOptions options;
+  ModelRewriteOptions options = backtracking();
   options.target = "h100";
   const ModelRewriteResult r = rewrite_model(m, parse_rules(wrong, "rules"), options, prover);
   const FunctionRewrite& f = r.functions[0];
@@ -218,25 +194,9 @@ TEST(ModelRewrite, AWrongRuleIsCaughtByTheFiniteFieldCheck) {
 
 TEST(ModelRewrite, TheDefaultRulesRewriteDistributivityAndExponentials) {
   SymProver prover;
-  const Module m = parse(R"(module dist
-sym 1 <= n <= 512
-
-fn main(x: f32[n, 64], w1: f32[64, 32], w2: f32[64, 32], a: f32[n, 32], b: f32[n, 32]) -> f32[n, 32] {
-  dataflow {
-    p = matmul(x, w1)
-    q = matmul(x, w2)
-    s = add(p, q)
-    e1 = exp(a)
-    e2 = exp(b)
-    m = mul(e1, e2)
-    o = add(s, m)
-  }
-  return o
-}
-)",
-                         prover);
+  const Module m = parse(test::kDistModule, prover);
   ASSERT_GT(default_rules().size(), 1000u);
-  const ModelRewriteResult r = rewrite_model(m, default_rules(), {}, prover);
+  const ModelRewriteResult r = rewrite_model(m, default_rules(), backtracking(), prover);
   const FunctionRewrite& f = r.functions[0];
   EXPECT_EQ(f.steps.size(), 2u) << rewrite_summary(r);
   EXPECT_EQ(f.kernels_before, 7);
@@ -262,7 +222,7 @@ fn main(q: f32[b, 2, s, 16], k: f32[b, 2, 16, s]) -> f32[b, 2, s, s] {
 }
 )",
                          prover);
-  const ModelRewriteResult r = rewrite_model(m, default_rules(), {}, prover);
+  const ModelRewriteResult r = rewrite_model(m, default_rules(), backtracking(), prover);
   const FunctionRewrite& f = r.functions[0];
   ASSERT_EQ(f.steps.size(), 1u) << rewrite_summary(r);
   EXPECT_EQ(f.kernels_after, 2);
@@ -318,7 +278,7 @@ TEST(ModelRewrite, TheCommandWritesTheRewrittenModuleAndSaysWhatItDid) {
   std::ofstream(model) << kBatched;
   std::ofstream(rules) << kRules;
   auto [code, text] = test::run_weft("model rewrite '" + model + "' --rules '" + rules +
-                                     "' --target h100 -o '" + out + "'");
+                                     "' --mode backtrack --target h100 -o '" + out + "'");
   ASSERT_EQ(code, 0) << text;
   EXPECT_NE(text.find("fn main: 1 rewrite(s) (rule 0 at p), 4 -> 3 kernels"), std::string::npos)
       << text;

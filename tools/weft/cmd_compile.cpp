@@ -163,11 +163,11 @@ static Register reg(
                      "Models: operators per region")
           ->check(CLI::Range(1, 1000))
           ->capture_default_str();
-      auto rewrite = std::make_shared<std::string>("backtrack");
+      auto rewrite = std::make_shared<std::string>(rewrite_mode_name(ModelRewriteOptions{}.mode));
       sub.add_option("--rewrite", *rewrite,
-                     "Models: apply generated rewrite rules before partitioning: none or "
-                     "backtrack (docs/rewrites.md)")
-          ->check(CLI::IsMember({"none", "backtrack"}))
+                     "Models: apply generated rewrite rules before partitioning: none, "
+                     "backtrack or egraph (docs/rewrites.md)")
+          ->check(CLI::IsMember({"none", "backtrack", "egraph"}))
           ->capture_default_str();
       auto no_fuse = std::make_shared<bool>(false);
       sub.add_flag("--no-fuse", *no_fuse,

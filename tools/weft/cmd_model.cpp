@@ -132,19 +132,34 @@ weft::cli::Register reg(
       auto rw = std::make_shared<weft::ModelRewriteOptions>();
       auto rules_path = std::make_shared<std::string>("default");
       auto rw_bind = std::make_shared<std::string>();
-      auto rw_mode = std::make_shared<std::string>("backtrack");
+      auto rw_mode = std::make_shared<std::string>(weft::rewrite_mode_name(rw->mode));
       rewrite->add_option("-o,--output", *out_wmod, "the .wmod to write (default: print it)");
       rewrite
           ->add_option("--rules", *rules_path,
                        "rule file (`weft rules generate`); default: the rules weft ships")
           ->capture_default_str();
-      rewrite->add_option("--mode", *rw_mode, "none or backtrack")->capture_default_str();
+      rewrite
+          ->add_option("--mode", *rw_mode,
+                       "none, backtrack (TASO's search) or egraph (equality saturation, greedy "
+                       "extraction)")
+          ->check(CLI::IsMember({"none", "backtrack", "egraph"}))
+          ->capture_default_str();
       rewrite->add_option("--bind", *rw_bind,
                           "sizes to predict and check at, NAME=VALUE,... (others: 64, or less "
                           "where bounded)");
       rewrite->add_option("--time-budget", rw->time_budget_s, "seconds over the model (0: none)")
           ->capture_default_str();
-      rewrite->add_option("--states", rw->state_budget, "graphs per function (0: unlimited)")
+      rewrite
+          ->add_option("--states", rw->state_budget,
+                       "backtrack: graphs per function (0: unlimited)")
+          ->capture_default_str();
+      rewrite->add_option("--egraph-nodes", rw->egraph.max_nodes, "egraph: e-nodes per block")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
+      rewrite
+          ->add_option("--egraph-iterations", rw->egraph.max_iterations,
+                       "egraph: rounds of applying every rule")
+          ->check(CLI::PositiveNumber)
           ->capture_default_str();
       rewrite
           ->add_option("--alpha", rw->alpha,
