@@ -163,8 +163,10 @@ void bind_model_dir(nb::module_& m) {
       [](const std::string& path, const std::string& out_dir, const std::vector<Values>& bindings,
          const Values& bounds, const std::string& target, double time_budget_s,
          int64_t state_budget, const std::string& cache_dir, bool no_cache, bool no_build,
-         int max_region_ops, nb::object progress) {
+         int max_region_ops, const std::string& rewrite, bool fuse, nb::object progress) {
         ModelDirOptions o;
+        o.rewrite = rewrite_mode_from_name(rewrite);
+        o.fuse = fuse;
         o.target = target;
         o.time_budget_s = time_budget_s;
         o.state_budget = state_budget;
@@ -176,8 +178,8 @@ void bind_model_dir(nb::module_& m) {
       },
       nb::arg("path"), nb::arg("out_dir"), nb::arg("bindings"), nb::arg("bounds"),
       nb::arg("target"), nb::arg("time_budget_s"), nb::arg("state_budget"), nb::arg("cache_dir"),
-      nb::arg("no_cache"), nb::arg("no_build"), nb::arg("max_region_ops"),
-      nb::arg("progress").none());
+      nb::arg("no_cache"), nb::arg("no_build"), nb::arg("max_region_ops"), nb::arg("rewrite"),
+      nb::arg("fuse"), nb::arg("progress").none());
   // The defaults of `weft compile` as driver/compile_to_dir.h declares them, so the Python API
   // reads them rather than writing them again.
   m.def("compile_defaults", [] {
@@ -187,6 +189,8 @@ void bind_model_dir(nb::module_& m) {
     d["time_budget_s"] = o.time_budget_s;
     d["state_budget"] = o.state_budget;
     d["max_region_ops"] = o.max_region_ops;
+    d["rewrite"] = rewrite_mode_name(o.rewrite);
+    d["fuse"] = o.fuse;
     return d;
   });
   m.def("is_compiled_model_dir", &is_compiled_model_dir, nb::arg("path"));

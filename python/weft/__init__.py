@@ -769,7 +769,8 @@ def _progress_lines(progress):
 def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
                   time_budget=_COMPILE_DEFAULTS["time_budget_s"], cache=None, progress=True, *,
                   bounds=None, state_budget=_COMPILE_DEFAULTS["state_budget"],
-                  max_region_ops=_COMPILE_DEFAULTS["max_region_ops"], build=True):
+                  max_region_ops=_COMPILE_DEFAULTS["max_region_ops"], build=True,
+                  rewrite=_COMPILE_DEFAULTS["rewrite"], fuse=_COMPILE_DEFAULTS["fuse"]):
     """Compiles the model file at ``path`` (.wmod, or .onnx imported with ``bounds`` as
     ``load_model`` does) for the shapes in ``bindings`` (a dict of the model's symbolic
     variables, e.g. ``{"b": 1, "n": 5, "p": 0}``, or a list of them) and writes the directory
@@ -779,7 +780,10 @@ def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
     Returns it loaded: a CompiledModelDir.
 
     ``target``: 'cpu' or a GPU (``weft.targets()``); the µGraphs' code is built for it
-    (``build=False``: written only). ``time_budget``: seconds of search over all regions (0:
+    (``build=False``: written only). ``rewrite``: the generated graph rewrites before
+    partitioning, 'egraph', 'backtrack' or 'none' (docs/rewrites.md); ``fuse``: on a CPU target,
+    each convolution with its bias, residual and clip as one library call (``--no-fuse`` is
+    ``fuse=False``). ``time_budget``: seconds of search over all regions (0:
     unlimited); ``state_budget``: each region's (0: unlimited). ``cache``: None uses the default
     region cache (the build cache's folder + /regions), a path that folder, False none (every
     region searched again). ``progress``: True prints each region's line to stderr, a callable
@@ -800,7 +804,8 @@ def compile_model(path, out_dir, bindings, target=_COMPILE_DEFAULTS["target"],
         cache_dir, no_cache = _os.fspath(cache), False
     _weft.compile_model_dir(path, out_dir, bindings, _int_dict(bounds or {}, "bounds"), target,
                             float(time_budget), int(state_budget), cache_dir, no_cache,
-                            not build, int(max_region_ops), _progress_lines(progress))
+                            not build, int(max_region_ops), str(rewrite), bool(fuse),
+                            _progress_lines(progress))
     return CompiledModelDir(out_dir)
 
 

@@ -178,6 +178,36 @@ def test_compile_model_of_an_onnx_model_runs_by_onnx_names(bert, tmp_path):
         assert scaled_error(got[name], w) <= COMPILED_SCALED_ERROR, name
 
 
+def test_compile_model_rewrite_and_fuse_options(tmp_path):
+    """`rewrite=` and `fuse=` as `weft compile --rewrite` and `--no-fuse`: the e-graph by
+    default, named in summary.json; 'none' leaves the rewrite step out."""
+    model = tmp_path / "dist.wmod"
+    model.write_text("""module dist
+sym 1 <= n <= 64
+
+fn main(x: f32[n, 16], w1: f32[16, 8], w2: f32[16, 8]) -> f32[n, 8] {
+  dataflow {
+    p = matmul(x, w1)
+    q = matmul(x, w2)
+    s = add(p, q)
+  }
+  return s
+}
+""")
+    assert weft.compile_model.__kwdefaults__["rewrite"] == "egraph"
+    assert weft.compile_model.__kwdefaults__["fuse"] is True
+    d = weft.compile_model(model, tmp_path / "rw", {"n": 5}, time_budget=2, cache=False,
+                           progress=False, build=False)
+    summary = json.loads((tmp_path / "rw" / "summary.json").read_text())
+    assert [f["mode"] for f in summary["rewrite"]] == ["egraph"]
+    assert summary["rewrite"][0]["kernels_after"] < summary["rewrite"][0]["kernels_before"]
+    assert d is not None
+    weft.compile_model(model, tmp_path / "none", {"n": 5}, time_budget=2, cache=False,
+                       progress=False, build=False, rewrite="none", fuse=False)
+    summary = json.loads((tmp_path / "none" / "summary.json").read_text())
+    assert summary["rewrite"] == []
+
+
 def test_compile_model_errors(tiny_mlp, tmp_path):
     out, cache = tmp_path / "out", tmp_path / "cache"
     with pytest.raises(weft.UserError) as info:
@@ -191,6 +221,9 @@ def test_compile_model_errors(tiny_mlp, tmp_path):
         weft.compile_model(tiny_mlp, out, {"b": "one"}, cache=cache, progress=False)
     with pytest.raises(weft.UserError, match="target"):
         weft.compile_model(tiny_mlp, out, {"b": 1, "n": 2}, target="nope", cache=cache,
+                           progress=False)
+    with pytest.raises(weft.UserError, match="expected none, backtrack or egraph"):
+        weft.compile_model(tiny_mlp, out, {"b": 1, "n": 2}, rewrite="tensat", cache=cache,
                            progress=False)
     assert not out.exists()  # nothing written for a compile that failed before it ran
     with pytest.raises(weft.UserError, match="not a compiled model directory"):
