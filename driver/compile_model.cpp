@@ -88,6 +88,23 @@ void specialize_step(CompileState& s) {
   s.module = std::move(spec.module);
 }
 
+// What the specialized functions' fixed sizes make constant, computed once (an imported model's
+// range over the sequence, its attention mask's index arithmetic).
+void refold_step(CompileState& s) {
+  if (!s.options.constants || s.specialized.empty()) return;
+  std::set<std::string> names;
+  for (const auto& [name, binding] : s.specialized) names.insert(name);
+  std::map<std::string, Tensor<double>> values = *s.options.constants;
+  for (const auto& [name, value] : s.result.folded) values.emplace(name, value);
+  FoldResult folded = fold_specialized(s.module, names, values, s.prover);
+  s.module = std::move(folded.module);
+  for (auto& [name, value] : folded.folded) s.result.folded.emplace(name, std::move(value));
+  s.result.folded_bindings += folded.bindings;
+  if (folded.bindings > 0)
+    s.say(fmt::format("refold: {} binding(s) of the specialized functions computed once",
+                      folded.bindings));
+}
+
 // Convolutions and their epilogues as single library calls, where the target runs them by one.
 void fuse_step(CompileState& s) {
   if (!s.options.fuse_conv_epilogues || s.target.kind != TargetKind::cpu ||
@@ -278,16 +295,20 @@ struct Step {
   void (*run)(CompileState&);
 };
 
+// One step a line, as the pipeline reads.
+// clang-format off
 const Step kSteps[] = {
     {"expand", expand_step},
     {"rewrite", rewrite_step},
     {"fold", fold_step},
     {"specialize", specialize_step},
+    {"refold", refold_step},
     {"fuse", fuse_step},
     {"partition", partition_step},
     {"superoptimize", superoptimize_step},
     {"replace", replace_step},
 };
+// clang-format on
 
 // The module's text after `step`; after partition (which leaves the module as it is) its regions
 // follow as comments, so the text still parses as a module.

@@ -1,10 +1,13 @@
 // Weight-only bindings computed once by the VM and turned into parameters.
 #include "driver/fold_constants.h"
 
+#include <algorithm>
+#include <functional>
 #include <set>
 
 #include "exec/vm.h"
 #include "model/deduce.h"
+#include "rewrite/model_apply.h"
 #include "rewrite/model_cost.h"
 
 namespace weft {
@@ -101,7 +104,80 @@ std::optional<Function> fold_function(const Module& module, const Function& f,
   return h;
 }
 
+// The functions calling each function (through if arms too).
+std::map<std::string, std::set<std::string>> callers_of(const Module& module) {
+  std::map<std::string, std::set<std::string>> out;
+  std::function<void(const std::string&, const std::vector<Binding>&)> visit =
+      [&](const std::string& caller, const std::vector<Binding>& bindings) {
+        for (const Binding& b : bindings) {
+          if (b.call.kind == CallKind::func) out[b.call.callee].insert(caller);
+          for (const IfBranch& br : b.call.branches) visit(caller, br.bindings);
+        }
+      };
+  for (const Function& f : module.functions)
+    for (const Block& blk : f.blocks) visit(f.name, blk.bindings);
+  return out;
+}
+
+// Calls of `callee` in `bindings` (if arms too) pass `extra` after their arguments.
+void pass_on(std::vector<Binding>& bindings, const std::string& callee,
+             const std::vector<std::string>& extra) {
+  for (Binding& b : bindings) {
+    if (b.call.kind == CallKind::func && b.call.callee == callee)
+      b.call.args.insert(b.call.args.end(), extra.begin(), extra.end());
+    for (IfBranch& br : b.call.branches) pass_on(br.bindings, callee, extra);
+  }
+}
+
 }  // namespace
+
+FoldResult fold_specialized(const Module& module, const std::set<std::string>& specialized,
+                            const std::map<std::string, Tensor<double>>& values,
+                            SymProver& prover) {
+  FoldResult out;
+  out.module = module;
+  const auto callers = callers_of(module);
+  auto called = [&](const std::string& name) {
+    auto it = callers.find(name);
+    return it != callers.end() && !it->second.empty();
+  };
+  for (size_t i = 0; i < out.module.functions.size(); ++i) {
+    const Function f = out.module.functions[i];
+    if (!specialized.count(f.name)) continue;
+    std::set<std::string> outer;
+    if (auto it = callers.find(f.name); it != callers.end()) outer = it->second;
+    if (std::any_of(outer.begin(), outer.end(), called)) continue;
+    std::map<std::string, Tensor<double>> folded;
+    int count = 0;
+    std::optional<Function> h = fold_function(module, f, values, prover, folded, count);
+    if (!h) continue;
+    // The new parameters, named after their function: two specializations fold values of the
+    // same name at different sizes, and their dispatcher holds both.
+    std::map<std::string, std::string> renamed;
+    std::vector<std::string> extra;
+    std::vector<Param> added;
+    for (Param& p : h->params)
+      if (folded.count(p.name)) {
+        renamed[p.name] = f.name + "." + p.name;
+        p.name = renamed[p.name];
+        extra.push_back(p.name);
+        added.push_back(p);
+      }
+    for (Block& blk : h->blocks)
+      for (Binding& b : blk.bindings) rename_reads(b, renamed);
+    if (auto it = renamed.find(h->result); it != renamed.end()) h->result = it->second;
+    out.module.functions[i] = std::move(*h);
+    for (Function& g : out.module.functions) {
+      if (!outer.count(g.name)) continue;
+      g.params.insert(g.params.end(), added.begin(), added.end());
+      for (Block& blk : g.blocks) pass_on(blk.bindings, f.name, extra);
+    }
+    for (auto& [name, value] : folded) out.folded.emplace(renamed.at(name), std::move(value));
+    out.bindings += count;
+  }
+  deduce_module(out.module, prover);
+  return out;
+}
 
 FoldResult fold_constants(const Module& module, const std::map<std::string, Tensor<double>>& values,
                           SymProver& prover) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "core/tensor.h"
@@ -24,5 +25,13 @@ struct FoldResult {
 // Folds every function of `module` (deduced) whose parameters `values` names.
 FoldResult fold_constants(const Module& module, const std::map<std::string, Tensor<double>>& values,
                           SymProver& prover);
+
+// Folds the functions `specialized` (fixed-shape copies made by the specialize step, which their
+// dispatcher calls): what their fixed sizes make constant (a range over the sequence, the
+// attention mask's index arithmetic, reshapes of weights) is computed once. A folded value
+// becomes a parameter `FUNCTION.VALUE` of the function and of each function calling it, which
+// passes it on (a function whose caller is itself called is left as it is).
+FoldResult fold_specialized(const Module& module, const std::set<std::string>& specialized,
+                            const std::map<std::string, Tensor<double>>& values, SymProver& prover);
 
 }  // namespace weft

@@ -85,12 +85,16 @@ bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>&
                            const std::set<std::string>& constants) {
   const CallKind k = b.call.kind;
   if (k != CallKind::op && k != CallKind::item && k != CallKind::tuple) return false;
-  if (k == CallKind::op) {
-    auto kind = op_by_name(b.call.callee);
-    // Table operators, and a permute (a Gemm's transposed weight, every run otherwise).
-    if (!kind || !((op_info(*kind).levels & kAtKernel) || *kind == OpKind::permute)) return false;
+  // Any operator of the table (they are all functions of their operands and attributes), with
+  // attributes that name no symbolic variable: dims_tensor(values=[seq]) has a fixed shape but
+  // not a fixed value.
+  if (k == CallKind::op && !op_by_name(b.call.callee)) return false;
+  for (const auto& [name, value] : b.call.attrs) {
+    if (const auto* e = std::get_if<SymExpr>(&value); e && !e->as_constant()) return false;
+    if (const auto* l = std::get_if<std::vector<SymExpr>>(&value))
+      for (const SymExpr& x : *l)
+        if (!x.as_constant()) return false;
   }
-  if (b.call.args.empty()) return false;
   auto elements = [](const MType& t) -> int64_t {
     if (t.kind == MTypeKind::tuple) {
       int64_t n = 0;
@@ -104,6 +108,12 @@ bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>&
     const auto c = tensor_type_at(t, {});
     return c ? numel(c->shape) : -1;
   };
+  // An operator of no operands (range, dims_tensor) once its sizes are fixed: up to a size whose
+  // storage as a weight stays small.
+  if (b.call.args.empty()) {
+    const int64_t n = k == CallKind::op ? elements(b.type) : -1;
+    return n >= 0 && n <= kLargestFoldedWithoutOperands;
+  }
   int64_t in = 0;
   for (const std::string& a : b.call.args) {
     if (!constants.count(a)) return false;

@@ -34,7 +34,7 @@ ModelCompileOptions unsearched(const std::string& stop_after) {
 
 TEST(ModelCompileSteps, TheStepsInOrder) {
   EXPECT_EQ(model_compile_steps(),
-            (std::vector<std::string>{"expand", "rewrite", "fold", "specialize", "fuse",
+            (std::vector<std::string>{"expand", "rewrite", "fold", "specialize", "refold", "fuse",
                                       "partition", "superoptimize", "replace"}));
 }
 
@@ -64,9 +64,10 @@ TEST(ModelCompileSteps, AnUnknownStepIsAUserErrorNamingTheSteps) {
     compile_model(m, prover, unsearched("lower"));
     FAIL() << "no error";
   } catch (const UserError& e) {
-    EXPECT_NE(e.message().find(
-                  "expand, rewrite, fold, specialize, fuse, partition, superoptimize, replace"),
-              std::string::npos)
+    EXPECT_NE(
+        e.message().find(
+            "expand, rewrite, fold, specialize, refold, fuse, partition, superoptimize, replace"),
+        std::string::npos)
         << e.message();
   }
 }

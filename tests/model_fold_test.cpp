@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "driver/compile_model.h"
 #include "driver/fold_constants.h"
@@ -81,6 +82,78 @@ TEST(FoldConstants, TheRewrittenWeightSumIsComputedOnceAndTheModelComputesTheSam
   for (double v : want) largest = std::max(largest, std::abs(v));
   ASSERT_GT(largest, 0.1);
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << i;
+}
+
+// What a specialization's fixed sizes make constant (a range over n scaling the rows, n itself)
+// is computed once, in the specialized function only: the generic one still computes it from n.
+TEST(FoldConstants, ASpecializationsSizeDependentValuesAreComputedOnce) {
+  SymProver prover;
+  const Module m = parse_module(R"(module rows
+sym 1 <= n <= 64
+
+fn main(x: f32[n, 16], w: f32[16, 16]) -> f32[n, 16] {
+  dataflow {
+    r = range(start=0, limit=n, delta=1)
+    rf = cast(r, to=1)
+    rows = reshape(rf, shape=[n, 1])
+    d = dims_tensor(values=[n])
+    df = cast(d, to=1)
+    dn = reshape(df, shape=[1, 1])
+    y = mul(x, rows)
+    z = mul(y, dn)
+    o = matmul(z, w)
+  }
+  return o
+}
+)",
+                                "rows.wmod", prover);
+  const std::map<std::string, Tensor<double>> weights = {{"w", test::varied_tensor({16, 16}, 0.9)}};
+  ModelCompileOptions options;
+  options.bindings = {{{"n", 5}}};
+  options.search_regions = false;
+  options.constants = &weights;
+  const ModelCompileResult r = compile_model(m, prover, options);
+  ASSERT_EQ(r.specializations.size(), 1u);
+  const std::string fixed = r.specializations[0].name;
+  auto ops_of = [&](const std::string& fn) {
+    std::multiset<std::string> ops;
+    for (const Block& blk : r.module.find_function(fn)->blocks)
+      for (const Binding& b : blk.bindings) ops.insert(b.call.callee);
+    return ops;
+  };
+  EXPECT_EQ(ops_of(fixed).count("range"), 0u);
+  EXPECT_EQ(ops_of(fixed).count("dims_tensor"), 0u);
+  EXPECT_EQ(ops_of(fixed).count("cast"), 0u);
+  EXPECT_EQ(ops_of("main.generic").count("range"), 1u);
+  EXPECT_EQ(ops_of("main.generic").count("dims_tensor"), 1u);
+  EXPECT_GE(r.folded_bindings, 5);
+  // The folded values are weights named after the specialization, passed on by the dispatcher.
+  const Function* main = r.module.find_function("main");
+  ASSERT_TRUE(main);
+  for (int64_t n : {5, 3}) {  // the specialization, then the generic path
+    const Tensor<double> x = test::varied_tensor({n, 16}, 1.7);
+    std::vector<VmValue> args;
+    for (const Param& p : main->params) {
+      if (p.name == "x") {
+        args.push_back(value(x));
+      } else if (p.name == "w") {
+        args.push_back(value(weights.at("w")));
+      } else {
+        ASSERT_EQ(p.name.rfind(fixed + ".", 0), 0u) << p.name;
+        ASSERT_TRUE(r.folded.count(p.name)) << p.name;
+        args.push_back(value(r.folded.at(p.name)));
+      }
+    }
+    EXPECT_GT(args.size(), 2u);
+    const std::vector<double> want =
+        Vm(m).run("main", {value(x), value(weights.at("w"))}).tensor()->data;
+    const std::vector<double> got = Vm(r.module).run("main", args).tensor()->data;
+    ASSERT_EQ(got.size(), want.size());
+    double largest = 0;
+    for (double v : want) largest = std::max(largest, std::abs(v));
+    ASSERT_GT(largest, 0.1);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * largest) << n;
+  }
 }
 
 TEST(FoldConstants, WithoutWeightsNothingFoldsAndABroadcastStaysAtRunTime) {
