@@ -9,8 +9,9 @@ namespace weft {
 
 namespace {
 
-// The row's function, constants and the result's shape, or nullopt where the operator is not a
-// unary or binary table row or the rule refuses the operands.
+// The row's function, constants and the result's shape, or nullopt where the operator is not an
+// elementwise row (one with `real`: unary, binary, or a model-only one such as where, pow, clip)
+// or the rule refuses the operands.
 struct Elementwise {
   RealFn fn;
   ScalarConstants constants;
@@ -22,8 +23,10 @@ std::optional<Elementwise> elementwise_of(OpKind kind, const std::vector<const S
                                           const Attrs& attrs) {
   const OpInfo& info = op_info(kind);
   const OpClass cls = info.op_class;
-  if ((cls != OpClass::unary && cls != OpClass::binary) || !info.real || !info.shape.concrete ||
-      shapes.size() != (cls == OpClass::unary ? 1u : 2u))
+  const size_t arity = shapes.size();
+  if (!info.real || !info.shape.concrete || arity < 1 || arity > 3 ||
+      (cls == OpClass::unary && arity != 1) || (cls == OpClass::binary && arity != 2) ||
+      (cls != OpClass::unary && cls != OpClass::binary && cls != OpClass::model))
     return std::nullopt;
   std::vector<TensorType> types;
   for (const Shape* s : shapes) types.push_back({DType::f32, *s});
@@ -34,10 +37,10 @@ std::optional<Elementwise> elementwise_of(OpKind kind, const std::vector<const S
   } catch (const UserError&) {
     return std::nullopt;  // the caller's µGraph path reports it, with its location
   }
-  if (cls == OpClass::binary &&
-      (shapes[0]->size() != shape.size() || shapes[1]->size() != shape.size()))
-    return std::nullopt;
-  return Elementwise{info.real, scalar_constants(info, normalized), shape, cls == OpClass::unary};
+  for (const Shape* s : shapes)
+    if (arity > 1 && s->size() != shape.size()) return std::nullopt;  // broadcasting keeps ranks
+  if (arity == 1 && numel(shape) != numel(*shapes[0])) return std::nullopt;
+  return Elementwise{info.real, scalar_constants(info, normalized), shape, arity == 1};
 }
 
 template <bool kF32>
@@ -90,9 +93,37 @@ void apply(const Elementwise& e, const A* a, const Shape& a_shape, const B* b, c
   }
 }
 
+// Three operands (where): each read through its lane, broadcast by strides.
+template <bool kF32, class Out>
+void apply_ternary(const Elementwise& e, const std::vector<HostOperand>& in, Out* o) {
+  const int64_t n = numel(e.shape);
+  const size_t rank = e.shape.size();
+  std::vector<std::vector<int64_t>> strides;
+  for (const HostOperand& x : in) strides.push_back(broadcast_strides(*x.shape, e.shape));
+  auto load = [&](size_t k, int64_t at) {
+    return domain<kF32>(in[k].f32 ? static_cast<double>(in[k].f32[at]) : in[k].f64[at]);
+  };
+  ScalarArgs s{.k = e.constants.k, .k2 = e.constants.k2};
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off[3] = {0, 0, 0};
+  for (int64_t i = 0; i < n; ++i) {
+    s.x = load(0, off[0]);
+    s.y = load(1, off[1]);
+    s.z = load(2, off[2]);
+    o[i] = static_cast<Out>(domain<kF32>(e.fn(s)));
+    for (size_t d = rank; d-- > 0;) {
+      for (size_t k = 0; k < 3; ++k) off[k] += strides[k][d];
+      if (++idx[d] < e.shape[d]) break;
+      for (size_t k = 0; k < 3; ++k) off[k] -= strides[k][d] * e.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
 // Dispatches on the operands' element types (f32 lane or f64).
 template <bool kF32, class Out>
 void apply_operands(const Elementwise& e, const std::vector<HostOperand>& in, Out* o) {
+  if (in.size() == 3) return apply_ternary<kF32>(e, in, o);
   const HostOperand& a = in[0];
   const HostOperand& b = e.unary ? in[0] : in[1];
   if (a.f32 && b.f32) return apply<kF32>(e, a.f32, *a.shape, b.f32, *b.shape, o);

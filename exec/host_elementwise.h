@@ -13,7 +13,8 @@
 
 namespace weft {
 
-// A unary or binary table operator (class unary or binary) applied to `in` as the interpreter's
+// An elementwise table operator (a row with `real`: class unary or binary, or a model-only row
+// such as where, pow or clip, of up to three operands) applied to `in` as the interpreter's
 // f32 domain applies it: operands rounded to f32, the row's real semantics in double, the result
 // rounded to f32, so the values are the interpreter's exactly. nullopt for any other operator and
 // for operands the row's shape rule refuses (the caller reports those).

@@ -572,12 +572,17 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
   const OpKind kind = *op_by_name(c.callee);
   const OpClass cls = class_of(kind);
   const bool library = options_.cpu_library && runs_on_cpu_library(kind);
-  const bool elementwise = cls == OpClass::unary || cls == OpClass::binary;
+  // Elementwise rows: unary, binary, and the model-only ones with real semantics (where, pow).
+  const bool elementwise = cls == OpClass::unary || cls == OpClass::binary ||
+                           (cls == OpClass::model && op_info(kind).real);
   const bool movement = kind == OpKind::reshape || kind == OpKind::permute;
   // Other table operators of the µGraph layers: their one-operator µGraph by the interpreter in
   // f32, as the f64 path runs it, on the lane's values.
   const bool table = cls != OpClass::model && (op_info(kind).levels & kAtKernel);
-  if (!library && !elementwise && !movement && !table) return std::nullopt;
+  // Model-only operators with an f32 implementation (layer_norm, softmax_safe).
+  const ModelOpImpl* impl = cls == OpClass::model ? model_impl(kind) : nullptr;
+  const bool model_f32 = impl && impl->eval_f32;
+  if (!library && !elementwise && !movement && !table && !model_f32) return std::nullopt;
   Attrs attrs;
   try {
     attrs = evaluate_attrs(c.attrs, heap, c.loc);
@@ -591,6 +596,14 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
         (elementwise && elementwise_on_host_f32(kind, operands, attrs, result.destination())) ||
         (movement && movement_on_host_f32(kind, operands, attrs, result.destination())))
       return std::move(result).value();
+    if (model_f32) {
+      std::vector<Tensor<float>> held;
+      held.reserve(operands.size());
+      std::vector<const Tensor<float>*> inputs;
+      for (const HostOperand& x : operands)
+        inputs.push_back(&held.emplace_back(x.to_tensor<float>()));
+      return f32_value(impl->eval_f32(inputs, attrs));
+    }
   } catch (const UserError& e) {
     throw UserError(c.loc, e.message());
   }

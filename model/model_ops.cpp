@@ -229,8 +229,10 @@ Tensor<double> eval_causal_mask(const std::vector<const Tensor<double>*>& in, co
   return out;
 }
 
-Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
-  Tensor<double> out = *in[0];
+// In double whatever the element type T (the f32 lane stores the result in f32).
+template <class T>
+Tensor<T> softmax_safe_of(const Tensor<T>& x, const Attrs& attrs) {
+  Tensor<T> out = x;
   int64_t r = static_cast<int64_t>(out.shape.size());
   int64_t dim = attrs.get_int("dim");
   if (dim < 0) dim += r;
@@ -238,18 +240,28 @@ Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, c
   int64_t inner = 1;
   for (int64_t i = dim + 1; i < r; ++i) inner *= out.shape[static_cast<size_t>(i)];
   int64_t outer = out.numel() / std::max<int64_t>(n * inner, 1);
+  std::vector<double> e(static_cast<size_t>(std::max<int64_t>(n, 0)));  // a row, unrounded
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t k = 0; k < inner; ++k) {
-      auto at = [&](int64_t i) -> double& {
+      auto at = [&](int64_t i) -> T& {
         return out.data[static_cast<size_t>((o * n + i) * inner + k)];
       };
       double m = -std::numeric_limits<double>::infinity();
-      for (int64_t i = 0; i < n; ++i) m = std::max(m, at(i));
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(at(i)));
       double sum = 0;
-      for (int64_t i = 0; i < n; ++i) sum += (at(i) = std::exp(at(i) - m));
-      for (int64_t i = 0; i < n; ++i) at(i) /= sum;
+      for (int64_t i = 0; i < n; ++i)
+        sum += (e[static_cast<size_t>(i)] = std::exp(static_cast<double>(at(i)) - m));
+      for (int64_t i = 0; i < n; ++i) at(i) = static_cast<T>(e[static_cast<size_t>(i)] / sum);
     }
   return out;
+}
+
+Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  return softmax_safe_of(*in[0], attrs);
+}
+Tensor<float> eval_softmax_safe_f32(const std::vector<const Tensor<float>*>& in,
+                                    const Attrs& attrs) {
+  return softmax_safe_of(*in[0], attrs);
 }
 
 Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
@@ -269,21 +281,32 @@ Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const At
   return slice_box(x, first, sizes);
 }
 
-Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
-  Tensor<double> out = *in[0];
-  int64_t d = last_dim(out);
+// In double whatever the element type T, as softmax_safe_of.
+template <class T>
+Tensor<T> layer_norm_of(const Tensor<T>& x, const Attrs& attrs) {
+  Tensor<T> out = x;
+  const int64_t d = out.shape.empty() ? 1 : out.shape.back();
   double eps = attrs.get_rational("eps").to_double();
   for (int64_t r = 0; d > 0 && r < out.numel() / d; ++r) {
-    double* row = out.data.data() + r * d;
+    T* row = out.data.data() + r * d;
     double mean = 0, var = 0;
-    for (int64_t j = 0; j < d; ++j) mean += row[j];
+    for (int64_t j = 0; j < d; ++j) mean += static_cast<double>(row[j]);
     mean /= static_cast<double>(d);
-    for (int64_t j = 0; j < d; ++j) var += (row[j] - mean) * (row[j] - mean);
+    for (int64_t j = 0; j < d; ++j)
+      var += (static_cast<double>(row[j]) - mean) * (static_cast<double>(row[j]) - mean);
     var /= static_cast<double>(d);
     double inv = 1.0 / std::sqrt(var + eps);
-    for (int64_t j = 0; j < d; ++j) row[j] = (row[j] - mean) * inv;
+    for (int64_t j = 0; j < d; ++j)
+      row[j] = static_cast<T>((static_cast<double>(row[j]) - mean) * inv);
   }
   return out;
+}
+
+Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  return layer_norm_of(*in[0], attrs);
+}
+Tensor<float> eval_layer_norm_f32(const std::vector<const Tensor<float>*>& in, const Attrs& attrs) {
+  return layer_norm_of(*in[0], attrs);
 }
 
 // The implementations of the transformer set's model-only operators.
@@ -294,9 +317,9 @@ std::vector<std::pair<OpKind, ModelOpImpl>> transformer_impls() {
       {K::embedding, {infer_embedding, eval_embedding}},
       {K::rope, {infer_rope, eval_rope}},
       {K::causal_mask, {infer_causal_mask, eval_causal_mask}},
-      {K::softmax_safe, {infer_softmax_safe, eval_softmax_safe}},
+      {K::softmax_safe, {infer_softmax_safe, eval_softmax_safe, nullptr, eval_softmax_safe_f32}},
       {K::slice, {infer_slice, eval_slice}},
-      {K::layer_norm, {infer_layer_norm, eval_layer_norm}},
+      {K::layer_norm, {infer_layer_norm, eval_layer_norm, nullptr, eval_layer_norm_f32}},
       {K::attention, {infer_attention, nullptr, expand_attention}},
   };
 }

@@ -25,6 +25,11 @@ using ModelInferFn =
 using ModelEvalFn =
     std::function<Tensor<double>(const std::vector<const Tensor<double>*>& in, const Attrs& attrs)>;
 
+// The same semantics on f32 tensors (the VM's f32 lane: no conversion to f64 and back), where an
+// operator has it; computed in double, stored in f32.
+using ModelEvalF32Fn =
+    std::function<Tensor<float>(const std::vector<const Tensor<float>*>& in, const Attrs& attrs)>;
+
 // A composite's expansion into primitive bindings (the last one binds `b.var`); `fresh(suffix)`
 // names an intermediate without clashing with the function's names. Types are deduced after.
 using ModelExpandFn =
@@ -36,8 +41,9 @@ using ModelExpandFn =
 // layer deduces and runs it.
 struct ModelOpImpl {
   ModelInferFn infer = nullptr;
-  ModelEvalFn eval = nullptr;      // null for a composite: it runs as its expansion
-  ModelExpandFn expand = nullptr;  // composites only (model/expand.h applies it)
+  ModelEvalFn eval = nullptr;         // null for a composite: it runs as its expansion
+  ModelExpandFn expand = nullptr;     // composites only (model/expand.h applies it)
+  ModelEvalF32Fn eval_f32 = nullptr;  // optional, for operators on f32 tensors
 };
 
 // A call's attribute values as the shape rules read them (completed: present, of their kind).
