@@ -596,14 +596,7 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
         (elementwise && elementwise_on_host_f32(kind, operands, attrs, result.destination())) ||
         (movement && movement_on_host_f32(kind, operands, attrs, result.destination())))
       return std::move(result).value();
-    if (model_f32) {
-      std::vector<Tensor<float>> held;
-      held.reserve(operands.size());
-      std::vector<const Tensor<float>*> inputs;
-      for (const HostOperand& x : operands)
-        inputs.push_back(&held.emplace_back(x.to_tensor<float>()));
-      return f32_value(impl->eval_f32(inputs, attrs));
-    }
+    if (model_f32) return f32_value(impl->eval_f32(operands, attrs));
   } catch (const UserError& e) {
     throw UserError(c.loc, e.message());
   }

@@ -259,9 +259,8 @@ Tensor<T> softmax_safe_of(const Tensor<T>& x, const Attrs& attrs) {
 Tensor<double> eval_softmax_safe(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
   return softmax_safe_of(*in[0], attrs);
 }
-Tensor<float> eval_softmax_safe_f32(const std::vector<const Tensor<float>*>& in,
-                                    const Attrs& attrs) {
-  return softmax_safe_of(*in[0], attrs);
+Tensor<float> eval_softmax_safe_f32(const std::vector<HostOperand>& in, const Attrs& attrs) {
+  return softmax_safe_of(in[0].to_tensor<float>(), attrs);
 }
 
 Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
@@ -305,8 +304,8 @@ Tensor<T> layer_norm_of(const Tensor<T>& x, const Attrs& attrs) {
 Tensor<double> eval_layer_norm(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
   return layer_norm_of(*in[0], attrs);
 }
-Tensor<float> eval_layer_norm_f32(const std::vector<const Tensor<float>*>& in, const Attrs& attrs) {
-  return layer_norm_of(*in[0], attrs);
+Tensor<float> eval_layer_norm_f32(const std::vector<HostOperand>& in, const Attrs& attrs) {
+  return layer_norm_of(in[0].to_tensor<float>(), attrs);
 }
 
 // The implementations of the transformer set's model-only operators.

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/host_operand.h"
 #include "core/tensor.h"
 #include "ir/attrs.h"
 #include "ir/ops.h"
@@ -25,10 +26,11 @@ using ModelInferFn =
 using ModelEvalFn =
     std::function<Tensor<double>(const std::vector<const Tensor<double>*>& in, const Attrs& attrs)>;
 
-// The same semantics on f32 tensors (the VM's f32 lane: no conversion to f64 and back), where an
-// operator has it; computed in double, stored in f32.
+// The same semantics with an f32 result (the VM's f32 lane), where an operator has it: operands
+// read in place from either lane (a gather's table is not converted, nor copied; its indices
+// stay exact), computed in double, stored in f32.
 using ModelEvalF32Fn =
-    std::function<Tensor<float>(const std::vector<const Tensor<float>*>& in, const Attrs& attrs)>;
+    std::function<Tensor<float>(const std::vector<HostOperand>& in, const Attrs& attrs)>;
 
 // A composite's expansion into primitive bindings (the last one binds `b.var`); `fresh(suffix)`
 // names an intermediate without clashing with the function's names. Types are deduced after.

@@ -58,6 +58,42 @@ MType infer_gather(DeduceContext& ctx, const std::vector<MType>& in, const MAttr
 }
 
 // ONNX Gather: entries of dim `axis` picked by integer indices (negative ones count from the end).
+// Gather's rows of x (by its own element type: f32 or f64 values) into `out`.
+template <class T, class Out>
+void gather_rows(const T* x, const Shape& x_shape, int64_t axis, const std::vector<int64_t>& rows,
+                 Out* out) {
+  auto a = static_cast<size_t>(axis);
+  int64_t extent = x_shape[a], outer = 1, inner = 1;
+  for (size_t i = 0; i < a; ++i) outer *= x_shape[i];
+  for (size_t i = a + 1; i < x_shape.size(); ++i) inner *= x_shape[i];
+  auto n = static_cast<int64_t>(rows.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(x + (o * extent + rows[static_cast<size_t>(i)]) * inner, inner,
+                  out + (o * n + i) * inner);
+}
+
+// Gather on the f32 lane: the table (a model's embedding weights) read where it is.
+Tensor<float> eval_gather_f32(const std::vector<HostOperand>& in, const Attrs& attrs) {
+  const HostOperand &x = in[0], &ids = in[1];
+  const Shape& xs = *x.shape;
+  int64_t axis = attrs.get_int("axis");
+  if (axis < 0) axis += static_cast<int64_t>(xs.size());
+  auto a = static_cast<size_t>(axis);
+  Shape shape(xs.begin(), xs.begin() + axis);
+  shape.insert(shape.end(), ids.shape->begin(), ids.shape->end());
+  shape.insert(shape.end(), xs.begin() + axis + 1, xs.end());
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    rows.push_back(checked_index(ids.at(i), xs[a], i, a, "gather"));
+  Tensor<float> out(shape, 0.0f);
+  if (x.f32)
+    gather_rows(x.f32, xs, axis, rows, out.data.data());
+  else
+    gather_rows(x.f64, xs, axis, rows, out.data.data());
+  return out;
+}
+
 Tensor<double> eval_gather(const In& in, const Attrs& attrs) {
   const Tensor<double>&x = *in[0], &ids = *in[1];
   auto r = static_cast<int64_t>(x.shape.size());
@@ -507,7 +543,7 @@ std::vector<std::pair<int64_t, int64_t>> slice_steps_take(const Shape& x, const 
 std::vector<std::pair<OpKind, ModelOpImpl>> onnx_model_op_impls() {
   using K = OpKind;
   return {
-      {K::gather, {infer_gather, eval_gather}},
+      {K::gather, {infer_gather, eval_gather, nullptr, eval_gather_f32}},
       {K::gather_elements, {infer_gather_elements, eval_gather_elements}},
       {K::gather_nd, {infer_gather_nd, eval_gather_nd}},
       {K::scatter_nd, {infer_scatter_nd, eval_scatter_nd}},

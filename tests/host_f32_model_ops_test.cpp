@@ -1,6 +1,6 @@
 // The VM's f32 lane for model-only operators (exec/host_elementwise.h, ModelOpImpl::eval_f32):
-// `where` with three broadcast operands from either lane, and layer_norm / softmax_safe in f32,
-// each equal to the f64 semantics (rounded to f32) they replace.
+// `where` with three broadcast operands from either lane, layer_norm / softmax_safe in f32, and
+// gather reading its table in place, each equal to the f64 semantics (rounded to f32).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,7 +77,7 @@ TEST(HostF32ModelOps, LayerNormAndSoftmaxInF32EqualTheF64SemanticsRounded) {
     const ModelOpImpl* impl = model_impl(c.kind);
     ASSERT_TRUE(impl && impl->eval && impl->eval_f32) << op_info(c.kind).name;
     const Tensor<double> want = impl->eval({&xr}, c.attrs);
-    const Tensor<float> got = impl->eval_f32({&xf}, c.attrs);
+    const Tensor<float> got = impl->eval_f32({HostOperand::of(xf.shape, xf.data.data())}, c.attrs);
     ASSERT_EQ(got.shape, want.shape);
     double largest = 0;
     for (double v : want.data) largest = std::max(largest, std::abs(v));
@@ -85,6 +85,39 @@ TEST(HostF32ModelOps, LayerNormAndSoftmaxInF32EqualTheF64SemanticsRounded) {
     for (size_t i = 0; i < want.data.size(); ++i)
       EXPECT_EQ(got.data[i], static_cast<float>(want.data[i])) << op_info(c.kind).name << " " << i;
   }
+}
+
+// A gather's table is read in place from the f32 lane (an embedding's weights, converted to f64
+// at every call before), its indices from the f64 lane, exactly; a bad index is still an error.
+TEST(HostF32ModelOps, GatherReadsTheTableInPlace) {
+  const Tensor<double> table = test::varied_tensor({6, 4}, 0.8);
+  const Tensor<float> tf = to_f32(table);
+  Tensor<double> ids({2, 3}, 0.0);
+  const double picks[] = {5, 0, 3, -1, 2, 2};
+  for (size_t i = 0; i < 6; ++i) ids.data[i] = picks[i];
+  Attrs attrs;
+  attrs.set("axis", int64_t{0});
+  const ModelOpImpl* impl = model_impl(OpKind::gather);
+  ASSERT_TRUE(impl && impl->eval_f32);
+  const Tensor<float> got = impl->eval_f32(
+      {HostOperand::of(tf.shape, tf.data.data()), HostOperand::of(ids.shape, ids.data.data())},
+      attrs);
+  const Tensor<double> tr = [&] {
+    Tensor<double> t(table.shape, 0.0);
+    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = tf.data[i];
+    return t;
+  }();
+  const Tensor<double> want = impl->eval({&tr, &ids}, attrs);
+  ASSERT_EQ(got.shape, (Shape{2, 3, 4}));
+  ASSERT_EQ(got.shape, want.shape);
+  for (size_t i = 0; i < want.data.size(); ++i)
+    EXPECT_EQ(got.data[i], static_cast<float>(want.data[i])) << i;
+  EXPECT_EQ(got.data[3 * 4], tf.data[5 * 4]);  // row 3 of the result is table row -1 = 5
+  ids.data[4] = 6;
+  EXPECT_THROW(impl->eval_f32({HostOperand::of(tf.shape, tf.data.data()),
+                               HostOperand::of(ids.shape, ids.data.data())},
+                              attrs),
+               UserError);
 }
 
 }  // namespace
