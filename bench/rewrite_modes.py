@@ -35,6 +35,8 @@ def run(weft, model, mode, budget, bind):
             searched[m["fn"]] = float(m["s"])
         if m := LINE.match(line):
             rows.append(m)
+    if not rows:  # the summary line's wording changed: say so rather than print an empty table
+        sys.exit(f"{' '.join(cmd)}: no 'fn NAME: N rewrite(s) ...' line in its stderr:\n{proc.stderr}")
     return rows, searched, wall
 
 
