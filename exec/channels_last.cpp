@@ -2,7 +2,7 @@
 // refusal needs (exec/channels_last.h).
 #include "exec/channels_last.h"
 
-#include <map>
+#include <set>
 #include <string>
 
 namespace weft {
@@ -49,33 +49,25 @@ std::vector<ChannelsLast> channels_last_layouts(const Function& f, bool library)
   std::vector<const Binding*> bindings;
   for (const Block& block : f.blocks)
     for (const Binding& b : block.bindings) bindings.push_back(&b);
-  std::map<std::string, size_t> producer;
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    const Binding& b = *bindings[i];
-    if (produces_channels_last(b) && b.type.kind == MTypeKind::tensor &&
-        b.type.dtype == DType::f32 && b.type.rank == 4 && b.var != f.result)
-      producer[b.var] = i;
-  }
-  // A value read any other way (an if's arms, a callee, another operator, a weight operand)
-  // stays row-major.
-  std::map<std::string, bool> library_only;
-  for (const auto& [var, i] : producer) library_only[var] = true;
-  std::vector<ChannelsLast> layouts(bindings.size(), 0);
+  // The library's 4-d f32 results that only the library reads in its layout. A value read any
+  // other way (an if's arms, a callee, another operator, a weight operand) stays row-major.
+  std::set<std::string> library_only;
+  for (const Binding* b : bindings)
+    if (produces_channels_last(*b) && b->type.kind == MTypeKind::tensor &&
+        b->type.dtype == DType::f32 && b->type.rank == 4 && b->var != f.result)
+      library_only.insert(b->var);
   for (const Binding* b : bindings) {
     const std::vector<std::string> reads = reads_of(b->call);
-    for (size_t k = 0; k < reads.size(); ++k) {
-      auto it = library_only.find(reads[k]);
-      if (it == library_only.end()) continue;
-      if (!reads_channels_last(*b, k)) it->second = false;
-    }
+    for (size_t k = 0; k < reads.size(); ++k)
+      if (!reads_channels_last(*b, k)) library_only.erase(reads[k]);
   }
+  std::vector<ChannelsLast> layouts(bindings.size(), 0);
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding& b = *bindings[i];
-    if (library_only.count(b.var) && library_only[b.var]) layouts[i] |= kResultChannelsLast;
+    if (library_only.count(b.var)) layouts[i] |= kResultChannelsLast;
     for (int k : {0, 3})
       if (reads_channels_last(b, static_cast<size_t>(k)) &&
-          library_only.count(b.call.args[static_cast<size_t>(k)]) &&
-          library_only[b.call.args[static_cast<size_t>(k)]])
+          library_only.count(b.call.args[static_cast<size_t>(k)]))
         layouts[i] |= operand_channels_last(k);
   }
   return layouts;

@@ -70,6 +70,14 @@ std::optional<std::vector<Binding>> dependency_order(std::vector<Binding> bindin
   return out;
 }
 
+std::map<std::string, std::string> compose_renames(std::map<std::string, std::string> earlier,
+                                                   const std::map<std::string, std::string>& now) {
+  for (auto& [from, to] : earlier)
+    if (auto it = now.find(to); it != now.end()) to = it->second;
+  for (const auto& [from, to] : now) earlier.emplace(from, to);
+  return earlier;
+}
+
 void rename_reads(Binding& b, const std::map<std::string, std::string>& renamed) {
   for (std::string& a : b.call.args)
     if (auto it = renamed.find(a); it != renamed.end()) a = it->second;

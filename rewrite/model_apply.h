@@ -40,6 +40,11 @@ std::optional<MAttrs> lifted_attrs(const Attrs& attrs, int lift,
 std::optional<std::vector<Binding>> dependency_order(std::vector<Binding> bindings,
                                                      const std::vector<int>& priority);
 
+// Renames `earlier` then `now`, as one map: what `earlier` renamed to a value `now` renames
+// follows it on.
+std::map<std::string, std::string> compose_renames(std::map<std::string, std::string> earlier,
+                                                   const std::map<std::string, std::string>& now);
+
 // Reads of `from` become reads of `to` in `b` (the arms of an if included).
 void rename_reads(Binding& b, const std::map<std::string, std::string>& renamed);
 

@@ -587,9 +587,8 @@ Saturation saturate(BlockState& s, const std::vector<RuleDirection>& dirs,
     best = std::min(best, now);
     if (progress)
       progress(
-          fmt::format("rewrite: {}: round {}: {} matches, {} e-nodes in {} classes, extracted tree "
-                      "cost {:.2f} us, "
-                      "{:.1f} s left",
+          fmt::format("rewrite: {}: round {}: {} matches, {} e-nodes in {} classes, extracted "
+                      "tree cost {:.2f} us, {:.1f} s left",
                       where, out.iterations, found.size(), g.num_nodes(), g.num_classes(),
                       now * 1e6, budget.left_s()));
     if (out.stop != StopReason::complete) break;
@@ -706,9 +705,7 @@ std::optional<Function> emit_block(const Function& f, size_t block, const BlockS
     if (bi != block)
       for (Binding& b : out.blocks[bi].bindings) rename_reads(b, now);
   if (auto it = now.find(out.result); it != now.end()) out.result = it->second;
-  for (auto& [from, to] : renamed)
-    if (auto it = now.find(to); it != now.end()) to = it->second;
-  for (const auto& [from, to] : now) renamed.emplace(from, to);
+  renamed = compose_renames(std::move(renamed), now);
   return out;
 }
 

@@ -78,14 +78,6 @@ struct Later {
   }
 };
 
-std::map<std::string, std::string> compose(std::map<std::string, std::string> earlier,
-                                           const std::map<std::string, std::string>& now) {
-  for (auto& [from, to] : earlier)
-    if (auto it = now.find(to); it != now.end()) to = it->second;
-  for (const auto& [from, to] : now) earlier.emplace(from, to);
-  return earlier;
-}
-
 // The graph a search would use, before its check.
 struct Found {
   Function function;
@@ -139,7 +131,7 @@ Found backtrack(const Function& f, const std::vector<RuleDirection>& dirs,
         next->cost = cost.function_s(applied->function);
         next->order = ++order;
         next->function = std::move(applied->function);
-        next->renamed = compose(cur->renamed, applied->renamed);
+        next->renamed = compose_renames(cur->renamed, applied->renamed);
         next->steps = cur->steps;
         const Binding& first = cur->function.blocks[static_cast<size_t>(m.block)]
                                    .bindings[static_cast<size_t>(m.ops.front())];
