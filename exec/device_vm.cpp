@@ -151,7 +151,11 @@ namespace {
 
 // vm_match checks shapes only: a placeholder host value of the device value's shape.
 VmValue shape_view(const DeviceValue& x) {
-  if (const DeviceTensor* t = x.tensor()) return VmValue{VmSlot{nullptr, 0, t->shape}};
+  if (const DeviceTensor* t = x.tensor()) {
+    VmSlot placeholder;
+    placeholder.shape = t->shape;
+    return VmValue{std::move(placeholder)};
+  }
   if (const DeviceTuple* tu = x.tuple()) {
     auto out = std::make_shared<VmTuple>();
     for (const DeviceValue& y : *tu) out->push_back(shape_view(y));

@@ -1,5 +1,5 @@
-// reshape and permute in the VM's f32 lane: the values copied (converted from f64 where the
-// operand has no f32 values) in the result's order.
+// reshape, permute, concat and repeat in the VM's f32 lane: the values copied (converted from
+// f64 where the operand has no f32 values) in the result's order.
 #include "exec/host_movement.h"
 
 #include <algorithm>
@@ -54,10 +54,48 @@ bool permute(const HostOperand& x, const Attrs& attrs, const F32Destination& int
   return true;
 }
 
+// concat and repeat: for each index of the dims before `dim`, each operand's run of elements
+// (its extent along dim times the dims after it) appended in order, `times` times for repeat.
+bool join(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
+          const F32Destination& into) {
+  std::vector<TensorType> types;
+  for (const HostOperand& x : in) types.push_back({DType::f32, *x.shape});
+  Attrs normalized = attrs;
+  Shape shape;
+  try {
+    shape = op_info(kind).shape.concrete(types, normalized, InferContext{}).at(0).shape;
+  } catch (const UserError&) {
+    return false;  // the caller's path reports it, with its location
+  }
+  const auto rank = static_cast<int64_t>(shape.size());
+  int64_t dim = normalized.get_int("dim");
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank) return false;
+  const int64_t times = kind == OpKind::repeat ? normalized.get_int("times") : 1;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= shape[static_cast<size_t>(d)];
+  for (int64_t d = dim + 1; d < rank; ++d) inner *= shape[static_cast<size_t>(d)];
+  float* out = into(shape);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t t = 0; t < times; ++t)
+      for (const HostOperand& x : in) {
+        const int64_t run = (*x.shape)[static_cast<size_t>(dim)] * inner;
+        if (x.f32)
+          copy_values(x.f32 + o * run, run, out);
+        else
+          copy_values(x.f64 + o * run, run, out);
+        out += run;
+      }
+  return true;
+}
+
 }  // namespace
 
 bool movement_on_host_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
                           const F32Destination& into) {
+  if (in.empty()) return false;
+  if (kind == OpKind::concat || (kind == OpKind::repeat && in.size() == 1))
+    return join(kind, in, attrs, into);
   if (in.size() != 1) return false;
   if (kind == OpKind::reshape) return reshape(in[0], attrs, into);
   if (kind == OpKind::permute) return permute(in[0], attrs, into);

@@ -1,6 +1,6 @@
-// The VM's f32 lane for operators that only move values: `reshape` (a table row) and `permute`
-// (a model operator) on f32 (or f64) operands, the result in f32, without a round trip through
-// the f64 paths.
+// The VM's f32 lane for operators that only move values: `reshape`, `concat` and `repeat` (table
+// rows) and `permute` (a model operator) on f32 (or f64) operands, the result in f32, without a
+// round trip through the f64 paths or a one-operator µGraph.
 #pragma once
 
 #include <vector>

@@ -169,7 +169,7 @@ Vm::Vm(const Module& module_in, VmOptions options)
     std::function<void(const Binding&)> number = [&](const Binding& b) {
       reg.emplace(b.var, static_cast<int>(reg.size()));
       vf.fresh.push_back(b.call.kind != CallKind::tuple && b.call.kind != CallKind::item &&
-                         b.call.kind != CallKind::match_cast);
+                         b.call.kind != CallKind::match_cast && !is_view(b.call));
       for (const IfBranch& arm : b.call.branches)
         for (const Binding& x : arm.bindings) number(x);
     };
@@ -249,7 +249,7 @@ Vm::Vm(const Module& module_in, VmOptions options)
             emit_if(x);
           else
             emit({x.call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
-                  reg.at(x.var), -1, args, &x});
+                  reg.at(x.var), -1, args, &x, is_view(x.call)});
           std::vector<int> reads;
           for (const std::string& n : reads_of(x.call)) reads.push_back(reg.at(n));
           frees_after(i, reads, x, last_use);
@@ -282,7 +282,7 @@ Vm::Vm(const Module& module_in, VmOptions options)
         emit_if(*b);
       else
         emit({b->call.kind == CallKind::match_cast ? VmOpcode::match_cast : VmOpcode::call,
-              reg.at(b->var), static_cast<int>(i), args, b});
+              reg.at(b->var), static_cast<int>(i), args, b, is_view(b->call)});
       for (int k : releases_at[i]) emit({VmOpcode::release, -1, k, {}, nullptr});
       std::vector<int> reads;
       for (const std::string& n : reads_of(b->call)) reads.push_back(reg.at(n));
@@ -405,6 +405,31 @@ const Program& Vm::ugraph_program(const Graph& g) {
   return *program;
 }
 
+const Vm::PreparedCall& Vm::prepared(const Binding& b) {
+  if (auto it = prepared_.find(&b); it != prepared_.end()) return it->second;
+  const Call& c = b.call;
+  PreparedCall p;
+  if (c.kind == CallKind::op) {
+    p.op = op_by_name(c.callee);
+    const bool constant = std::all_of(c.attrs.begin(), c.attrs.end(), [](const auto& a) {
+      if (auto* e = std::get_if<SymExpr>(&a.second)) return e->is_constant();
+      if (auto* l = std::get_if<std::vector<SymExpr>>(&a.second))
+        return std::all_of(l->begin(), l->end(), [](const SymExpr& x) { return x.is_constant(); });
+      return true;
+    });
+    if (constant) p.attrs = evaluate_attrs(c.attrs, SymBinding{}, c.loc);
+  } else if (c.kind == CallKind::ugraph) {
+    if (const UGraphDef* u = module_.find_ugraph(c.callee)) p.ugraph = u->graph.get();
+  }
+  return prepared_.emplace(&b, std::move(p)).first->second;
+}
+
+const Attrs& Vm::attrs_at(const Binding& b, const SymBinding& heap, Attrs& scratch) {
+  if (const PreparedCall& p = prepared(b); p.attrs) return *p.attrs;
+  scratch = evaluate_attrs(b.call.attrs, heap, b.call.loc);
+  return scratch;
+}
+
 namespace {
 
 VmValue tensor_value(Tensor<double> t) {
@@ -439,11 +464,11 @@ Graph one_operator_graph(const Binding& b, OpKind kind, const std::vector<Shape>
 
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
                              const SymBinding& heap, bool cpu_library, bool* in_f32,
-                             const TensorOwners* owners) {
+                             const TensorOwners* owners, const Attrs* given_attrs) {
   const Call& c = b.call;
   if (c.kind == CallKind::op) {
     const OpKind kind = *op_by_name(c.callee);
-    const Attrs attrs = evaluate_attrs(c.attrs, heap, c.loc);
+    const Attrs attrs = given_attrs ? *given_attrs : evaluate_attrs(c.attrs, heap, c.loc);
     const ModelOpImpl* impl = model_impl(kind);
     WEFT_CHECK(!impl || impl->eval, "composite {} reached the VM unexpanded", c.callee);
     // A result of f64, an integer type or bool is computed in f64 (exact for integers to 2^53,
@@ -506,7 +531,8 @@ class F32Result {
     return [this](const Shape& shape) { return room(shape); };
   }
   VmValue value() && {
-    if (in_place_) return VmValue{VmSlot{place_->buffer, place_->offset, shape_, true}};
+    if (in_place_)
+      return VmValue{VmSlot{place_->buffer, place_->offset, shape_, true, nullptr, nullptr}};
     return f32_value(std::move(fresh_));
   }
 
@@ -527,11 +553,11 @@ HostOperand operand_of(const VmValue& v) {
   if (auto* p = std::get_if<std::shared_ptr<const Tensor<double>>>(&v.v))
     return HostOperand::of((*p)->shape, (*p)->data.data(), *p);
   if (const VmSlot* s = v.slot()) {
-    const double* first = s->buffer->data() + s->offset;
     // An f32 slot's floats were copied into these bytes (vm_frame.cpp); only the operators
-    // (oneDNN, the generated code, the elementwise loop) read them as floats.
-    return s->f32 ? HostOperand::of(s->shape, reinterpret_cast<const float*>(first))
-                  : HostOperand::of(s->shape, first);
+    // (oneDNN, the generated code, the elementwise loop) read them as floats. A view of a
+    // tensor outside planned storage keeps that tensor as its owner.
+    return s->f32 ? HostOperand::of(s->shape, static_cast<const float*>(s->data()), s->viewed)
+                  : HostOperand::of(s->shape, static_cast<const double*>(s->data()), s->viewed);
   }
   return {};
 }
@@ -569,13 +595,14 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
   const Call& c = b.call;
   // A result of f64, an integer type or bool is computed in f64 (run_operator_on_host).
   if (c.kind != CallKind::op || !b.type.every_tensor(is_kernel_dtype)) return std::nullopt;
-  const OpKind kind = *op_by_name(c.callee);
+  const OpKind kind = *prepared(b).op;
   const OpClass cls = class_of(kind);
   const bool library = options_.cpu_library && runs_on_cpu_library(kind);
   // Elementwise rows: unary, binary, and the model-only ones with real semantics (where, pow).
   const bool elementwise = cls == OpClass::unary || cls == OpClass::binary ||
                            (cls == OpClass::model && op_info(kind).real);
-  const bool movement = kind == OpKind::reshape || kind == OpKind::permute;
+  const bool movement = kind == OpKind::reshape || kind == OpKind::permute ||
+                        kind == OpKind::concat || kind == OpKind::repeat;
   // Other table operators of the µGraph layers: their one-operator µGraph by the interpreter in
   // f32, as the f64 path runs it, on the lane's values.
   const bool table = cls != OpClass::model && (op_info(kind).levels & kAtKernel);
@@ -583,9 +610,11 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
   const ModelOpImpl* impl = cls == OpClass::model ? model_impl(kind) : nullptr;
   const bool model_f32 = impl && impl->eval_f32;
   if (!library && !elementwise && !movement && !table && !model_f32) return std::nullopt;
-  Attrs attrs;
+  Attrs scratch;
+  const Attrs* evaluated = nullptr;
   try {
-    attrs = evaluate_attrs(c.attrs, heap, c.loc);
+    evaluated = &attrs_at(b, heap, scratch);
+    const Attrs& attrs = *evaluated;
     F32Result result(place, capacity);
     if (library && channels_last) {
       if (run_on_cpu_library_f32(kind, operands, attrs, result.destination(), channels_last))
@@ -608,20 +637,27 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
     inputs.push_back(x.to_tensor<float>());
   }
   std::vector<Tensor<float>> outs =
-      evaluate(one_operator_graph(b, kind, shapes, attrs), inputs, RealDomain<float>{});
+      evaluate(one_operator_graph(b, kind, shapes, *evaluated), inputs, RealDomain<float>{});
   return f32_results(std::move(outs));
 }
 
 VmValue Vm::run_ugraph(const Binding& b, const std::vector<HostOperand>& operands, bool* in_f32,
                        const VmSlot* place, int64_t capacity) {
   const Call& c = b.call;
-  const Graph& g = *module_.find_ugraph(c.callee)->graph;
-  std::vector<Shape> shapes;
-  for (const HostOperand& x : operands) shapes.push_back(*x.shape);
-  try {
-    check_input_shapes(g, shapes);
-  } catch (const UserError& e) {
-    throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
+  const Graph* found = prepared(b).ugraph;
+  WEFT_CHECK(found, "call_ugraph of {}, which the module does not define", c.callee);
+  const Graph& g = *found;
+  bool shapes_match = operands.size() == g.inputs.size();
+  for (size_t i = 0; shapes_match && i < operands.size(); ++i)
+    shapes_match = *operands[i].shape == g.type(g.inputs[i]).shape;
+  if (!shapes_match) {  // the interpreter's check says what differs
+    std::vector<Shape> shapes;
+    for (const HostOperand& x : operands) shapes.push_back(*x.shape);
+    try {
+      check_input_shapes(g, shapes);
+    } catch (const UserError& e) {
+      throw UserError(c.loc, fmt::format("call_ugraph {}: {}", c.callee, e.message()));
+    }
   }
   // Destination-passing: the outputs are fresh tensors of the µGraph's output types.
   if (options_.ugraph_executor == UGraphExecutor::interpreter) {
@@ -700,7 +736,9 @@ VmValue Vm::execute(const Binding& b, const std::vector<const VmValue*>& in, con
         tensors.push_back(held.back().get());
         owners.push_back(nullptr);
       }
-      return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners);
+      Attrs scratch;
+      const Attrs* attrs = c.kind == CallKind::op ? &attrs_at(b, heap, scratch) : nullptr;
+      return run_operator_on_host(b, tensors, heap, options_.cpu_library, in_f32, &owners, attrs);
     }
     case CallKind::ugraph:
       require_tensors();

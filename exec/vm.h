@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -33,12 +34,19 @@ struct VmValue;
 using VmTuple = std::vector<VmValue>;
 // A tensor that lives in a frame's planned storage: `shape` at element `offset` of `buffer`. An
 // f32 slot holds its floats packed in the bytes that start at that element (copied in and out
-// with memcpy: the buffer's objects stay doubles).
+// with memcpy: the buffer's objects stay doubles). A reshape is a slot too, viewing its
+// operand's elements under its own shape (model/plan.h, `is_view`): the operand's slot, or a
+// tensor outside planned storage (a weight, an output), which `viewed` keeps alive and whose
+// elements start at `view_data` (`buffer` is then null).
 struct VmSlot {
   std::shared_ptr<std::vector<double>> buffer;
   int64_t offset = 0;
   Shape shape;
   bool f32 = false;
+  std::shared_ptr<const void> viewed;
+  const void* view_data = nullptr;
+  // The first element (a double, or the first of the packed floats when f32).
+  const void* data() const { return buffer ? buffer->data() + offset : view_data; }
 };
 // A run-time value: a tensor in f64 or, in the f32 lane, in f32 (shared: tuples, items and casts
 // alias it), a tensor in planned storage, a tuple, or an integer. Slots never leave their frame:
@@ -78,6 +86,7 @@ struct VmInstr {
   int index = -1;
   std::vector<int> args;             // registers read
   const Binding* binding = nullptr;  // call, match_cast, check
+  bool view = false;                 // call: a reshape, its operand viewed (no copy)
 };
 
 struct VmFunction {
@@ -202,12 +211,25 @@ class Vm {
   void require_memory_for(const Binding& b, const SymBinding& heap) const;
   // The µGraph compiled by the executor's backend (built at the first call, then kept).
   const Program& ugraph_program(const Graph& g);
+  // What a call needs from the module, looked up at its first run rather than at every one: an
+  // operator's kind and, when none of its attributes depends on a variable, its attributes; a
+  // call_ugraph's µGraph.
+  struct PreparedCall {
+    std::optional<OpKind> op;
+    std::optional<Attrs> attrs;
+    const Graph* ugraph = nullptr;
+  };
+  const PreparedCall& prepared(const Binding& b);
+  // The attributes of operator call `b` at `heap`: the prepared ones, or evaluated into
+  // `scratch`.
+  const Attrs& attrs_at(const Binding& b, const SymBinding& heap, Attrs& scratch);
 
   Module module_;  // the caller's, composites expanded
   VmOptions options_;
   ModulePlan plan_;
   std::map<std::string, VmFunction> functions_;
   std::map<const Graph*, std::unique_ptr<Program>> programs_;
+  std::unordered_map<const Binding*, PreparedCall> prepared_;
   // Static arenas not held by a frame, per function: allocated once, reused by later calls.
   std::map<const VmFunction*, std::vector<std::shared_ptr<std::vector<double>>>> arenas_;
   VmStats stats_;
@@ -232,9 +254,11 @@ class Vm {
 // `*in_f32` (where given) tells whether every element of the result is an f32 value. `owners`
 // (where given, one per tensor, null where none) lets the library keep operands it prepares (a
 // convolution's weights in its layout) for as long as their tensor lives.
+// `attrs` (where given): the call's attributes already evaluated at `heap`.
 VmValue run_operator_on_host(const Binding& b, const std::vector<const Tensor<double>*>& tensors,
                              const SymBinding& heap, bool cpu_library = true,
-                             bool* in_f32 = nullptr, const TensorOwners* owners = nullptr);
+                             bool* in_f32 = nullptr, const TensorOwners* owners = nullptr,
+                             const Attrs* attrs = nullptr);
 
 // Binds or checks the symbolic variables of `type` against `value` in `heap`. `what` names the
 // value in errors ("match_cast of 'y'", "parameter 'x'"). Throws UserError at `loc` on mismatch.

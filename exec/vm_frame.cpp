@@ -97,6 +97,12 @@ void Vm::require_memory(int64_t bytes, const SourceLoc& loc,
 
 void Vm::require_memory_for(const Binding& b, const SymBinding& heap) const {
   if (memory_limit_ <= 0) return;
+  if (b.type.is_tensor() && b.type.dims) {  // the common case, without a list of leaves
+    if (std::optional<int64_t> n = numel_at(*b.type.dims, heap))
+      require_memory(*n * int64_t{sizeof(double)}, b.loc,
+                     [&] { return fmt::format("'{}' ({})", b.var, shape_at(b.type, heap)); });
+    return;
+  }
   std::vector<const MType*> leaves{&b.type};
   for (size_t i = 0; i < leaves.size(); ++i)
     for (const MType& f : leaves[i]->fields) leaves.push_back(&f);
@@ -254,11 +260,11 @@ bool holds_slot(const VmValue& v) {
 VmValue resolve(const VmValue& v) {
   if (const VmSlot* s = v.slot(); s && s->f32) {
     auto t = std::make_shared<Tensor<float>>(s->shape, 0.0f);
-    std::memcpy(t->data.data(), s->buffer->data() + s->offset, t->data.size() * sizeof(float));
+    std::memcpy(t->data.data(), s->data(), t->data.size() * sizeof(float));
     return VmValue{std::shared_ptr<const Tensor<float>>(std::move(t))};
   }
   if (const VmSlot* s = v.slot()) {
-    auto first = s->buffer->begin() + s->offset;
+    const auto* first = static_cast<const double*>(s->data());
     return VmValue{std::make_shared<Tensor<double>>(
         s->shape, std::vector<double>(first, first + numel(s->shape)))};
   }
@@ -297,6 +303,26 @@ struct FrameStorage {
     if (arena_pool && !buffers.empty() && buffers[0]) arena_pool->push_back(buffers[0]);
   }
 };
+
+// A reshape's result as a view of its operand `x` (no copy) at the binding's type; nullopt where
+// the type has no fixed shape at `heap` or its size differs (the copying path reports that).
+std::optional<VmValue> reshaped_view(const VmValue& x, const Binding& b, const SymBinding& heap) {
+  std::optional<TensorType> type = tensor_type_at(b.type, heap);
+  if (!type) return std::nullopt;
+  VmSlot view;
+  if (const VmSlot* s = x.slot()) {
+    view = *s;
+  } else if (auto* p = std::get_if<std::shared_ptr<const Tensor<float>>>(&x.v)) {
+    view = VmSlot{nullptr, 0, (*p)->shape, true, *p, (*p)->data.data()};
+  } else if (auto* p = std::get_if<std::shared_ptr<const Tensor<double>>>(&x.v)) {
+    view = VmSlot{nullptr, 0, (*p)->shape, false, *p, (*p)->data.data()};
+  } else {
+    return std::nullopt;
+  }
+  if (numel(view.shape) != numel(type->shape)) return std::nullopt;
+  view.shape = std::move(type->shape);
+  return VmValue{std::move(view)};
+}
 
 }  // namespace
 
@@ -450,13 +476,19 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
   const CallKind kind = in.binding->call.kind;
   const bool aliasing = kind == CallKind::tuple || kind == CallKind::item || kind == CallKind::op ||
                         kind == CallKind::lib || kind == CallKind::ugraph;
+  ++vm_.stats_.calls;
+  if (in.view)
+    if (std::optional<VmValue> view =
+            reshaped_view(regs[static_cast<size_t>(in.args.at(0))], *in.binding, heap))
+      return *std::move(view);
   std::vector<VmValue> resolved;
   std::vector<const VmValue*> operands;
-  for (int a : in.args)
-    resolved.push_back(aliasing ? regs[static_cast<size_t>(a)]
-                                : resolve(regs[static_cast<size_t>(a)]));
-  for (const VmValue& v : resolved) operands.push_back(&v);
-  ++vm_.stats_.calls;
+  if (!aliasing) {
+    for (int a : in.args) resolved.push_back(resolve(regs[static_cast<size_t>(a)]));
+    for (const VmValue& v : resolved) operands.push_back(&v);
+  } else {
+    for (int a : in.args) operands.push_back(&regs[static_cast<size_t>(a)]);
+  }
   if (in.binding->call.kind != CallKind::func) vm_.require_memory_for(*in.binding, heap);
   // Each operator computes in f32 or wider and stores its result in the result's dtype
   // (a function's result is stored by the callee's own calls).
@@ -471,7 +503,7 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
       const PlannedAlloc& a = f_.plan->allocs[static_cast<size_t>(k)];
       if (a.placement != AllocPlacement::storage || !a.path.empty()) continue;
       auto s = static_cast<size_t>(a.storage);
-      place = VmSlot{storage_.buffers[s], storage_.base[s], {}, true};
+      place = VmSlot{storage_.buffers[s], storage_.base[s], {}, true, nullptr, nullptr};
       capacity = storage_.capacity[s];
       planned = k;
     }
@@ -513,8 +545,8 @@ VmValue Vm::Frame::call(const VmInstr& in, const std::vector<VmValue>& regs,
         else
           std::memcpy(place, t32->data.data(), static_cast<size_t>(n) * sizeof(float));
         storage_.written[static_cast<size_t>(k)] = doubles;
-        return VmValue{
-            VmSlot{storage_.buffers[s], storage_.base[s], t ? t->shape : t32->shape, !t}};
+        return VmValue{VmSlot{storage_.buffers[s], storage_.base[s], t ? t->shape : t32->shape, !t,
+                              nullptr, nullptr}};
       });
     }
   return out;

@@ -263,21 +263,57 @@ Tensor<float> eval_softmax_safe_f32(const std::vector<HostOperand>& in, const At
   return softmax_safe_of(in[0].to_tensor<float>(), attrs);
 }
 
-Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
-  const Tensor<double>& x = *in[0];
-  auto r = static_cast<int64_t>(x.shape.size());
+// A slice's dim (normalized), start and size, checked against the operand's shape.
+struct SliceRange {
+  int64_t dim, start, size;
+};
+SliceRange slice_range(const Shape& shape, const Attrs& attrs) {
+  auto r = static_cast<int64_t>(shape.size());
   int64_t d = attrs.get_int("dim"), start = attrs.get_int("start"), size = attrs.get_int("size");
   if (d < 0) d += r;
-  int64_t extent = x.shape[static_cast<size_t>(d)];
+  int64_t extent = shape[static_cast<size_t>(d)];
   if (start < 0 || size < 0 || start > extent - size)
     throw UserError(fmt::format("slice [{}, {}) of dim {} is outside its extent {}", start,
                                 start + size, d, extent));
+  return {d, start, size};
+}
+
+Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const Attrs& attrs) {
+  const Tensor<double>& x = *in[0];
+  const SliceRange s = slice_range(x.shape, attrs);
   std::vector<int64_t> first(x.shape.size(), 0);
   Shape sizes = x.shape;
-  first[static_cast<size_t>(d)] = start;
-  sizes[static_cast<size_t>(d)] = size;
+  first[static_cast<size_t>(s.dim)] = s.start;
+  sizes[static_cast<size_t>(s.dim)] = s.size;
   if (numel(sizes) == 0) return Tensor<double>(sizes, 0.0);
   return slice_box(x, first, sizes);
+}
+
+// The f32 lane's slice: runs of the operand's rows copied as they are (f32) or rounded (f64).
+template <class T>
+void copy_slice(const T* x, const Shape& shape, const SliceRange& s, float* out) {
+  const auto d = static_cast<size_t>(s.dim);
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < d; ++i) outer *= shape[i];
+  for (size_t i = d + 1; i < shape.size(); ++i) inner *= shape[i];
+  const int64_t extent = shape[d], run = s.size * inner;
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* from = x + (o * extent + s.start) * inner;
+    std::transform(from, from + run, out + o * run, [](T v) { return static_cast<float>(v); });
+  }
+}
+
+Tensor<float> eval_slice_f32(const std::vector<HostOperand>& in, const Attrs& attrs) {
+  const HostOperand& x = in[0];
+  const SliceRange s = slice_range(*x.shape, attrs);
+  Shape sizes = *x.shape;
+  sizes[static_cast<size_t>(s.dim)] = s.size;
+  Tensor<float> out(sizes, 0.0f);
+  if (x.f32)
+    copy_slice(x.f32, *x.shape, s, out.data.data());
+  else
+    copy_slice(x.f64, *x.shape, s, out.data.data());
+  return out;
 }
 
 // In double whatever the element type T, as softmax_safe_of.
@@ -317,7 +353,7 @@ std::vector<std::pair<OpKind, ModelOpImpl>> transformer_impls() {
       {K::rope, {infer_rope, eval_rope}},
       {K::causal_mask, {infer_causal_mask, eval_causal_mask}},
       {K::softmax_safe, {infer_softmax_safe, eval_softmax_safe, nullptr, eval_softmax_safe_f32}},
-      {K::slice, {infer_slice, eval_slice}},
+      {K::slice, {infer_slice, eval_slice, nullptr, eval_slice_f32}},
       {K::layer_norm, {infer_layer_norm, eval_layer_norm, nullptr, eval_layer_norm_f32}},
       {K::attention, {infer_attention, nullptr, expand_attention}},
   };

@@ -18,13 +18,18 @@ const FunctionPlan* ModulePlan::find(std::string_view function) const {
   return nullptr;
 }
 
+bool is_view(const Call& call) {
+  return call.kind == CallKind::op && call.callee == op_info(OpKind::reshape).name;
+}
+
 namespace {
 
 // Calls that produce new tensors in the calling frame (a function call's results are the
-// callee's outputs, an if's are its arm's, allocated on their own; tuple, item and match_cast
-// alias their operands).
-bool allocates(CallKind kind) {
-  switch (kind) {
+// callee's outputs, an if's are its arm's, allocated on their own; tuple, item, match_cast and
+// reshape alias their operands).
+bool allocates(const Call& call) {
+  if (is_view(call)) return false;
+  switch (call.kind) {
     case CallKind::op:
     case CallKind::ugraph:
     case CallKind::lib:
@@ -123,7 +128,7 @@ FunctionPlan plan_function(const Function& fn, SymProver& prover, const PlanOpti
     const Binding& b = *bindings[static_cast<size_t>(i)];
     for (const std::string& a : reads_of(b.call)) last_read[a] = i;
     std::set<int>& mine = refs[b.var];
-    if (allocates(b.call.kind)) {
+    if (allocates(b.call)) {
       std::vector<std::pair<std::vector<int>, const MType*>> leaves;
       std::vector<int> path;
       tensor_leaves(b.type, path, leaves);

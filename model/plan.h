@@ -1,6 +1,6 @@
 // Memory planning with symbolic shapes: per function, the storage every intermediate tensor lives
-// in. Liveness follows aliases (tuple, item, match_cast); a freed storage is reused by a later
-// tensor whose size is provably no larger; when every storage has an upper bound from the
+// in. Liveness follows aliases (tuple, item, match_cast, reshape); a freed storage is reused by a
+// later tensor whose size is provably no larger; when every storage has an upper bound from the
 // variables' bounds the function's plan is static (one arena, fixed offsets). The VM executes
 // with the plan; docs/model-layer.md describes it.
 #pragma once
@@ -63,6 +63,11 @@ struct PlanOptions {
   int element_bytes = 0;
   int64_t alignment = 64;  // of arena offsets
 };
+
+// Whether a call's result is its operand's elements under another shape (a reshape): it
+// allocates nothing and aliases its operand's allocations, as tuples and items do; the VM makes
+// it a view.
+bool is_view(const Call& call);
 
 // Plans every function of a deduced module. Deterministic.
 ModulePlan plan_memory(const Module& module, SymProver& prover, const PlanOptions& options = {});

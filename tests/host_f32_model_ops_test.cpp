@@ -1,11 +1,13 @@
-// The VM's f32 lane for model-only operators (exec/host_elementwise.h, ModelOpImpl::eval_f32):
-// `where` with three broadcast operands from either lane, layer_norm / softmax_safe in f32, and
-// gather reading its table in place, each equal to the f64 semantics (rounded to f32).
+// The VM's f32 lane for model-only operators (exec/host_elementwise.h, ModelOpImpl::eval_f32) and
+// movements (exec/host_movement.h): `where` with three broadcast operands from either lane,
+// layer_norm / softmax_safe / slice in f32, gather reading its table in place, concat and repeat,
+// and pow's squares and cubes, each equal to the f64 semantics (rounded to f32).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "exec/host_elementwise.h"
+#include "exec/host_movement.h"
 #include "model/model_ops.h"
 #include "tests/test_util.h"
 #include "tests/tiers.h"
@@ -118,6 +120,105 @@ TEST(HostF32ModelOps, GatherReadsTheTableInPlace) {
                                HostOperand::of(ids.shape, ids.data.data())},
                               attrs),
                UserError);
+}
+
+// A slice along a middle dim and along the last, from either lane, equals the f64 semantics;
+// a range outside the dim is still an error.
+TEST(HostF32ModelOps, SliceCopiesRunsFromEitherLane) {
+  const Tensor<double> x = test::varied_tensor({2, 5, 3}, 1.3);
+  const Tensor<float> xf = to_f32(x);
+  const ModelOpImpl* impl = model_impl(OpKind::slice);
+  ASSERT_TRUE(impl && impl->eval && impl->eval_f32);
+  for (int64_t dim : {1, 2, -1}) {
+    Attrs attrs;
+    attrs.set("dim", dim);
+    attrs.set("start", int64_t{1});
+    attrs.set("size", int64_t{2});
+    const Tensor<double> want = impl->eval({&x}, attrs);
+    const Tensor<float> from_f32 =
+        impl->eval_f32({HostOperand::of(xf.shape, xf.data.data())}, attrs);
+    const Tensor<float> from_f64 = impl->eval_f32({HostOperand::of(x.shape, x.data.data())}, attrs);
+    ASSERT_EQ(from_f32.shape, want.shape) << dim;
+    ASSERT_EQ(from_f64.shape, want.shape) << dim;
+    for (size_t i = 0; i < want.data.size(); ++i) {
+      EXPECT_EQ(from_f32.data[i], static_cast<float>(want.data[i])) << dim << " " << i;
+      EXPECT_EQ(from_f64.data[i], static_cast<float>(want.data[i])) << dim << " " << i;
+    }
+  }
+  EXPECT_EQ(impl->eval_f32({HostOperand::of(xf.shape, xf.data.data())},
+                           [] {
+                             Attrs a;
+                             a.set("dim", int64_t{1});
+                             a.set("start", int64_t{1});
+                             a.set("size", int64_t{2});
+                             return a;
+                           }())
+                .data[0],
+            xf.data[3]);  // element [0, 1, 0]
+  Attrs outside;
+  outside.set("dim", int64_t{1});
+  outside.set("start", int64_t{4});
+  outside.set("size", int64_t{2});
+  EXPECT_THROW(impl->eval_f32({HostOperand::of(xf.shape, xf.data.data())}, outside), UserError);
+}
+
+// concat of operands from both lanes and repeat, element by element against their definitions;
+// operands the shape rule refuses are left to the caller's path.
+TEST(HostF32ModelOps, ConcatAndRepeatMoveRuns) {
+  const Tensor<float> a = to_f32(test::varied_tensor({2, 3, 2}, 0.7));
+  const Tensor<double> b = test::varied_tensor({2, 1, 2}, 1.7);
+  Attrs along1;
+  along1.set("dim", int64_t{1});
+  Tensor<float> got;
+  ASSERT_TRUE(movement_on_host_f32(
+      OpKind::concat,
+      {HostOperand::of(a.shape, a.data.data()), HostOperand::of(b.shape, b.data.data())}, along1,
+      fresh_into(got)));
+  ASSERT_EQ(got.shape, (Shape{2, 4, 2}));
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t j = 0; j < 4; ++j)
+      for (size_t k = 0; k < 2; ++k) {
+        const float want =
+            j < 3 ? a.data[(i * 3 + j) * 2 + k] : static_cast<float>(b.data[i * 2 + k]);
+        EXPECT_EQ(got.data[(i * 4 + j) * 2 + k], want) << i << j << k;
+      }
+  Attrs tiled;
+  tiled.set("dim", int64_t{-2});
+  tiled.set("times", int64_t{3});
+  Tensor<float> rep;
+  ASSERT_TRUE(movement_on_host_f32(OpKind::repeat, {HostOperand::of(a.shape, a.data.data())}, tiled,
+                                   fresh_into(rep)));
+  ASSERT_EQ(rep.shape, (Shape{2, 9, 2}));
+  for (size_t i = 0; i < 2; ++i)
+    for (size_t j = 0; j < 9; ++j)
+      for (size_t k = 0; k < 2; ++k)
+        EXPECT_EQ(rep.data[(i * 9 + j) * 2 + k], a.data[(i * 3 + j % 3) * 2 + k]) << i << j << k;
+  const Tensor<float> c = to_f32(test::varied_tensor({3, 3, 2}, 0.2));
+  Tensor<float> refused;
+  EXPECT_FALSE(movement_on_host_f32(
+      OpKind::concat,
+      {HostOperand::of(a.shape, a.data.data()), HostOperand::of(c.shape, c.data.data())}, along1,
+      fresh_into(refused)));
+}
+
+// pow's squares and cubes skip std::pow; on f32 values the results are pow's, rounded to f32.
+TEST(HostF32ModelOps, PowSquaresAndCubesArePowsValues) {
+  const RealFn pow_fn = op_info(OpKind::pow).real;
+  ASSERT_TRUE(pow_fn);
+  const Tensor<float> x = to_f32(test::varied_tensor({257}, 0.9, 40.0));
+  int differ_from_x = 0;
+  for (double y : {2.0, 3.0, 0.5, -1.0}) {
+    for (float v : x.data) {
+      if (y < 0 && v == 0) continue;
+      ScalarArgs s{.x = y == 0.5 ? std::fabs(v) : static_cast<double>(v), .y = y};
+      const double got = pow_fn(s), want = std::pow(s.x, y);
+      EXPECT_EQ(static_cast<float>(got), static_cast<float>(want)) << s.x << "^" << y;
+      differ_from_x += got != s.x;
+    }
+  }
+  EXPECT_GT(differ_from_x, 900);  // the inputs are not trivial
+  ScalarArgs nan{.x = std::nan(""), .y = 3.0};
+  EXPECT_TRUE(std::isnan(pow_fn(nan)));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "core/error.h"
@@ -140,6 +141,7 @@ const std::vector<RunCase>& run_cases() {
       {"tests/model/plan_reuse.wmod", "bounded", {{5, 64}, {5, 32}}},
       {"tests/model/plan_reuse.wmod", "ranked", {{3, 4}}},
       {"tests/model/cast_and_calls.wmod", "main", {{6, 64}, {2, 64}}},
+      {"tests/model/plan_views.wmod", "main", {{3, 6}, {6}}},
   };
   return cases;
 }
@@ -170,6 +172,51 @@ TEST(ModelPlan, VmWithThePlanGivesTheSameBitsPoisonedOrNot) {
           EXPECT_LE(vm.stats().peak_planned_bytes, vm.stats().peak_naive_bytes);
         }
       }
+  }
+}
+
+// A reshape is a view: no allocation of its own, its operand's storage in use while it is read
+// (b must not take a's storage), a parameter viewed in place, and the VM copies nothing for it.
+TEST(ModelPlan, AReshapeViewsItsOperandAndKeepsItsStorageInUse) {
+  SymProver prover;
+  std::string path = test::source_path("tests/model/plan_views.wmod");
+  Module m = load_module(path, prover);
+  ModulePlan plan = plan_memory(m, prover);
+  EXPECT_TRUE(test::matches_golden(plan_str(plan, m, SymBinding{{"n", 3}}),
+                                   "tests/golden/model/plan_views.plan.txt"));
+  const FunctionPlan& f = plan.functions.at(0);
+  std::map<std::string, const PlannedAlloc*> by_var;
+  for (const PlannedAlloc& a : f.allocs) by_var[a.var] = &a;
+  for (const char* view : {"r", "rb", "flat", "w6", "o"}) EXPECT_FALSE(by_var.count(view)) << view;
+  ASSERT_TRUE(by_var.count("a") && by_var.count("b") && by_var.count("c") && by_var.count("p"));
+  EXPECT_EQ(by_var["a"]->last_use, 4);  // c reads r, a view of a
+  EXPECT_NE(by_var["a"]->storage, by_var["b"]->storage);
+  EXPECT_EQ(by_var["c"]->last_use, 7);                        // m reads flat, a view of c
+  EXPECT_EQ(by_var["p"]->placement, AllocPlacement::output);  // the result views it
+
+  const Tensor<double> x = test::varied_tensor({3, 6}, 1.0), w = test::varied_tensor({6}, 2.0);
+  std::vector<double> want;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 6; ++j) {
+      double v = x.data[static_cast<size_t>(i * 6 + j)];
+      want.push_back((std::exp(v) + v * v) * v + w.data[static_cast<size_t>(j)]);
+    }
+  ASSERT_FALSE(std::all_of(want.begin(), want.end(), [&](double v) { return v == want[0]; }));
+  std::vector<VmValue> args = {VmValue{std::make_shared<Tensor<double>>(x)},
+                               VmValue{std::make_shared<Tensor<double>>(w)}};
+  for (bool poison : {false, true}) {
+    VmOptions options;
+    options.poison = poison;
+    Vm vm(m, options);
+    VmValue out = vm.run("main", args);
+    ASSERT_TRUE(out.tensor());
+    EXPECT_EQ(out.tensor()->shape, (Shape{3, 3, 2}));
+    std::vector<double> got = out.tensor()->data;
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::fabs(want[i]))) << i;
+    // a, b, c, m and p: five tensors of 3 x 6 f32 values; the five reshapes copy nothing.
+    EXPECT_EQ(vm.stats().total_alloc_bytes, 5 * 18 * 4);
   }
 }
 
