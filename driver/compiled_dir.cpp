@@ -130,11 +130,16 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
   }
   std::vector<VmValue> args;
   for (const Param& p : fn.params) {
-    const std::string what = fmt::format("array '{}'", p.name);
     if (auto it = given.find(p.name); it != given.end()) {
-      args.push_back(argument_value(p, *it->second, what, SourceLoc{where}));
+      args.push_back(
+          argument_value(p, *it->second, fmt::format("array '{}'", p.name), SourceLoc{where}));
       continue;
     }
+    if (auto known = weight_by_param_.find(&p); known != weight_by_param_.end()) {
+      args.push_back(known->second);
+      continue;
+    }
+    const std::string what = fmt::format("array '{}'", p.name);
     auto w = weights_.find(p.name);
     if (w == weights_.end())
       throw UserError(SourceLoc{where},
@@ -146,6 +151,7 @@ std::vector<VmValue> CompiledModelDir::arguments(const std::string& function,
     // library's layout) is kept while the tensor lives.
     VmValue& kept = weight_values_[{original, p.name}];
     if (!kept.tensor()) kept = argument_value(p, w->second, what, SourceLoc{where});
+    weight_by_param_.emplace(&p, kept);
     args.push_back(kept);
   }
   return args;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/device_vm.h"
@@ -113,6 +114,8 @@ class CompiledModelDir {
   // The weights as arguments, made at the first call and given to every later one (by module:
   // original or compiled, and name).
   mutable std::map<std::pair<bool, std::string>, VmValue> weight_values_;
+  // The same by parameter, so a call finds each weight without building its name's key.
+  mutable std::unordered_map<const Param*, VmValue> weight_by_param_;
   std::string target_;
   std::string model_file_;
   std::unique_ptr<Vm> vm_;

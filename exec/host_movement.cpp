@@ -1,8 +1,9 @@
-// reshape, permute, concat and repeat in the VM's f32 lane: the values copied (converted from
-// f64 where the operand has no f32 values) in the result's order.
+// reshape, permute, concat, repeat and split in the VM's f32 lane: the values copied (converted
+// from f64 where the operand has no f32 values) in the result's order.
 #include "exec/host_movement.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "model/permute_values.h"
@@ -90,6 +91,39 @@ bool join(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
 }
 
 }  // namespace
+
+std::optional<std::vector<Tensor<float>>> split_on_host_f32(const HostOperand& x,
+                                                            const Attrs& attrs) {
+  Attrs normalized = attrs;
+  std::vector<TensorType> parts;
+  try {
+    parts =
+        op_info(OpKind::split).shape.concrete({{DType::f32, *x.shape}}, normalized, InferContext{});
+  } catch (const UserError&) {
+    return std::nullopt;  // the caller's path reports it, with its location
+  }
+  const auto rank = static_cast<int64_t>(x.shape->size());
+  int64_t dim = normalized.get_int("dim");
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank || parts.empty()) return std::nullopt;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= (*x.shape)[static_cast<size_t>(d)];
+  for (int64_t d = dim + 1; d < rank; ++d) inner *= (*x.shape)[static_cast<size_t>(d)];
+  const int64_t run = parts[0].shape[static_cast<size_t>(dim)] * inner;
+  const int64_t row = (*x.shape)[static_cast<size_t>(dim)] * inner;
+  std::vector<Tensor<float>> out;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Tensor<float>& t = out.emplace_back(parts[p].shape, 0.0f);
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t from = o * row + static_cast<int64_t>(p) * run;
+      if (x.f32)
+        copy_values(x.f32 + from, run, t.data.data() + o * run);
+      else
+        copy_values(x.f64 + from, run, t.data.data() + o * run);
+    }
+  }
+  return out;
+}
 
 bool movement_on_host_f32(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
                           const F32Destination& into) {

@@ -626,6 +626,8 @@ std::optional<VmValue> Vm::execute_in_f32(const Binding& b,
         (movement && movement_on_host_f32(kind, operands, attrs, result.destination())))
       return std::move(result).value();
     if (model_f32) return f32_value(impl->eval_f32(operands, attrs));
+    if (kind == OpKind::split && operands.size() == 1)
+      if (auto parts = split_on_host_f32(operands[0], attrs)) return f32_results(*std::move(parts));
   } catch (const UserError& e) {
     throw UserError(c.loc, e.message());
   }

@@ -162,9 +162,10 @@ TEST(HostF32ModelOps, SliceCopiesRunsFromEitherLane) {
   EXPECT_THROW(impl->eval_f32({HostOperand::of(xf.shape, xf.data.data())}, outside), UserError);
 }
 
-// concat of operands from both lanes and repeat, element by element against their definitions;
+// concat of operands from both lanes, repeat and split, element by element against their
+// definitions;
 // operands the shape rule refuses are left to the caller's path.
-TEST(HostF32ModelOps, ConcatAndRepeatMoveRuns) {
+TEST(HostF32ModelOps, ConcatRepeatAndSplitMoveRuns) {
   const Tensor<float> a = to_f32(test::varied_tensor({2, 3, 2}, 0.7));
   const Tensor<double> b = test::varied_tensor({2, 1, 2}, 1.7);
   Attrs along1;
@@ -193,6 +194,23 @@ TEST(HostF32ModelOps, ConcatAndRepeatMoveRuns) {
     for (size_t j = 0; j < 9; ++j)
       for (size_t k = 0; k < 2; ++k)
         EXPECT_EQ(rep.data[(i * 9 + j) * 2 + k], a.data[(i * 3 + j % 3) * 2 + k]) << i << j << k;
+  // split, the inverse of the concat above: three parts of a along dim 1 (from the f64 lane).
+  const Tensor<double> ad = test::varied_tensor({2, 3, 2}, 0.7);
+  Attrs thirds;
+  thirds.set("dim", int64_t{1});
+  thirds.set("parts", int64_t{3});
+  std::optional<std::vector<Tensor<float>>> parts =
+      split_on_host_f32(HostOperand::of(ad.shape, ad.data.data()), thirds);
+  ASSERT_TRUE(parts);
+  ASSERT_EQ(parts->size(), 3u);
+  for (size_t p = 0; p < 3; ++p) {
+    ASSERT_EQ((*parts)[p].shape, (Shape{2, 1, 2}));
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t k = 0; k < 2; ++k)
+        EXPECT_EQ((*parts)[p].data[i * 2 + k], a.data[(i * 3 + p) * 2 + k]) << p << i << k;
+  }
+  thirds.set("parts", int64_t{2});  // 3 does not split in two: left to the caller's path
+  EXPECT_FALSE(split_on_host_f32(HostOperand::of(ad.shape, ad.data.data()), thirds));
   const Tensor<float> c = to_f32(test::varied_tensor({3, 3, 2}, 0.2));
   Tensor<float> refused;
   EXPECT_FALSE(movement_on_host_f32(
