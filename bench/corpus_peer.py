@@ -76,19 +76,26 @@ def child(args):
         got = np.asarray(ours[name], dtype=np.float64)
         scale = max(1.0, float(np.max(np.abs(want))))
         worst = max(worst, float(np.max(np.abs(got - want))) / scale)
-    for _ in range(20):
+    tw, to = interleaved(compiled, session, ins, args.calls)
+    print(json.dumps({"weft_ms": float(np.median(tw)) * 1e3, "ort_ms": float(np.median(to)) * 1e3,
+                      "error": worst}))
+
+
+def interleaved(compiled, session, ins, calls, warmup=20):
+    """Seconds of each of `calls` runs of weft's compiled directory and of the onnxruntime
+    session, alternating call by call after `warmup` runs of each."""
+    for _ in range(warmup):
         compiled.run(ins)
         session.run(None, ins)
     tw, to = [], []
-    for _ in range(args.calls):
+    for _ in range(calls):
         t = time.perf_counter()
         compiled.run(ins)
         tw.append(time.perf_counter() - t)
         t = time.perf_counter()
         session.run(None, ins)
         to.append(time.perf_counter() - t)
-    print(json.dumps({"weft_ms": float(np.median(tw)) * 1e3, "ort_ms": float(np.median(to)) * 1e3,
-                      "error": worst}))
+    return tw, to
 
 
 def main():

@@ -6,12 +6,16 @@ Run with the test venv's Python (numpy, onnxruntime) and the built package on th
 PYTHONPATH=build/python build/venv/bin/python scripts/peer_interleaved.py DIR MODEL.onnx IN.npz
 [--threads N] [--calls N]."""
 import argparse
-import time
+import os
+import sys
 
 import numpy as np
 import onnxruntime as ort
 
 import weft
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from corpus_peer import interleaved  # noqa: E402
 
 
 def main():
@@ -29,17 +33,7 @@ def main():
     so.intra_op_num_threads = args.threads
     so.inter_op_num_threads = 1
     session = ort.InferenceSession(args.model, so, providers=["CPUExecutionProvider"])
-    for _ in range(20):
-        compiled.run(ins)
-        session.run(None, ins)
-    tw, to = [], []
-    for _ in range(args.calls):
-        t = time.perf_counter()
-        compiled.run(ins)
-        tw.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        session.run(None, ins)
-        to.append(time.perf_counter() - t)
+    tw, to = interleaved(compiled, session, ins, args.calls)
     mw, mo = np.median(tw) * 1e3, np.median(to) * 1e3
     print(f"{args.dir}: weft {mw:.3f} ms (min {min(tw) * 1e3:.3f}), onnxruntime {mo:.3f} ms "
           f"(min {min(to) * 1e3:.3f}), weft / onnxruntime {mw / mo:.2f}")
