@@ -122,7 +122,11 @@ bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>&
     in += n;
   }
   const int64_t out = elements(b.type);
-  return out >= 0 && (k == CallKind::item || out <= in);
+  // A bool or integer result (a mask, indices) may be larger than its operands, within the
+  // bound above: it would run in the VM's f64 path at every call, never inside a fused kernel.
+  const bool index_like = !b.type.every_tensor(is_kernel_dtype);
+  return out >= 0 &&
+         (k == CallKind::item || out <= in || (index_like && out <= kLargestFoldedWithoutOperands));
 }
 
 SymBinding representative_binding(const Function& f, const SymBinding& given, int64_t fallback) {

@@ -176,6 +176,45 @@ fn main(x: f32[4, 8], w: f32[1, 8]) -> f32[4, 8] {
   EXPECT_NEAR(f.folded.at("e").data[0], std::exp(std::sin(0.5)), 1e-6);
 }
 
+// A mask from two constant position ranges is larger than they are, yet folds (a bool result
+// runs in the VM's f64 path at every call, never in a fused kernel); an f32 broadcast of weights
+// to a larger shape still stays at run time.
+TEST(FoldConstants, AMaskLargerThanItsOperandsFoldsAFloatBroadcastDoesNot) {
+  SymProver prover;
+  const Module m = parse_module(R"(module masks
+fn main(rows: i64[7, 1], cols: i64[1, 7], given: bool[7, 7], w: f32[1, 8], v: f32[4, 1]) -> tuple(bool[7, 7], f32[4, 8]) {
+  dataflow {
+    causal = less_equal(cols, rows)
+    keep = logical_and(causal, given)
+    wide = add(w, v)
+    o = tuple(keep, wide)
+  }
+  return o
+}
+)",
+                                "masks.wmod", prover);
+  Tensor<double> rows({7, 1}, 0.0), cols({1, 7}, 0.0);
+  for (size_t i = 0; i < 7; ++i) rows.data[i] = cols.data[i] = static_cast<double>(i);
+  const FoldResult f = fold_constants(m,
+                                      {{"rows", rows},
+                                       {"cols", cols},
+                                       {"w", test::varied_tensor({1, 8}, 0.5)},
+                                       {"v", test::varied_tensor({4, 1}, 1.5)}},
+                                      prover);
+  EXPECT_EQ(f.bindings, 1);
+  ASSERT_EQ(f.folded.count("causal"), 1u);
+  EXPECT_EQ(f.folded.count("wide"), 0u);
+  const Tensor<double>& causal = f.folded.at("causal");
+  ASSERT_EQ(causal.shape, (Shape{7, 7}));
+  int ones = 0;
+  for (size_t i = 0; i < 7; ++i)
+    for (size_t j = 0; j < 7; ++j) {
+      EXPECT_EQ(causal.data[i * 7 + j], j <= i ? 1.0 : 0.0) << i << " " << j;
+      ones += causal.data[i * 7 + j] != 0;
+    }
+  EXPECT_EQ(ones, 28);
+}
+
 TEST(FoldConstants, AGemmsTransposedWeightIsTransposedOnce) {
   SymProver prover;
   const Module m = parse_module(R"(module gemm
