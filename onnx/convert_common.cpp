@@ -215,7 +215,7 @@ Value arith(I& imp, Arith k, const Value& a_in, const Value& b_in) {
       for (double& x : t.data) x = std::trunc(x);
     return constant_value(std::move(t), a.elem);
   }
-  // One run-time operand and a constant scalar: scale / shift / sqr / sqrt.
+  // One run-time operand and a constant scalar: scale / shift / sqr / a cube / sqrt.
   auto scalar_of = [&](const Value& v, int other_rank) -> std::optional<double> {
     if (v.kind != VKind::constant || v.data.numel() != 1 ||
         static_cast<int>(v.data.shape.size()) > other_rank)
@@ -241,6 +241,9 @@ Value arith(I& imp, Arith k, const Value& a_in, const Value& b_in) {
           case Arith::pow:
             if (*c == 1) return a;
             if (*c == 2) return imp.op("sqr", {a.name});
+            // GELU's tanh form cubes: as a product it fuses with its neighbours, where a
+            // `pow` row stays outside every µGraph region (onnxruntime computes x*x*x too).
+            if (*c == 3) return imp.op("mul", {imp.op("sqr", {a.name}).name, a.name});
             if (*c == 0.5) return imp.op("sqrt", {a.name});
             break;
         }

@@ -184,6 +184,29 @@ TEST(OnnxImport, ScalarConstantsFoldIntoScaleShiftAndSqr) {
   expect_near(run(m, {{"x", x}}).at("y"), want);
 }
 
+// A cube by a constant exponent (GELU's tanh form) is sqr times the base, table operators the
+// µGraph search can fuse, not a `pow` row; other exponents stay `pow`.
+TEST(OnnxImport, ACubeIsAProductAndOtherPowersStayPow) {
+  ModelBuilder mb;
+  mb.input("x", {int64_t{2}, int64_t{3}});
+  mb.initializer("three", {}, {3});
+  mb.initializer("five", {1}, {5});
+  mb.node("Pow", {"x", "three"}, {"c"});
+  mb.node("Pow", {"x", "five"}, {"f"});
+  mb.node("Add", {"c", "f"}, {"y"});
+  mb.output("y");
+  ImportedModel m = mb.import();
+  std::string text = print_module(m.module);
+  EXPECT_NE(text.find("sqr(x)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pow(x, three"), std::string::npos) << text;
+  EXPECT_NE(text.find("pow("), std::string::npos) << text;  // the fifth power
+  Tensor<double> x = random_tensor({2, 3}, 7);
+  Tensor<double> want = x;
+  for (size_t i = 0; i < x.data.size(); ++i)
+    want.data[i] = std::pow(x.data[i], 3) + std::pow(x.data[i], 5);
+  expect_near(run(m, {{"x", x}}).at("y"), want);
+}
+
 TEST(OnnxImport, SoftmaxBeforeOpset13CoercesTo2D) {
   for (int opset : {11, 13}) {
     ModelBuilder mb(opset);
