@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/around_dim.h"
 #include "core/error.h"
 #include "model/permute_values.h"
 
@@ -68,19 +69,15 @@ bool join(OpKind kind, const std::vector<HostOperand>& in, const Attrs& attrs,
   } catch (const UserError&) {
     return false;  // the caller's path reports it, with its location
   }
-  const auto rank = static_cast<int64_t>(shape.size());
-  int64_t dim = normalized.get_int("dim");
-  if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank) return false;
+  // The shape rule normalized dim (0 <= dim < rank).
+  const auto dim = static_cast<size_t>(normalized.get_int("dim"));
   const int64_t times = kind == OpKind::repeat ? normalized.get_int("times") : 1;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= shape[static_cast<size_t>(d)];
-  for (int64_t d = dim + 1; d < rank; ++d) inner *= shape[static_cast<size_t>(d)];
+  const AroundDim around = around_dim(shape, dim);
   float* out = into(shape);
-  for (int64_t o = 0; o < outer; ++o)
+  for (int64_t o = 0; o < around.outer; ++o)
     for (int64_t t = 0; t < times; ++t)
       for (const HostOperand& x : in) {
-        const int64_t run = (*x.shape)[static_cast<size_t>(dim)] * inner;
+        const int64_t run = (*x.shape)[dim] * around.inner;
         if (x.f32)
           copy_values(x.f32 + o * run, run, out);
         else
@@ -102,19 +99,15 @@ std::optional<std::vector<Tensor<float>>> split_on_host_f32(const HostOperand& x
   } catch (const UserError&) {
     return std::nullopt;  // the caller's path reports it, with its location
   }
-  const auto rank = static_cast<int64_t>(x.shape->size());
-  int64_t dim = normalized.get_int("dim");
-  if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank || parts.empty()) return std::nullopt;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < dim; ++d) outer *= (*x.shape)[static_cast<size_t>(d)];
-  for (int64_t d = dim + 1; d < rank; ++d) inner *= (*x.shape)[static_cast<size_t>(d)];
-  const int64_t run = parts[0].shape[static_cast<size_t>(dim)] * inner;
-  const int64_t row = (*x.shape)[static_cast<size_t>(dim)] * inner;
+  // The shape rule normalized dim (0 <= dim < rank) and made at least one part.
+  const auto dim = static_cast<size_t>(normalized.get_int("dim"));
+  const AroundDim around = around_dim(*x.shape, dim);
+  const int64_t run = parts[0].shape[dim] * around.inner;
+  const int64_t row = around.extent * around.inner;
   std::vector<Tensor<float>> out;
   for (size_t p = 0; p < parts.size(); ++p) {
     Tensor<float>& t = out.emplace_back(parts[p].shape, 0.0f);
-    for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t o = 0; o < around.outer; ++o) {
       const int64_t from = o * row + static_cast<int64_t>(p) * run;
       if (x.f32)
         copy_values(x.f32 + from, run, t.data.data() + o * run);

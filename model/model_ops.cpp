@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/around_dim.h"
 #include "model/permute_values.h"
 
 namespace weft {
@@ -292,13 +293,10 @@ Tensor<double> eval_slice(const std::vector<const Tensor<double>*>& in, const At
 // The f32 lane's slice: runs of the operand's rows copied as they are (f32) or rounded (f64).
 template <class T>
 void copy_slice(const T* x, const Shape& shape, const SliceRange& s, float* out) {
-  const auto d = static_cast<size_t>(s.dim);
-  int64_t outer = 1, inner = 1;
-  for (size_t i = 0; i < d; ++i) outer *= shape[i];
-  for (size_t i = d + 1; i < shape.size(); ++i) inner *= shape[i];
-  const int64_t extent = shape[d], run = s.size * inner;
-  for (int64_t o = 0; o < outer; ++o) {
-    const T* from = x + (o * extent + s.start) * inner;
+  const AroundDim around = around_dim(shape, static_cast<size_t>(s.dim));
+  const int64_t run = s.size * around.inner;
+  for (int64_t o = 0; o < around.outer; ++o) {
+    const T* from = x + (o * around.extent + s.start) * around.inner;
     std::transform(from, from + run, out + o * run, [](T v) { return static_cast<float>(v); });
   }
 }

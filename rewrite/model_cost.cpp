@@ -122,7 +122,7 @@ bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>&
     in += n;
   }
   const int64_t out = elements(b.type);
-  // A bool or integer result (a mask, indices) may be larger than its operands, within the
+  // A bool, integer or f64 result (a mask, indices) may be larger than its operands, within the
   // bound above: it would run in the VM's f64 path at every call, never inside a fused kernel.
   const bool index_like = !b.type.every_tensor(is_kernel_dtype);
   return out >= 0 &&

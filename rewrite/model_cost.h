@@ -20,8 +20,8 @@ namespace weft {
 // tuple or item whose operands are all `constants` (parameters whose values the compile has, and
 // the values folded from them) and whose attributes are constants, its result of fixed shape and
 // no larger than its operands together (a broadcast of a weight stays a run-time operator) or,
-// for a bool or integer result (an attention mask from two position ranges), small; an operator
-// of no operands (range) when its result is fixed and small.
+// for a bool, integer or f64 result (an attention mask from two position ranges), small; an
+// operator of no operands (range) when its result is fixed and small.
 bool folds_at_compile_time(const Binding& b, const std::map<std::string, MType>& types,
                            const std::set<std::string>& constants);
 inline constexpr int64_t kLargestFoldedWithoutOperands = int64_t{1} << 16;
